@@ -1,0 +1,165 @@
+"""LoCoMo (Maharana et al., ACL 2024): ``locomo/locomo10.json`` -> :class:`Conversation` objects.
+
+Readings taken where the file is irregular (all visible in the notes this loader returns):
+
+* Sessions are the ``session_<n>`` lists (conv-26 has more ``*_date_time`` keys than sessions).
+* Image turns keep their caption: ``text`` becomes ``"<utterance> [shares an image: <caption>]"``.
+* Category-5 (adversarial) items usually have no ``answer``; their gold ``answer`` is the
+  ``adversarial_answer``. The two items that have both keep the other in ``original_answer``.
+* Evidence strings are split on ``;``/``,``/spaces and read as ``D<session>:<turn>`` with leading
+  zeros dropped and a stray colon after ``D`` tolerated; ids that still do not name a turn of the
+  conversation are dropped and reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.data.errors import DatasetError
+from memsys.types import LOCOMO_CATEGORIES, Conversation, Question, Session, Turn
+
+LOCOMO_FILE = "locomo/locomo10.json"
+SESSION_DATE_FORMAT = "%I:%M %p on %d %B, %Y"
+_SESSION_KEY = re.compile(r"session_(\d+)")
+_EVIDENCE_TOKEN = re.compile(r"D:?(\d+):(\d+)")
+
+
+def read_locomo(path: Path) -> tuple[list[Conversation], list[str]]:
+    """Parse the LoCoMo file; return the conversations and notes on every irregular record."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DatasetError(path, None, f"not valid JSON ({error})") from error
+    if not isinstance(raw, list):
+        raise DatasetError(path, None, "expected a JSON list of conversations")
+    notes: list[str] = []
+    conversations = [_read_conversation(path, index, item, notes) for index, item in enumerate(raw)]
+    return conversations, notes
+
+
+def _read_conversation(path: Path, index: int, item: Any, notes: list[str]) -> Conversation:
+    record = f"#{index}"
+    try:
+        sample_id = str(item["sample_id"])
+        record = sample_id
+        body = item["conversation"]
+        speakers = (str(body["speaker_a"]), str(body["speaker_b"]))
+        sessions = _read_sessions(path, sample_id, body)
+        known_turns = {turn.turn_id for session in sessions for turn in session.turns}
+        questions = tuple(
+            _read_question(path, sample_id, number, qa, known_turns, notes)
+            for number, qa in enumerate(item["qa"])
+        )
+    except (KeyError, TypeError, AttributeError) as error:
+        raise DatasetError(path, record, f"missing or malformed field {error}") from error
+    return Conversation(sample_id, sessions, questions, speakers)
+
+
+def _read_sessions(path: Path, sample_id: str, body: dict[str, Any]) -> tuple[Session, ...]:
+    numbers = sorted(int(m.group(1)) for key in body if (m := _SESSION_KEY.fullmatch(key)))
+    return tuple(_read_session(path, sample_id, number, body) for number in numbers)
+
+
+def _read_session(path: Path, sample_id: str, number: int, body: dict[str, Any]) -> Session:
+    session_id = f"session_{number}"
+    record = f"{sample_id}/{session_id}"
+    date_text = body.get(f"{session_id}_date_time")
+    if not isinstance(date_text, str):
+        raise DatasetError(path, record, f"missing {session_id}_date_time")
+    try:
+        timestamp = datetime.strptime(date_text, SESSION_DATE_FORMAT)
+    except ValueError as error:
+        raise DatasetError(path, record, f"bad session date {date_text!r}") from error
+    turns = []
+    for index, raw_turn in enumerate(body[session_id]):
+        try:
+            caption = raw_turn.get("blip_caption")
+            text = str(raw_turn["text"])
+            if caption:
+                text = f"{text} [shares an image: {caption}]"
+            turns.append(
+                Turn(
+                    turn_id=str(raw_turn["dia_id"]),
+                    session_id=session_id,
+                    index=index,
+                    speaker=str(raw_turn["speaker"]),
+                    text=text,
+                    timestamp=timestamp,
+                    image_caption=caption,
+                )
+            )
+        except (KeyError, TypeError, AttributeError) as error:
+            raise DatasetError(path, f"{record} turn {index}", f"malformed turn ({error})") from error
+    return Session(session_id, timestamp, date_text, tuple(turns))
+
+
+def _read_question(
+    path: Path,
+    sample_id: str,
+    number: int,
+    qa: dict[str, Any],
+    known_turns: set[str],
+    notes: list[str],
+) -> Question:
+    question_id = f"{sample_id}:q{number}"
+    code = qa["category"]
+    if code not in LOCOMO_CATEGORIES:
+        raise DatasetError(path, question_id, f"unknown category {code!r}")
+    category = LOCOMO_CATEGORIES[code]
+    adversarial = qa.get("adversarial_answer")
+    if category == "adversarial":
+        if adversarial is None:
+            raise DatasetError(path, question_id, "category 5 item without adversarial_answer")
+        answer, original = str(adversarial), _text_or_none(qa.get("answer"))
+    else:
+        if "answer" not in qa:
+            raise DatasetError(path, question_id, "missing field 'answer'")
+        answer, original = str(qa["answer"]), None
+    evidence = _parse_evidence(question_id, qa["evidence"], known_turns, notes)
+    sessions = tuple(dict.fromkeys(_session_of(turn_id) for turn_id in evidence))
+    return Question(
+        question_id=question_id,
+        conversation_id=sample_id,
+        question=str(qa["question"]),
+        answer=answer,
+        category=category,
+        evidence=evidence,
+        evidence_sessions=sessions,
+        category_code=code,
+        adversarial_answer=_text_or_none(adversarial),
+        original_answer=original,
+    )
+
+
+def _parse_evidence(
+    question_id: str, raw_ids: list[str], known_turns: set[str], notes: list[str]
+) -> tuple[str, ...]:
+    """Read evidence strings leniently; report what could not be resolved to a real turn."""
+    resolved: list[str] = []
+    for raw in raw_ids:
+        tokens = [token for token in re.split(r"[;,\s]+", str(raw)) if token]
+        parsed = [_EVIDENCE_TOKEN.fullmatch(token) for token in tokens]
+        ids = [f"D{int(m.group(1))}:{int(m.group(2))}" for m in parsed if m]
+        kept = [turn_id for turn_id in ids if turn_id in known_turns]
+        if len(tokens) != 1 or ids != [raw]:
+            dropped = sorted(set(tokens) - {t for t, m in zip(tokens, parsed) if m}) + sorted(
+                set(ids) - set(kept)
+            )
+            outcome = f"read as {kept}" + (f", dropped {dropped}" if dropped else "")
+            notes.append(f"{question_id}: evidence {raw!r} {outcome}")
+        elif not kept:
+            notes.append(f"{question_id}: evidence {raw!r} names no turn; dropped")
+        resolved.extend(kept)
+    return tuple(dict.fromkeys(resolved))
+
+
+def _session_of(turn_id: str) -> str:
+    return f"session_{turn_id[1:].split(':', 1)[0]}"
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,157 @@
+"""LongMemEval (Wu et al., ICLR 2025), oracle and S variants, read lazily from per-question archives.
+
+S unpacks to about 265 MB, so :func:`iter_longmemeval` streams the ``tar.xz`` and holds one
+instance at a time. Instances come in archive order (file names ``<n_sessions>_<question_id>``,
+sorted), which is fixed by the archive's checksum; the reconstructed S item ``7e00a6cb`` is
+inserted at its name's place. The S haystack of ``gpt4_7a0daae1`` is missing upstream and is
+reported by :func:`longmemeval_notes`, never invented.
+
+Each instance becomes a :class:`Conversation` holding one :class:`Question`; turn ids are
+``<session_id>:<index>``; haystack sessions are sorted by date (oracle files are not).
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import tarfile
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from benchmarks.data.errors import DatasetError
+from benchmarks.data.paths import data_file
+from memsys.types import LONGMEMEVAL_CATEGORIES, Conversation, Question, Session, Turn
+
+Variant = Literal["oracle", "s"]
+ARCHIVES: dict[str, str] = {
+    "oracle": "longmemeval/longmemeval_oracle_lme_jsons.tar.xz",
+    "s": "longmemeval/longmemeval_s_cleaned_lme_jsons.tar.xz",
+}
+RECONSTRUCTED_S = "longmemeval/62_7e00a6cb.reconstructed.json.xz"
+MISSING_UPSTREAM = {"s": ("gpt4_7a0daae1",), "oracle": ()}
+DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
+
+
+def iter_longmemeval(
+    variant: Variant,
+    data_dir: str | Path | None = None,
+    question_ids: Iterable[str] | None = None,
+) -> Iterator[Conversation]:
+    """Yield the instances of one variant, one at a time, optionally only the given ids."""
+    if variant not in ARCHIVES:
+        raise ValueError(f"unknown LongMemEval variant {variant!r}; expected one of {list(ARCHIVES)}")
+    wanted = None if question_ids is None else set(question_ids)
+    archive = data_file(ARCHIVES[variant], data_dir)
+    extra = _reconstructed_member(data_dir) if variant == "s" else None
+    for name, content, source in _members(archive, extra):
+        question_id = Path(name).stem.split("_", 1)[1]
+        if wanted is not None and question_id not in wanted:
+            continue
+        try:
+            item = json.loads(content)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise DatasetError(source, name, f"not valid JSON ({error})") from error
+        yield parse_instance(item, source=f"{source}:{name}", reconstructed=source != archive)
+
+
+def longmemeval_notes(variant: Variant) -> list[str]:
+    """What differs from the official release, for stats and run reports."""
+    notes = [f"{qid}: missing upstream; not in this release" for qid in MISSING_UPSTREAM[variant]]
+    if variant == "s":
+        notes.append("7e00a6cb: reconstructed item (see the data README)")
+    return notes
+
+
+def _reconstructed_member(data_dir: str | Path | None) -> tuple[str, Path]:
+    return "lme_jsons/62_7e00a6cb.json", data_file(RECONSTRUCTED_S, data_dir)
+
+
+def _members(archive: Path, extra: tuple[str, Path] | None) -> Iterator[tuple[str, bytes, Path]]:
+    """Stream the archive's JSON members in order, merging ``extra`` at its name's place."""
+    try:
+        with tarfile.open(archive, "r|xz") as tar:
+            for member in tar:
+                if not member.isfile() or not member.name.endswith(".json"):
+                    continue
+                if extra is not None and extra[0] < member.name:
+                    yield extra[0], _read_xz(extra[1]), extra[1]
+                    extra = None
+                handle = tar.extractfile(member)
+                if handle is None:
+                    raise DatasetError(archive, member.name, "unreadable archive member")
+                yield member.name, handle.read(), archive
+    except (tarfile.TarError, lzma.LZMAError, EOFError) as error:
+        raise DatasetError(archive, None, f"corrupt or truncated archive ({error})") from error
+    if extra is not None:
+        yield extra[0], _read_xz(extra[1]), extra[1]
+
+
+def _read_xz(path: Path) -> bytes:
+    try:
+        return lzma.decompress(path.read_bytes())
+    except lzma.LZMAError as error:
+        raise DatasetError(path, None, f"corrupt xz file ({error})") from error
+
+
+def parse_instance(item: Any, *, source: str | Path, reconstructed: bool = False) -> Conversation:
+    """Turn one LongMemEval instance into a one-question :class:`Conversation`."""
+    record = item.get("question_id", "?") if isinstance(item, dict) else "?"
+    try:
+        question_id = str(item["question_id"])
+        question_type = str(item["question_type"])
+        if question_type not in LONGMEMEVAL_CATEGORIES:
+            raise DatasetError(source, record, f"unknown question_type {question_type!r}")
+        ids, dates, bodies = (
+            item["haystack_session_ids"],
+            item["haystack_dates"],
+            item["haystack_sessions"],
+        )
+        if not len(ids) == len(dates) == len(bodies):
+            raise DatasetError(source, record, "haystack ids, dates and sessions differ in length")
+        sessions = sorted(
+            (_parse_session(source, record, sid, date, body) for sid, date, body in zip(ids, dates, bodies)),
+            key=lambda session: session.timestamp or datetime.min,
+        )
+        evidence = tuple(t.turn_id for s in sessions for t in s.turns if t.has_answer)
+        question = Question(
+            question_id=question_id,
+            conversation_id=question_id,
+            question=str(item["question"]),
+            answer=str(item["answer"]),
+            category=LONGMEMEVAL_CATEGORIES[question_type],
+            evidence=evidence,
+            evidence_sessions=tuple(str(s) for s in item["answer_session_ids"]),
+            question_date=_parse_date(source, record, item["question_date"]),
+            is_abstention="_abs" in question_id,
+        )
+    except (KeyError, TypeError, AttributeError) as error:
+        raise DatasetError(source, record, f"missing or malformed field {error}") from error
+    metadata = {"reconstructed": "true"} if reconstructed else {}
+    return Conversation(question_id, tuple(sessions), (question,), ("user", "assistant"), metadata)
+
+
+def _parse_session(source: str | Path, record: str, session_id: Any, date: Any, body: Any) -> Session:
+    session_id = str(session_id)
+    timestamp = _parse_date(source, record, date)
+    turns = tuple(
+        Turn(
+            turn_id=f"{session_id}:{index}",
+            session_id=session_id,
+            index=index,
+            speaker=str(turn["role"]),
+            text=str(turn["content"]),
+            timestamp=timestamp,
+            has_answer=turn.get("has_answer"),
+        )
+        for index, turn in enumerate(body)
+    )
+    return Session(session_id, timestamp, str(date), turns)
+
+
+def _parse_date(source: str | Path, record: str, text: Any) -> datetime:
+    try:
+        return datetime.strptime(str(text), DATE_FORMAT)
+    except ValueError as error:
+        raise DatasetError(source, record, f"bad date {text!r}") from error
