@@ -93,7 +93,9 @@ def _read_session(path: Path, sample_id: str, number: int, body: dict[str, Any])
                 )
             )
         except (KeyError, TypeError, AttributeError) as error:
-            raise DatasetError(path, f"{record} turn {index}", f"malformed turn ({error})") from error
+            raise DatasetError(
+                path, f"{record} turn {index}", f"malformed turn ({error})"
+            ) from error
     return Session(session_id, timestamp, date_text, tuple(turns))
 
 
@@ -141,18 +143,14 @@ def _parse_evidence(
     """Read evidence strings leniently; report what could not be resolved to a real turn."""
     resolved: list[str] = []
     for raw in raw_ids:
-        tokens = [token for token in re.split(r"[;,\s]+", str(raw)) if token]
-        parsed = [_EVIDENCE_TOKEN.fullmatch(token) for token in tokens]
-        ids = [f"D{int(m.group(1))}:{int(m.group(2))}" for m in parsed if m]
-        kept = [turn_id for turn_id in ids if turn_id in known_turns]
-        if len(tokens) != 1 or ids != [raw]:
-            dropped = sorted(set(tokens) - {t for t, m in zip(tokens, parsed) if m}) + sorted(
-                set(ids) - set(kept)
-            )
-            outcome = f"read as {kept}" + (f", dropped {dropped}" if dropped else "")
-            notes.append(f"{question_id}: evidence {raw!r} {outcome}")
-        elif not kept:
-            notes.append(f"{question_id}: evidence {raw!r} names no turn; dropped")
+        kept, dropped = [], []
+        for token in filter(None, re.split(r"[;,\s]+", str(raw))):
+            match = _EVIDENCE_TOKEN.fullmatch(token)
+            turn_id = f"D{int(match.group(1))}:{int(match.group(2))}" if match else None
+            (kept if turn_id in known_turns else dropped).append(turn_id or token)
+        if kept != [raw]:
+            dropped_text = f", dropped {dropped}" if dropped else ""
+            notes.append(f"{question_id}: evidence {raw!r} read as {kept}{dropped_text}")
         resolved.extend(kept)
     return tuple(dict.fromkeys(resolved))
 

@@ -41,7 +41,9 @@ def iter_longmemeval(
 ) -> Iterator[Conversation]:
     """Yield the instances of one variant, one at a time, optionally only the given ids."""
     if variant not in ARCHIVES:
-        raise ValueError(f"unknown LongMemEval variant {variant!r}; expected one of {list(ARCHIVES)}")
+        raise ValueError(
+            f"unknown LongMemEval variant {variant!r}; expected one of {list(ARCHIVES)}"
+        )
     wanted = None if question_ids is None else set(question_ids)
     archive = data_file(ARCHIVES[variant], data_dir)
     extra = _reconstructed_member(data_dir) if variant == "s" else None
@@ -111,8 +113,11 @@ def parse_instance(item: Any, *, source: str | Path, reconstructed: bool = False
         if not len(ids) == len(dates) == len(bodies):
             raise DatasetError(source, record, "haystack ids, dates and sessions differ in length")
         sessions = sorted(
-            (_parse_session(source, record, sid, date, body) for sid, date, body in zip(ids, dates, bodies)),
-            key=lambda session: session.timestamp or datetime.min,
+            (
+                _parse_session(source, record, sid, date, body)
+                for sid, date, body in zip(ids, dates, bodies, strict=True)
+            ),
+            key=lambda session: session.timestamp,
         )
         evidence = tuple(t.turn_id for s in sessions for t in s.turns if t.has_answer)
         question = Question(
@@ -132,7 +137,9 @@ def parse_instance(item: Any, *, source: str | Path, reconstructed: bool = False
     return Conversation(question_id, tuple(sessions), (question,), ("user", "assistant"), metadata)
 
 
-def _parse_session(source: str | Path, record: str, session_id: Any, date: Any, body: Any) -> Session:
+def _parse_session(
+    source: str | Path, record: str, session_id: Any, date: Any, body: Any
+) -> Session:
     session_id = str(session_id)
     timestamp = _parse_date(source, record, date)
     turns = tuple(

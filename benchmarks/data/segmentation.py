@@ -9,6 +9,7 @@ authors' release where there is one).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +19,13 @@ from benchmarks.data.errors import DatasetError
 from benchmarks.data.paths import data_file
 from memsys.types import SegmentationDialogue
 
-SPLIT_ALIASES = {"dev": "dev", "validation": "dev", "valid": "dev", "train": "train", "test": "test"}
+SPLIT_ALIASES = {
+    "dev": "dev",
+    "validation": "dev",
+    "valid": "dev",
+    "train": "train",
+    "test": "test",
+}
 
 
 def labels_from_topic_ids(topic_ids: Sequence[Any]) -> tuple[int, ...]:
@@ -27,7 +34,9 @@ def labels_from_topic_ids(topic_ids: Sequence[Any]) -> tuple[int, ...]:
     >>> labels_from_topic_ids([0, 0, 2, 2, 3])
     (0, 1, 0, 1, 0)
     """
-    return tuple(int(a != b) for a, b in zip(topic_ids, topic_ids[1:])) + ((0,) if topic_ids else ())
+    return tuple(int(a != b) for a, b in itertools.pairwise(topic_ids)) + (
+        (0,) if topic_ids else ()
+    )
 
 
 def labels_from_segment_lengths(lengths: Sequence[int]) -> tuple[int, ...]:
@@ -67,7 +76,9 @@ def read_topic_id_txt(path: Path) -> list[SegmentationDialogue]:
                 continue
             topic, _, utterance = line.partition(" ")
             if current is None or not topic.lstrip("-").isdigit():
-                raise DatasetError(path, f"line {line_number}", f"expected '<topic_id> <utterance>': {line!r}")
+                raise DatasetError(
+                    path, f"line {line_number}", f"expected '<topic_id> <utterance>': {line!r}"
+                )
             topics.append(int(topic))
             utterances.append(utterance)
     close()
@@ -88,7 +99,9 @@ def read_dts_hub(path: Path, split: str | None = None) -> list[SegmentationDialo
         except (KeyError, TypeError) as error:
             raise DatasetError(path, f"#{index}", f"missing or malformed field {error}") from error
         if len(labels) != len(utterances):
-            raise DatasetError(path, dialogue_id, "segment lengths do not sum to the utterance count")
+            raise DatasetError(
+                path, dialogue_id, "segment lengths do not sum to the utterance count"
+            )
         dialogues.append(SegmentationDialogue(dialogue_id, utterances, labels))
     return dialogues
 
@@ -104,7 +117,9 @@ def read_tiage_official(path: Path) -> list[SegmentationDialogue]:
             utterances = tuple(str(utterance) for utterance, _ in pairs)
             shifts = [str(label) == "1" for _, label in pairs]
         except (TypeError, ValueError) as error:
-            raise DatasetError(path, dialogue_id, f"expected [utterance, label] pairs ({error})") from error
+            raise DatasetError(
+                path, dialogue_id, f"expected [utterance, label] pairs ({error})"
+            ) from error
         labels = tuple(int(starts_next) for starts_next in shifts[1:]) + (0,)
         dialogues.append(SegmentationDialogue(str(dialogue_id), utterances, labels))
     return dialogues
@@ -146,8 +161,14 @@ PRIMARY_SOURCES: dict[tuple[str, str], tuple[str, Reader]] = {
     ("tiage", "train"): ("tiage/official/anno_train.json", read_tiage_official),
     ("tiage", "dev"): ("tiage/official/anno_dev.json", read_tiage_official),
     ("tiage", "test"): ("tiage/official/anno_test.json", read_tiage_official),
-    ("superdialseg", "dev"): ("superdialseg/superseg/segmentation_file_validation.txt", read_topic_id_txt),
-    ("superdialseg", "test"): ("superdialseg/superseg/segmentation_file_test.txt", read_topic_id_txt),
+    ("superdialseg", "dev"): (
+        "superdialseg/superseg/segmentation_file_validation.txt",
+        read_topic_id_txt,
+    ),
+    ("superdialseg", "test"): (
+        "superdialseg/superseg/segmentation_file_test.txt",
+        read_topic_id_txt,
+    ),
 }
 SEGMENTATION_DATASETS = ("dialseg711", "tiage", "superdialseg")
 

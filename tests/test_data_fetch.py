@@ -1,0 +1,108 @@
+"""``make data`` against a local mirror: real downloads over HTTP on 127.0.0.1, real checksums."""
+
+from __future__ import annotations
+
+import functools
+import json
+import lzma
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from benchmarks.data import fetch, sources
+
+
+@pytest.fixture
+def mirror(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    root = tmp_path / "mirror"
+    root.mkdir()
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.RequestHandlerClass.log_message = lambda *args: None  # type: ignore[method-assign]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _publish(root: Path, remote: str, data: bytes) -> None:
+    target = root / remote
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+
+
+def test_the_real_data_dir_verifies(data_dir: Path) -> None:
+    outcome = fetch.fetch_all(data_dir, "http://127.0.0.1:9")  # nothing is downloaded
+    assert set(outcome.values()) == {"verified"}
+    assert len(outcome) == len(fetch.read_checksums(fetch.CHECKSUMS))
+
+
+def test_download_verifies_and_places_the_file(mirror, tmp_path: Path, data_dir: Path) -> None:
+    root, base = mirror
+    _publish(
+        root,
+        f"{sources.LOCOMO}/data/locomo10.json",
+        (data_dir / "locomo/locomo10.json").read_bytes(),
+    )
+    target = tmp_path / "data"
+    assert fetch.fetch_all(target, base, ["locomo/"]) == {"locomo/locomo10.json": "downloaded"}
+    assert (
+        fetch.sha256_file(target / "locomo/locomo10.json")
+        == fetch.read_checksums(fetch.CHECKSUMS)["locomo/locomo10.json"]
+    )
+    assert fetch.fetch_all(target, base, ["locomo/"]) == {"locomo/locomo10.json": "verified"}
+
+
+def test_tampered_download_is_rejected_and_not_written(mirror, tmp_path: Path) -> None:
+    root, base = mirror
+    _publish(root, f"{sources.LOCOMO}/data/locomo10.json", b"[]")
+    target = tmp_path / "data"
+    (status,) = fetch.fetch_all(target, base, ["locomo/"]).values()
+    assert status.startswith("FAILED") and "does not match its sha256" in status
+    assert not (target / "locomo").exists() or not any((target / "locomo").iterdir())
+
+
+def test_unreachable_mirror_names_the_url(tmp_path: Path) -> None:
+    (status,) = fetch.fetch_all(tmp_path, "http://127.0.0.1:9", ["locomo/"]).values()
+    assert "could not download http://127.0.0.1:9/" in status
+
+
+def test_reconstructed_item_is_rebuilt_exactly(mirror, tmp_path: Path, data_dir: Path) -> None:
+    root, base = mirror
+    item = json.loads(
+        lzma.decompress((data_dir / "longmemeval/62_7e00a6cb.reconstructed.json.xz").read_bytes())
+    )
+    item["model_annotations"] = {"added": "by the verifying repository"}
+    _publish(root, sources.LONGMEMEVAL_RECONSTRUCTED, json.dumps(item, indent=2).encode())
+    target = tmp_path / "data"
+    outcome = fetch.fetch_all(target, base, ["longmemeval/62_7e00a6cb"])
+    assert outcome == {
+        "longmemeval/62_7e00a6cb.reconstructed.json.xz": "downloaded and reconstructed"
+    }
+
+
+@pytest.mark.slow
+def test_longmemeval_archive_is_packed_from_verified_members(
+    mirror, tmp_path: Path, data_dir: Path
+) -> None:
+    import tarfile
+
+    from benchmarks.data import iter_longmemeval
+
+    root, base = mirror
+    with tarfile.open(data_dir / "longmemeval/longmemeval_oracle_lme_jsons.tar.xz", "r:xz") as tar:
+        for member in tar.getmembers():
+            if member.isfile():
+                _publish(
+                    root,
+                    f"{sources.LONGMEMEVAL_MEMBERS}/{Path(member.name).name}",
+                    tar.extractfile(member).read(),
+                )
+    target = tmp_path / "data"
+    prefix = ["longmemeval/longmemeval_oracle"]
+    assert set(fetch.fetch_all(target, base, prefix).values()) == {"downloaded and packed"}
+    assert set(fetch.fetch_all(target, base, prefix).values()) == {"verified"}
+    assert sum(1 for _ in iter_longmemeval("oracle", target)) == 500
