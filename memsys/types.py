@@ -125,3 +125,32 @@ class SegmentationDialogue:
             )
         if self.speakers and len(self.speakers) != len(self.utterances):
             raise ValueError(f"dialogue {self.dialogue_id}: speakers do not match utterances")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """One unit a method hands the reader: its text and the turns it came from.
+
+    ``turn_ids`` is the provenance that makes retrieval measurable without an LLM;
+    ``timestamp`` (the source session's date) dates the rendered context and ``position`` (the
+    index of its first source turn in the conversation) orders items within one session.
+    """
+
+    text: str
+    turn_ids: tuple[str, ...]
+    timestamp: datetime | None = None
+    position: int = 0
+    score: float = 0.0
+    kind: str = "turn"
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """What ``retrieve`` returns: items best first, as the method ranked them."""
+
+    items: tuple[MemoryItem, ...]
+
+    @property
+    def turn_ids(self) -> tuple[str, ...]:
+        """Every source turn id, once, in rank order."""
+        return tuple(dict.fromkeys(turn_id for item in self.items for turn_id in item.turn_ids))

@@ -8,9 +8,12 @@ from benchmarks.data.segmentation import SEGMENTATION_DATASETS, load_segmentatio
 from memsys.types import Conversation
 
 
-def load_locomo(data_dir: str | None = None) -> list[Conversation]:
-    """All ten LoCoMo conversations (see :func:`read_locomo` for the irregular records)."""
-    conversations, _ = read_locomo(data_file(LOCOMO_FILE, data_dir))
+def load_locomo(data_dir: str | None = None, file: str = LOCOMO_FILE) -> list[Conversation]:
+    """All LoCoMo conversations (see :func:`read_locomo` for the irregular records).
+
+    ``file`` is relative to the data directory; another file in the same format works too.
+    """
+    conversations, _ = read_locomo(data_file(file, data_dir))
     return conversations
 
 

@@ -1,0 +1,1 @@
+"""Shared answering: every method's retrieval becomes a prompt the same way (DESIGN: Answering)."""

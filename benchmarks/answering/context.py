@@ -1,0 +1,79 @@
+"""Render a retrieval as the reader's context: budgeted best-first, shown in time order.
+
+A method ranks its items; the harness keeps them in rank order while they fit the token budget,
+then shows the kept ones oldest first under their session dates, so every method's context looks
+the same to the reader and differs only in what was retrieved. Token counts are the sum of the
+memoized counts of each rendered line (headers included), which keeps a budget check at a few
+dictionary lookups per question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from memsys.types import MemoryItem
+
+
+class CountsTokens(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class RenderedContext:
+    """The context text, the items it shows (time order) and its size in harness tokens."""
+
+    text: str
+    items: tuple[MemoryItem, ...]
+    tokens: int
+    dropped: int
+
+    @property
+    def turn_ids(self) -> tuple[str, ...]:
+        """Source turns of the items actually shown to the reader."""
+        return tuple(dict.fromkeys(t for item in self.items for t in item.turn_ids))
+
+
+def date_header(timestamp: datetime | None) -> str:
+    """``[8 May 2023, 1:56 pm]``; items without a date go under ``[undated]``.
+
+    >>> date_header(datetime(2023, 5, 8, 13, 56))
+    '[8 May 2023, 1:56 pm]'
+    """
+    if timestamp is None:
+        return "[undated]"
+    clock = timestamp.strftime("%I:%M %p").lstrip("0").lower()
+    return f"[{timestamp.day} {timestamp:%B %Y}, {clock}]"
+
+
+def render_context(
+    items: Sequence[MemoryItem], tokens: CountsTokens, budget: int
+) -> RenderedContext:
+    """Keep items best-first within ``budget`` tokens, render them oldest first with dates.
+
+    An item that does not fit is skipped and later (smaller) ones may still fit.
+    """
+    kept: list[tuple[int, MemoryItem]] = []
+    headers: set[str] = set()
+    used = 0
+    for rank, item in enumerate(items):
+        header = date_header(item.timestamp)
+        cost = tokens.count(item.text) + (0 if header in headers else tokens.count(header))
+        if used + cost > budget:
+            continue
+        kept.append((rank, item))
+        headers.add(header)
+        used += cost
+    kept.sort(key=lambda pair: (pair[1].timestamp or datetime.min, pair[1].position, pair[0]))
+    lines: list[str] = []
+    previous: str | None = None
+    for _, item in kept:
+        header = date_header(item.timestamp)
+        if header != previous:
+            lines.append(header)
+            previous = header
+        lines.append(item.text)
+    shown = tuple(item for _, item in kept)
+    return RenderedContext("\n".join(lines), shown, used, len(items) - len(kept))

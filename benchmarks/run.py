@@ -1,0 +1,292 @@
+"""``python -m benchmarks.run [method=...] [backbone=...] [dataset=...] [subset=...]``.
+
+For each conversation: construct the memory (or load it from the memory cache), then for each
+question not yet in the run's log: retrieve, render the context, answer, judge, score, and append
+one JSON line. The run directory is named by a hash of the config (minus locations), so running
+the same config again resumes; ``metrics.json`` is rewritten from the log at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from benchmarks.answering.context import render_context
+from benchmarks.answering.prompts import answer_messages
+from benchmarks.data import iter_longmemeval, load_locomo
+from benchmarks.data.errors import DataMissingError, DatasetError
+from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
+from benchmarks.memory_store import MemoryStore
+from benchmarks.metrics.judge import Judge, Verdict
+from benchmarks.metrics.qa import QAPrediction, score_prediction
+from benchmarks.metrics.retrieval import evidence_recall
+from benchmarks.runlog import PredictionLog
+from benchmarks.settings import ConfigError, RunSettings, run_id, run_identity, validate
+from benchmarks.subsets import select
+from benchmarks.summary import summarize_run
+from memsys.base import MemorySystem, Services
+from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.llm.accounting import Accounting
+from memsys.llm.backbone import Backbone
+from memsys.llm.cache import ResponseCache
+from memsys.llm.errors import BackboneUnavailableError, LLMError
+from memsys.llm.factory import build_backbone
+from memsys.llm.types import LLMRequest, LLMResponse, SamplingParams
+from memsys.tokens import TokenCounter
+from memsys.types import Conversation, Question
+
+log = logging.getLogger("benchmarks.run")
+
+
+@dataclass
+class Harness:
+    """Everything one run shares: services, the method, its judge, the stores."""
+
+    settings: RunSettings
+    system: MemorySystem[Any]
+    services: Services
+    answerer: Backbone | None
+    judge: Judge | None
+    accounting: Accounting
+    memories: MemoryStore
+    log: PredictionLog
+
+
+def resolve_path(path: str) -> Path:
+    """Relative paths are relative to the repository root (Hydra may run jobs elsewhere)."""
+    candidate = Path(path).expanduser()
+    return candidate if candidate.is_absolute() else REPO_ROOT / candidate
+
+
+def conversations_source(
+    settings: RunSettings, data_dir: Path
+) -> Callable[[], Iterable[Conversation]]:
+    """A factory of fresh conversation streams for the configured dataset."""
+    if settings.dataset == "locomo":
+        return lambda: load_locomo(str(data_dir), settings.dataset_file or "")
+    return lambda: iter_longmemeval(settings.variant, data_dir)  # type: ignore[arg-type]
+
+
+def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harness:
+    """Instantiate services, method, answerer and judge from config."""
+    cache_dir = resolve_path(cfg.cache_dir)
+    accounting = Accounting()
+    response_cache = ResponseCache(cache_dir / "llm_responses.sqlite", settings.llm_cache_mode)
+    embedder = Embedder(
+        EmbedderConfig(model=cfg.embedder.model, batch_size=cfg.embedder.batch_size),
+        EmbeddingCache(cache_dir / "embeddings.sqlite"),
+    )
+    needs_llm = settings.template is not None or OmegaConf.select(cfg, "method.extraction") == "llm"
+    backbone = (
+        build_backbone(cfg.backbone, cache=response_cache, accounting=accounting)
+        if needs_llm
+        else None
+    )
+    services = Services(
+        embedder=embedder,
+        tokens=TokenCounter(),
+        backbone=backbone.with_stage("construction") if backbone else None,
+    )
+    try:
+        system = instantiate(cfg.method, services=services, _convert_="partial")
+    except Exception as error:  # Hydra wraps the method's own error; name the key it came from
+        cause = error.__cause__ or error
+        target = cfg.method.get("_target_")
+        raise ConfigError("method", f"cannot instantiate {target}: {cause}") from error
+    judge = None
+    if settings.judge_enabled and backbone is not None:
+        judge_backbone = backbone
+        if cfg.judge.backbone is not None:
+            judge_backbone = build_backbone(
+                cfg.judge.backbone, cache=response_cache, accounting=accounting
+            )
+        judge = Judge(judge_backbone)
+    return Harness(
+        settings=settings,
+        system=system,
+        services=services,
+        answerer=backbone,
+        judge=judge,
+        accounting=accounting,
+        memories=MemoryStore(cache_dir / "memories"),
+        log=PredictionLog(run_dir / "predictions.jsonl"),
+    )
+
+
+def answer_batch(
+    harness: Harness, memory: Any, questions: Sequence[Question]
+) -> list[dict[str, Any]]:
+    """Retrieve, answer, judge and score a batch of questions; one record each, in order."""
+    settings = harness.settings
+    prepared = []
+    for question in questions:
+        started = time.perf_counter()
+        retrieval = harness.system.retrieve(memory, question)
+        retrieved_s = time.perf_counter() - started
+        context = render_context(retrieval.items, harness.services.tokens, settings.context_budget)
+        messages = (
+            answer_messages(settings.template, question, context.text, seed=settings.seed)
+            if settings.template
+            else None
+        )
+        prepared.append(
+            (
+                question,
+                retrieval,
+                context,
+                messages,
+                retrieved_s,
+                time.perf_counter() - started - retrieved_s,
+            )
+        )
+
+    replies: list[LLMResponse | LLMError | None] = [None] * len(prepared)
+    if harness.answerer is not None and settings.template:
+        params = SamplingParams(max_tokens=settings.answer_max_tokens)
+        requests = [LLMRequest(tuple(messages), params) for _, _, _, messages, _, _ in prepared]
+        replies = list(
+            harness.answerer.complete_many(requests, stage="answering", return_exceptions=True)
+        )
+
+    verdicts: dict[int, Verdict] = {}
+    if harness.judge is not None:
+        answered = [i for i, reply in enumerate(replies) if isinstance(reply, LLMResponse)]
+        graded = harness.judge.grade_many([(prepared[i][0], replies[i].text) for i in answered])  # type: ignore[union-attr]
+        verdicts = dict(zip(answered, graded, strict=True))
+
+    return [
+        build_record(
+            question, retrieval, context, replies[i], verdicts.get(i), retrieved_s, render_s
+        )
+        for i, (question, retrieval, context, _, retrieved_s, render_s) in enumerate(prepared)
+    ]
+
+
+def build_record(
+    question, retrieval, context, reply, verdict, retrieved_s, render_s
+) -> dict[str, Any]:
+    """One question's JSON line: prediction, gold, provenance, costs and every score."""
+    record: dict[str, Any] = {
+        "question_id": question.question_id,
+        "conversation_id": question.conversation_id,
+        "category": question.category,
+        "question": question.question,
+        "answer": question.answer,
+        "adversarial_answer": question.adversarial_answer,
+        "is_abstention": question.is_abstention,
+        "evidence": list(question.evidence),
+        "retrieved_turn_ids": list(context.turn_ids),
+        "retrieved_items": len(retrieval.items),
+        "context_items": len(context.items),
+        "context_tokens": context.tokens,
+        "evidence_recall": evidence_recall(question.evidence, context.turn_ids)
+        if question.evidence
+        else None,
+        "evidence_recall_all_retrieved": (
+            evidence_recall(question.evidence, retrieval.turn_ids) if question.evidence else None
+        ),
+        "latency_s": {"retrieve": round(retrieved_s, 6), "render": round(render_s, 6)},
+        "prediction": None,
+        "failure": None,
+        "scores": {},
+    }
+    if isinstance(reply, LLMError):
+        record["failure"] = f"answer: {reply}"
+    elif isinstance(reply, LLMResponse):
+        record["prediction"] = reply.text.strip()
+        record["answering"] = {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "latency_s": round(reply.latency_s, 6),
+            "cached": reply.cached,
+        }
+        prediction = QAPrediction(
+            question.question_id,
+            question.category,
+            record["prediction"],
+            question.answer,
+            question.adversarial_answer,
+        )
+        record["scores"] = score_prediction(prediction)
+    if verdict is not None:
+        record["scores"]["judge_acc"] = None if verdict.correct is None else float(verdict.correct)
+        record["judging"] = {
+            "prompt_tokens": verdict.prompt_tokens,
+            "completion_tokens": verdict.completion_tokens,
+            "latency_s": round(verdict.latency_s, 6),
+            "attempts": verdict.attempts,
+            "error": verdict.error,
+        }
+    return record
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Run (or resume) one configuration; return its metrics summary."""
+    settings = validate(cfg)
+    identity = run_identity(cfg)
+    run_dir = resolve_path(cfg.results_dir) / run_id(identity)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
+    harness = build_harness(cfg, settings, run_dir)
+    done = harness.log.done()
+    data_dir = resolve_data_dir(cfg.data_dir)
+    construction: dict[str, Any] = {"built": 0, "loaded": 0, "seconds": 0.0}
+    conversations = select(conversations_source(settings, data_dir), settings.subset)
+    bar = tqdm(
+        desc=f"{run_dir.name} questions", unit="q", disable=not cfg.progress, file=sys.stderr
+    )
+    for conversation in conversations:
+        pending = [q for q in conversation.questions if q.question_id not in done]
+        bar.update(len(conversation.questions) - len(pending))
+        if not pending:
+            continue
+        started = time.perf_counter()
+        bar.set_postfix_str(f"constructing {conversation.conversation_id}")
+        memory, loaded = harness.memories.load_or_build(harness.system, conversation)
+        construction["loaded" if loaded else "built"] += 1
+        construction["seconds"] += time.perf_counter() - started
+        bar.set_postfix_str(conversation.conversation_id)
+        for start in range(0, len(pending), settings.batch_size):
+            batch = pending[start : start + settings.batch_size]
+            harness.log.append(answer_batch(harness, memory, batch))
+            bar.update(len(batch))
+    bar.close()
+    summary = summarize_run(harness.log.records(), settings)
+    summary["run_dir"] = str(run_dir)
+    summary["construction"] = {
+        **construction,
+        "corrupt_memories_rebuilt": harness.memories.rebuilt_corrupt,
+    }
+    summary["accounting"] = harness.accounting.summary()
+    if harness.judge is not None:
+        summary["judge_parse"] = {name: p.counts() for name, p in harness.judge.parsers.items()}
+    (run_dir / "metrics.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+    return summary
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def main(cfg: DictConfig) -> None:
+    """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error."""
+    try:
+        summary = run(cfg)
+    except (ConfigError, DataMissingError, DatasetError, BackboneUnavailableError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    from benchmarks.summary import format_summary
+
+    print(format_summary(summary))
+
+
+if __name__ == "__main__":
+    main()

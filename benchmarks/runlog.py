@@ -1,0 +1,80 @@
+"""Append-only JSONL of per-question results that survives ``kill -9``.
+
+Each record is written as one line with a single ``write`` of the full line, then flushed and
+fsynced, so after a crash the file holds whole lines plus at most one partial last line. Opening
+the log drops that partial tail (truncating the file to its last newline), so a resumed run
+appends after the last complete record: no record is lost twice, none is duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+class PredictionLog:
+    """The per-question records of one run, keyed by ``question_id``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.repaired_bytes = _drop_partial_tail(path)
+        self._records: dict[str, dict[str, Any]] = {}
+        if path.exists():
+            with path.open(encoding="utf-8") as handle:
+                for line_number, line in enumerate(handle, start=1):
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as error:
+                        raise ValueError(
+                            f"{path}:{line_number}: corrupt record ({error})"
+                        ) from error
+                    self._records[record["question_id"]] = record
+
+    def done(self) -> set[str]:
+        """Question ids that already have a record."""
+        return set(self._records)
+
+    def records(self) -> list[dict[str, Any]]:
+        """All records in file order."""
+        return list(self._records.values())
+
+    def append(self, records: Iterable[dict[str, Any]]) -> None:
+        """Write records durably; a record for a question already logged is an error."""
+        with self.path.open("a", encoding="utf-8") as handle:
+            for record in records:
+                question_id = record["question_id"]
+                if question_id in self._records:
+                    raise ValueError(f"{self.path}: question {question_id} is already logged")
+                handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+                self._records[question_id] = record
+
+
+def _drop_partial_tail(path: Path) -> int:
+    """Truncate ``path`` after its last newline; return how many bytes were dropped."""
+    if not path.exists():
+        return 0
+    with path.open("rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        position = size
+        while position > 0:
+            step = min(4096, position)
+            handle.seek(position - step)
+            chunk = handle.read(step)
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                end = position - step + newline + 1
+                break
+            position -= step
+        else:
+            end = 0
+        if end < size:
+            handle.truncate(end)
+        return size - end

@@ -1,0 +1,125 @@
+"""A run's config, checked up front so a bad value fails with the key that holds it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from benchmarks.answering.prompts import TEMPLATES
+from benchmarks.subsets import SubsetSpec
+
+#: Keys that say where things live or how to display them: not part of a run's identity.
+LOCATION_KEYS = ("data_dir", "cache_dir", "results_dir", "llm_cache_mode", "progress", "hydra")
+DATASETS = {"locomo": (None,), "longmemeval": ("s", "oracle")}
+CACHE_MODES = ("readwrite", "replay", "off")
+
+
+class ConfigError(ValueError):
+    """A config value is missing or invalid; the message starts with its key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"config key '{key}': {message}")
+        self.key = key
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The validated knobs the runner reads (the method and backbones stay config nodes)."""
+
+    dataset: str
+    variant: str | None
+    dataset_file: str | None
+    subset: SubsetSpec
+    template: str | None
+    context_budget: int
+    answer_max_tokens: int
+    judge_enabled: bool
+    adversarial: str
+    batch_size: int
+    seed: int
+    llm_cache_mode: str
+
+
+def _get(cfg: DictConfig, key: str) -> Any:
+    value = OmegaConf.select(cfg, key, throw_on_missing=False, default="<absent>")
+    if value == "<absent>":
+        raise ConfigError(key, "missing")
+    return value
+
+
+def _positive_int(
+    cfg: DictConfig, key: str, *, allow_none: bool = False, allow_zero: bool = False
+) -> Any:
+    value = _get(cfg, key)
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
+        kind = "a non-negative" if allow_zero else "a positive"
+        raise ConfigError(
+            key, f"expected {kind} integer{' or null' if allow_none else ''}, got {value!r}"
+        )
+    return value
+
+
+def _choice(cfg: DictConfig, key: str, choices: tuple[Any, ...]) -> Any:
+    value = _get(cfg, key)
+    if value not in choices:
+        raise ConfigError(key, f"expected one of {list(choices)}, got {value!r}")
+    return value
+
+
+def validate(cfg: DictConfig) -> RunSettings:
+    """Check every key the runner reads; raise :class:`ConfigError` naming the first bad one."""
+    dataset = _choice(cfg, "dataset.name", tuple(DATASETS))
+    variant = None if dataset == "locomo" else _choice(cfg, "dataset.variant", DATASETS[dataset])
+    if not OmegaConf.select(cfg, "method._target_"):
+        raise ConfigError("method._target_", "missing: pick a method, e.g. method=turn_rag_dense")
+    if not OmegaConf.select(cfg, "backbone.provider._target_"):
+        raise ConfigError(
+            "backbone.provider._target_", "missing: pick a backbone, e.g. backbone=embedded"
+        )
+    subset = SubsetSpec(
+        name=str(_get(cfg, "subset.name")),
+        conversations=_positive_int(cfg, "subset.conversations", allow_none=True),
+        max_questions=_positive_int(cfg, "subset.max_questions", allow_none=True),
+        seed=_positive_int(cfg, "seed", allow_zero=True),
+    )
+    return RunSettings(
+        dataset=dataset,
+        variant=variant,
+        dataset_file=str(_get(cfg, "dataset.file")) if dataset == "locomo" else None,
+        subset=subset,
+        template=_choice(cfg, "answer.template", (*TEMPLATES, None)),
+        context_budget=_positive_int(cfg, "answer.context_budget"),
+        answer_max_tokens=_positive_int(cfg, "answer.max_tokens", allow_zero=True),
+        judge_enabled=bool(_choice(cfg, "judge.enabled", (True, False))),
+        adversarial=_choice(cfg, "adversarial", ("exclude", "include")),
+        batch_size=_positive_int(cfg, "batch_size"),
+        seed=subset.seed,
+        llm_cache_mode=_choice(cfg, "llm_cache_mode", CACHE_MODES),
+    )
+
+
+def run_identity(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config minus locations: what a run's results depend on.
+
+    With ``answer=none`` no LLM is called, so backbone and judge are left out and one
+    retrieval-only run serves every backbone.
+    """
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict)
+    identity = {key: value for key, value in resolved.items() if key not in LOCATION_KEYS}
+    if identity.get("answer", {}).get("template") is None:
+        identity.pop("backbone", None)
+        identity.pop("judge", None)
+    return identity
+
+
+def run_id(identity: dict[str, Any]) -> str:
+    """Short content hash of a run identity: the run directory's name."""
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]

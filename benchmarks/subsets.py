@@ -1,0 +1,102 @@
+"""Deterministic subsets: the same questions on every machine, stratified by category.
+
+``smoke`` keeps the first ``conversations`` conversations and at most ``max_questions``
+questions stratified by category: each category gets a share proportional to its size (largest
+remainder, at least one per category while the cap allows), filled by a seeded shuffle within
+the category; the chosen questions keep the dataset's order. ``full`` keeps everything. The
+``limit_*`` knobs cut either further, for quick experiments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from memsys.types import Conversation, Question
+
+
+@dataclass(frozen=True)
+class SubsetSpec:
+    """How to cut a dataset: ``None`` means no limit."""
+
+    name: str = "full"
+    conversations: int | None = None
+    max_questions: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for field in ("conversations", "max_questions"):
+            value = getattr(self, field)
+            if value is not None and value < 1:
+                raise ValueError(f"subset.{field} must be a positive integer or null, got {value}")
+
+
+def stratified_sample(questions: Sequence[Question], limit: int, seed: int) -> list[Question]:
+    """At most ``limit`` questions, proportional per category, in their original order.
+
+    >>> from memsys.types import Question
+    >>> qs = [Question(f"q{i}", "c", "?", "a", "x" if i < 6 else "y") for i in range(8)]
+    >>> [q.category for q in stratified_sample(qs, 4, seed=0)]
+    ['x', 'x', 'x', 'y']
+    """
+    if len(questions) <= limit:
+        return list(questions)
+    by_category: dict[str, list[Question]] = defaultdict(list)
+    for question in questions:
+        by_category[question.category].append(question)
+    quotas = _quotas({category: len(items) for category, items in by_category.items()}, limit)
+    chosen: set[str] = set()
+    for category, items in sorted(by_category.items()):
+        shuffled = list(items)
+        random.Random(f"{seed}:{category}").shuffle(shuffled)
+        chosen.update(question.question_id for question in shuffled[: quotas[category]])
+    return [question for question in questions if question.question_id in chosen]
+
+
+def _quotas(sizes: dict[str, int], limit: int) -> dict[str, int]:
+    """Largest-remainder allocation of ``limit`` over categories, at least one each if possible."""
+    total = sum(sizes.values())
+    exact = {category: limit * size / total for category, size in sizes.items()}
+    quotas = {category: min(size, max(1, int(exact[category]))) for category, size in sizes.items()}
+    order = sorted(sizes, key=lambda c: (-(exact[c] - int(exact[c])), c))
+    while sum(quotas.values()) > limit:
+        largest = max(sorted(quotas), key=lambda c: quotas[c])
+        quotas[largest] -= 1
+    index = 0
+    while sum(quotas.values()) < limit and index < 10 * len(order):
+        category = order[index % len(order)]
+        if quotas[category] < sizes[category]:
+            quotas[category] += 1
+        index += 1
+    return quotas
+
+
+def select(
+    conversations: Callable[[], Iterable[Conversation]], spec: SubsetSpec
+) -> Iterator[Conversation]:
+    """The conversations of a subset, lazily, with only the questions the cap keeps.
+
+    ``conversations`` makes a fresh stream each call. With a question cap the stream is read
+    twice: once for question ids and categories only (nothing else is kept, so LongMemEval-S
+    stays bounded in memory), once to yield the chosen ones.
+    """
+    if spec.max_questions is None:
+        yield from _take(conversations(), spec.conversations)
+        return
+    questions = [q for c in _take(conversations(), spec.conversations) for q in c.questions]
+    keep = {q.question_id for q in stratified_sample(questions, spec.max_questions, spec.seed)}
+    del questions
+    for conversation in _take(conversations(), spec.conversations):
+        kept = tuple(q for q in conversation.questions if q.question_id in keep)
+        if kept:
+            yield dataclasses.replace(conversation, questions=kept)
+
+
+def _take(items: Iterable[Conversation], count: int | None) -> Iterator[Conversation]:
+    for index, item in enumerate(items):
+        if count is not None and index >= count:
+            return
+        yield item

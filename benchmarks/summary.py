@@ -1,0 +1,110 @@
+"""A run's metrics from its per-question log: means with bootstrap CIs, per category.
+
+Built from the JSONL records only (never from a run's in-memory state), so a table can always be
+traced to the lines behind it. Questions whose answer or verdict failed carry no score for that
+metric; they are left out of its mean and counted in ``failures``, never scored as 0 or 1.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from benchmarks.metrics.stats import bootstrap_ci
+from benchmarks.settings import RunSettings
+
+SCORE_NAMES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
+
+
+def _cell(values: Sequence[float], seed: int) -> dict[str, Any]:
+    if not values:
+        return {"mean": None, "ci95": None, "n": 0}
+    interval = bootstrap_ci(values, seed=seed)
+    return {"mean": interval.mean, "ci95": [interval.low, interval.high], "n": len(values)}
+
+
+def summarize_run(records: Sequence[dict[str, Any]], settings: RunSettings) -> dict[str, Any]:
+    """Overall and per-category means of every score, evidence recall and context size."""
+    in_overall = [
+        r
+        for r in records
+        if not (settings.adversarial == "exclude" and r["category"] == "adversarial")
+    ]
+    summary: dict[str, Any] = {
+        "dataset": settings.dataset
+        if settings.variant is None
+        else f"{settings.dataset}_{settings.variant}",
+        "subset": settings.subset.name,
+        "template": settings.template,
+        "adversarial": settings.adversarial,
+        "questions": len(records),
+        "failures": {
+            "answer": sum(1 for r in records if (r.get("failure") or "").startswith("answer")),
+            "judge": sum(1 for r in records if (r.get("judging") or {}).get("error")),
+        },
+        "scores": {},
+        "per_category": {},
+    }
+    for name in SCORE_NAMES:
+        values = [r["scores"][name] for r in in_overall if r["scores"].get(name) is not None]
+        if values or any(name in r["scores"] for r in records):
+            summary["scores"][name] = _cell(values, settings.seed)
+    by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        by_category[record["category"]].append(record)
+    for category, members in sorted(by_category.items()):
+        summary["per_category"][category] = {
+            name: _cell(
+                [r["scores"][name] for r in members if r["scores"].get(name) is not None],
+                settings.seed,
+            )
+            for name in summary["scores"]
+        }
+        summary["per_category"][category]["questions"] = len(members)
+    recalls = [r["evidence_recall"] for r in records if r["evidence_recall"] is not None]
+    summary["evidence_recall"] = {
+        **_cell(recalls, settings.seed),
+        "all_retrieved_share": float(np.mean([value == 1.0 for value in recalls]))
+        if recalls
+        else None,
+        "skipped_no_evidence": len(records) - len(recalls),
+    }
+    tokens = [r["context_tokens"] for r in records]
+    summary["context_tokens"] = {
+        "mean": float(np.mean(tokens)) if tokens else None,
+        "median": float(np.median(tokens)) if tokens else None,
+    }
+    return summary
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The one-screen summary printed at the end of a run."""
+    lines = [
+        f"run {summary['run_dir']}",
+        f"dataset {summary['dataset']} ({summary['subset']}), template {summary['template']}, "
+        f"{summary['questions']} questions, failures {summary['failures']}",
+    ]
+    for name, cell in summary["scores"].items():
+        if cell["mean"] is not None:
+            low, high = cell["ci95"]
+            lines.append(f"  {name:<10} {cell['mean']:.4f}  [{low:.4f}, {high:.4f}]  n={cell['n']}")
+    recall = summary["evidence_recall"]
+    if recall["mean"] is not None:
+        lines.append(
+            f"  evidence recall {recall['mean']:.4f} (all evidence shown: {recall['all_retrieved_share']:.3f}), "
+            f"context tokens mean {summary['context_tokens']['mean']:.1f}"
+        )
+    total = summary["accounting"]["total"]
+    lines.append(
+        f"  LLM calls {total['calls']} (cache hits {total['cache_hits']}, failed {total['failed']}), "
+        f"tokens {total['prompt_tokens']}+{total['completion_tokens']}"
+    )
+    construction = summary["construction"]
+    lines.append(
+        f"  memories built {construction['built']}, loaded {construction['loaded']} "
+        f"({construction['seconds']:.2f} s)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""The plugin contract: a memory method is ``construct`` plus ``retrieve``, nothing else.
+
+The runner does batching, caching, resuming, answering and scoring without knowing a method's
+internals. A method receives its services (embedder, token counter, construction LLM) by
+injection, declares what its memory depends on (:meth:`MemorySystem.construction_config`) so
+that constructed memories can be cached and shared across answering backbones, and turns its
+memory into plain JSON and back (no pickle) so the cache is portable and inspectable.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, Generic, TypeVar
+
+from memsys.embed import Embedder
+from memsys.llm.backbone import Backbone
+from memsys.tokens import TokenCounter
+from memsys.types import Conversation, MemoryItem, Question, Retrieval
+
+MemoryT = TypeVar("MemoryT")
+
+
+@dataclass(frozen=True)
+class Services:
+    """What methods may use: injected, never global.
+
+    ``backbone`` is the construction LLM (booked to the ``construction`` stage); ``None`` when the
+    run has none (``extraction: lite`` methods and baselines never call it).
+    """
+
+    embedder: Embedder
+    tokens: TokenCounter
+    backbone: Backbone | None = None
+
+
+class MemorySystem(ABC, Generic[MemoryT]):
+    """Base class of every method and baseline."""
+
+    #: Bump when construction logic changes, so cached memories are rebuilt.
+    construction_version: ClassVar[int] = 1
+    #: Whether ``construct`` calls the LLM (its model then becomes part of the memory's identity).
+    uses_llm: ClassVar[bool] = False
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    @abstractmethod
+    def construct(self, conversation: Conversation) -> MemoryT:
+        """Build the memory of one conversation."""
+
+    @abstractmethod
+    def retrieve(self, memory: MemoryT, question: Question) -> Retrieval:
+        """Items for the reader, best first, each with the turn ids it came from."""
+
+    @abstractmethod
+    def construction_config(self) -> dict[str, Any]:
+        """Every setting that changes what :meth:`construct` builds (JSON values)."""
+
+    @abstractmethod
+    def dump_memory(self, memory: MemoryT) -> dict[str, Any]:
+        """The memory as JSON-serializable data."""
+
+    @abstractmethod
+    def load_memory(self, payload: dict[str, Any]) -> MemoryT:
+        """Inverse of :meth:`dump_memory`."""
+
+    def construction_identity(self) -> dict[str, Any]:
+        """What a cached memory is keyed by: class, version, config, embedder, construction LLM."""
+        identity = {
+            "method": f"{type(self).__module__}.{type(self).__qualname__}",
+            "version": self.construction_version,
+            "config": self.construction_config(),
+            "embedder": self.services.embedder.config.model,
+        }
+        if self.uses_llm:
+            backbone = self.services.backbone
+            identity["construction_model"] = backbone.model_id if backbone else None
+        return identity
+
+
+def item_to_json(item: MemoryItem) -> dict[str, Any]:
+    """A memory item as JSON (timestamps in ISO 8601)."""
+    return {
+        "text": item.text,
+        "turn_ids": list(item.turn_ids),
+        "timestamp": item.timestamp.isoformat() if item.timestamp else None,
+        "position": item.position,
+        "score": item.score,
+        "kind": item.kind,
+    }
+
+
+def item_from_json(data: dict[str, Any]) -> MemoryItem:
+    """Inverse of :func:`item_to_json`."""
+    timestamp = data.get("timestamp")
+    return MemoryItem(
+        text=data["text"],
+        turn_ids=tuple(data["turn_ids"]),
+        timestamp=datetime.fromisoformat(timestamp) if timestamp else None,
+        position=int(data.get("position", 0)),
+        score=float(data.get("score", 0.0)),
+        kind=data.get("kind", "turn"),
+    )

@@ -1,0 +1,196 @@
+"""The QA runner end to end on a hand-written fixture, with the real embedded backbone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+
+from benchmarks.data.paths import REPO_ROOT
+from benchmarks.run import run
+from benchmarks.settings import ConfigError, validate
+
+CONF = REPO_ROOT / "conf"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "tiny"
+VOLATILE = {"latency_s", "cached"}
+
+
+def fixture_overrides(results: Path, cache: Path) -> list[str]:
+    return [
+        f"data_dir={FIXTURE}",
+        "dataset.file=locomo/tiny_conversation.json",
+        "subset=full",
+        f"results_dir={results}",
+        f"cache_dir={cache}",
+        "progress=false",
+    ]
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+@pytest.fixture(autouse=True)
+def _no_data_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMBENCH_DATA", raising=False)
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def stable(record: dict) -> dict:
+    """A record without timings and cache flags, which legitimately differ between runs."""
+    return {
+        key: stable(value) if isinstance(value, dict) else value
+        for key, value in record.items()
+        if key not in VOLATILE
+    }
+
+
+def read_records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+
+
+def test_end_to_end_with_the_embedded_backbone(tmp_path: Path, shared_cache: Path) -> None:
+    cfg = compose_config([*fixture_overrides(tmp_path, shared_cache), "method=turn_rag_bm25"])
+    summary = run(cfg)
+    run_dir = Path(summary["run_dir"])
+    records = read_records(run_dir)
+    assert [r["question_id"] for r in records] == [f"tiny-1:q{i}" for i in range(6)]
+    for record in records:
+        assert record["failure"] is None
+        assert isinstance(record["prediction"], str)
+        assert set(record["scores"]) == {"f1_locomo", "f1_set", "bleu1", "judge_acc"}
+        assert record["answering"]["prompt_tokens"] > 0
+        assert record["context_tokens"] > 0
+    dog = records[0]
+    assert dog["evidence"] == ["D1:1"] and "D1:1" in dog["retrieved_turn_ids"]
+    assert dog["evidence_recall"] == 1.0
+    stages = summary["accounting"]["stages"]
+    assert stages["answering"]["calls"] == 6
+    assert stages["judging"]["calls"] >= 6
+    assert (
+        summary["scores"]["judge_acc"]["n"] + summary["failures"]["judge"] == 5
+    )  # category 5 excluded
+    assert json.loads((run_dir / "metrics.json").read_text())["questions"] == 6
+
+    again = run(cfg)  # same config: resumes, nothing is asked twice
+    assert again["run_dir"] == summary["run_dir"]
+    assert again["accounting"]["total"]["calls"] == 0
+    assert read_records(run_dir) == records
+
+
+def test_retrieval_only_calls_no_llm(tmp_path: Path, shared_cache: Path) -> None:
+    cfg = compose_config(
+        [*fixture_overrides(tmp_path, shared_cache), "method=session_rag_dense", "answer=none"]
+    )
+    summary = run(cfg)
+    assert summary["accounting"]["total"]["calls"] == 0
+    records = read_records(Path(summary["run_dir"]))
+    assert all(r["prediction"] is None and r["scores"] == {} for r in records)
+    assert summary["evidence_recall"]["mean"] == 1.0  # both sessions fit the budget
+    assert "backbone" not in (Path(summary["run_dir"]) / "config.yaml").read_text()
+
+
+@pytest.mark.parametrize("method", sorted(p.stem for p in (CONF / "method").glob("*.yaml")))
+def test_every_method_config_instantiates(method: str, shared_cache: Path) -> None:
+    from memsys.base import MemorySystem, Services
+    from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+
+    cfg = compose_config([f"method={method}"])
+    services = Services(embedder=Embedder(EmbedderConfig(), EmbeddingCache()), tokens=None)  # type: ignore[arg-type]
+    assert isinstance(instantiate(cfg.method, services=services), MemorySystem)
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("answer.template=haiku", "answer.template"),
+        ("subset.max_questions=0", "subset.max_questions"),
+        ("batch_size=-3", "batch_size"),
+        ("adversarial=maybe", "adversarial"),
+        ("dataset.name=trivia", "dataset.name"),
+    ],
+)
+def test_malformed_config_names_the_key(override: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=rf"config key '{key}'"):
+        validate(compose_config([override]))
+
+
+def test_bad_method_option_names_the_method_key(tmp_path: Path, shared_cache: Path) -> None:
+    cfg = compose_config(
+        [*fixture_overrides(tmp_path, shared_cache), "method.retriever=fuzzy", "answer=none"]
+    )
+    with pytest.raises(ConfigError, match=r"config key 'method'.*unknown retriever 'fuzzy'"):
+        run(cfg)
+
+
+def test_cli_reports_a_bad_key_and_exits_2(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            "answer.template=haiku",
+            f"results_dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
+    assert result.returncode == 2
+    assert "config key 'answer.template'" in result.stderr
+
+
+def test_resume_after_kill_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    overrides = [
+        *fixture_overrides(tmp_path / "killed", cache),
+        "method=turn_rag_dense",
+        "batch_size=1",
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.run", *overrides],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + 240
+    log_files = []
+    while time.monotonic() < deadline and process.poll() is None:
+        log_files = list((tmp_path / "killed").glob("*/predictions.jsonl"))
+        if log_files and len(log_files[0].read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.2)
+    assert process.poll() is None, "the run finished before it could be killed"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    log_file = log_files[0]
+    killed_lines = len(log_file.read_text().splitlines())
+    assert 2 <= killed_lines < 6
+    with log_file.open("a") as handle:  # a write cut short by the kill
+        handle.write('{"question_id": "tiny-1:q5", "categ')
+
+    resumed = run(compose_config(overrides))
+    assert resumed["accounting"]["stages"]["answering"]["calls"] == 6 - killed_lines
+    uninterrupted = run(
+        compose_config(
+            [*fixture_overrides(tmp_path / "whole", cache), "method=turn_rag_dense", "batch_size=1"]
+        )
+    )
+    resumed_records = [stable(r) for r in read_records(Path(resumed["run_dir"]))]
+    assert resumed_records == [stable(r) for r in read_records(Path(uninterrupted["run_dir"]))]
+    assert len({r["question_id"] for r in resumed_records}) == 6
