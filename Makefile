@@ -9,7 +9,13 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: setup test test-full lint format data stats bench clean
+# Table 1: every registered method and baseline, per backbone, on LoCoMo.
+TABLE1_METHODS ?= zero_history,full_history,turn_rag_bm25,turn_rag_dense,session_rag_bm25,session_rag_dense
+BACKBONES ?= embedded
+JUDGE ?= same
+SUBSET ?= smoke
+
+.PHONY: setup test test-full lint format data stats bench reproduce-table1 clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,8 +43,15 @@ data:  ## download the datasets into the data directory ($$MEMBENCH_DATA) and ve
 stats:  ## dataset counts
 	$(PY) -m benchmarks.data stats
 
-bench:  ## performance benchmarks
+bench:  ## performance benchmarks (figures printed; see each script's docstring)
 	$(PY) scripts/bench_segmentation_scoring.py
+	$(PY) scripts/bench_harness.py
+	$(PY) scripts/bench_llm.py
+
+reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 reader and judge)
+	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (1 LoCoMo conversation, 40 questions, backbone $(BACKBONES)): not the papers' setting"; fi
+	$(PY) -m benchmarks.run -m method=$(TABLE1_METHODS) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) progress=false
+	$(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --out results/table1
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .benchmarks

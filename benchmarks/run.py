@@ -130,6 +130,7 @@ def answer_batch(
     """Retrieve, answer, judge and score a batch of questions; one record each, in order."""
     settings = harness.settings
     prepared = []
+    harness.system.prepare_queries(questions)
     for question in questions:
         started = time.perf_counter()
         retrieval = harness.system.retrieve(memory, question)

@@ -107,15 +107,17 @@ def validate(cfg: DictConfig) -> RunSettings:
 def run_identity(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config minus locations: what a run's results depend on.
 
-    With ``answer=none`` no LLM is called, so backbone and judge are left out and one
-    retrieval-only run serves every backbone.
+    With ``answer=none`` nothing is answered or judged, so the judge is left out, and so is the
+    backbone unless the method builds its memory with it (``extraction: llm``): one
+    retrieval-only run of a lite method serves every backbone.
     """
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     identity = {key: value for key, value in resolved.items() if key not in LOCATION_KEYS}
     if identity.get("answer", {}).get("template") is None:
-        identity.pop("backbone", None)
         identity.pop("judge", None)
+        if identity.get("method", {}).get("extraction") != "llm":
+            identity.pop("backbone", None)
     return identity
 
 

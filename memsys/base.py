@@ -10,6 +10,7 @@ memory into plain JSON and back (no pickle) so the cache is portable and inspect
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
@@ -53,6 +54,12 @@ class MemorySystem(ABC, Generic[MemoryT]):
     @abstractmethod
     def retrieve(self, memory: MemoryT, question: Question) -> Retrieval:
         """Items for the reader, best first, each with the turn ids it came from."""
+
+    def prepare_queries(self, questions: Sequence[Question]) -> None:
+        """Batch per-question work (e.g. query embeddings) before ``retrieve`` is called on each.
+
+        The runner calls it once per batch; the default does nothing.
+        """
 
     @abstractmethod
     def construction_config(self) -> dict[str, Any]:

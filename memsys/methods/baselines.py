@@ -11,6 +11,7 @@ kept for the memory's lifetime (not serialized: they are cheap to rebuild from c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from memsys.base import MemorySystem, Services, item_from_json, item_to_json
@@ -93,6 +94,11 @@ class _RankedItems(ItemMemorySystem):
             raise ValueError(f"unknown retriever {retriever!r}; expected one of {RETRIEVER_KINDS}")
         self.retriever = retriever
         self.top_k = top_k
+
+    def prepare_queries(self, questions: Sequence[Question]) -> None:
+        """Embed a batch's questions in one model call (the cache then serves ``retrieve``)."""
+        if self.retriever == "dense":
+            self.services.embedder.encode([question.question for question in questions])
 
     def retrieve(self, memory: ItemMemory, question: Question) -> Retrieval:
         hits = memory.retriever(self.retriever, self).search(question.question, self.top_k)

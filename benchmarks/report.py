@@ -1,0 +1,896 @@
+"""``python -m benchmarks.report``: collect run directories into Table 1 (md, csv, tex, png).
+
+Tables are built from result files only (STYLE.md): every mean is recomputed from the runs'
+``predictions.jsonl``, so each cell traces to the lines behind it; ``metrics.json`` is read only
+for construction costs (the one cost that is not logged per question) and marks a finished run.
+
+Readings taken where the brief leaves a choice:
+
+* **Rows** are method × backbone × extraction mode × retrieval-only. Two selected runs that fall
+  on the same row are an error naming the config keys where they differ (narrow with
+  ``--where``), never a silent pick.
+* **Conditions** the header states (dataset file, subset, seed, adversarial policy, context
+  budget, embedder; for answered rows also template, answer length and judge) must agree
+  between the selected runs; a table mixing them would not be one comparison, so that is an
+  error too.
+* **Overall** means respect each run's ``adversarial`` option; per-category cells always
+  include every category. Evidence recall and context tokens average over every question, as
+  ``benchmarks.summary`` does, so the numbers match ``metrics.json``. Bootstrap seeds are the
+  run's ``seed``, so the intervals match ``metrics.json`` as well.
+* **Failed questions** (no answer, or no verdict) carry no score and are left out of the mean,
+  as in ``benchmarks.summary``; ``n`` counts the scored questions.
+* **p-values**: each non-baseline answered row against the baseline row (a class from
+  ``memsys.methods.baselines``) with the same backbone and the highest overall mean of the
+  primary metric (``--metric``, an F1 scorer), paired by question over the questions both
+  scored in the overall set. Baseline rows print "—".
+* **Costs**: answering and judging calls and tokens are summed from the per-question log (a
+  judge call per attempt); construction costs come from ``metrics.json`` and cover only the
+  memories that run built: a row whose memories were loaded from the memory cache is marked
+  ``*`` (a lower bound). Answer latency averages the answers not served from the response cache.
+* **Retrieval-only runs** (``answer=none``) get their own section in md and tex and rows with
+  blank answer columns in csv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from matplotlib.figure import Figure
+
+from benchmarks.data.paths import REPO_ROOT
+from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
+from benchmarks.summary import SCORE_NAMES
+from memsys.types import LOCOMO_CATEGORIES
+
+BASELINE_MODULE = "memsys.methods.baselines"
+PRIMARY_METRICS = ("f1_set", "f1_locomo")
+STAGES = ("construction", "answering", "judging")
+COST_KEYS = ("calls", "prompt_tokens", "completion_tokens")
+SCORER_DEFINITIONS = {
+    "f1_set": "f1_set, the A-Mem/mem0 set F1 (lowercase, .,!? to spaces, F1 over token sets)",
+    "f1_locomo": "f1_locomo, LoCoMo's own F1 (normalized, Porter-stemmed token multisets, "
+    "per-category rules)",
+}
+BLEU_DEFINITION = "bleu1, sentence BLEU-1 (weights (1,0,0,0), smoothing method 1)"
+ADVERSARIAL_POLICY = {
+    "exclude": "adversarial questions excluded from overall means (mem0); shown per category",
+    "include": "adversarial questions included in overall means (A-Mem)",
+}
+_MISSING = object()
+
+
+class ReportError(ValueError):
+    """No table can be built from the runs found; the message says which folder and filters."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished run directory, as read from its files."""
+
+    directory: Path
+    config: dict[str, Any]
+    metrics: dict[str, Any]
+    records: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class RowKey:
+    """What distinguishes one table row from another."""
+
+    retrieval_only: bool
+    backbone: str
+    baseline: bool
+    method: str
+    extraction: str
+
+    def label(self) -> str:
+        """Short row label for the plot."""
+        parts = [self.method, self.backbone or "retrieval only", self.extraction]
+        return " · ".join(part for part in parts if part)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A mean over questions with its 95% bootstrap interval."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+
+@dataclass
+class Row:
+    """One row of the table: a run's recomputed numbers."""
+
+    key: RowKey
+    run: Run
+    scores: dict[str, dict[str, Cell | None]]
+    evidence_recall: Cell | None
+    all_evidence_share: float | None
+    context_tokens: float | None
+    costs: dict[str, dict[str, int]]
+    memories_loaded: bool
+    answer_latency_s: float | None
+    retrieve_latency_s: float | None
+    p_value: float | None = None
+    p_baseline: str | None = None
+    p_questions: int = 0
+
+
+@dataclass
+class Report:
+    """Everything the writers need: header lines, column order and rows."""
+
+    title: str
+    header: list[str]
+    metric: str
+    categories: list[str]
+    rows: list[Row]
+
+    @property
+    def answered(self) -> list[Row]:
+        """Rows of runs that answered (and maybe judged) the questions."""
+        return [row for row in self.rows if not row.key.retrieval_only]
+
+    @property
+    def retrieval_only(self) -> list[Row]:
+        """Rows of ``answer=none`` runs: retrieval and cost columns only."""
+        return [row for row in self.rows if row.key.retrieval_only]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading and selecting runs
+
+
+def lookup(config: dict[str, Any], dotted: str, default: Any = _MISSING) -> Any:
+    """``config["a"]["b"]`` for ``"a.b"``, or ``default`` when a key is absent."""
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def dataset_name(config: dict[str, Any]) -> str:
+    """The dataset as ``metrics.json`` names it: ``locomo`` or ``longmemeval_<variant>``."""
+    dataset = config.get("dataset", {})
+    variant = dataset.get("variant")
+    return dataset.get("name", "?") if variant is None else f"{dataset['name']}_{variant}"
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Per-question records in file order (the order the run's bootstrap saw them)."""
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def parse_where(clauses: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` filters on config.yaml; values are read as YAML (``2048``, ``null``)."""
+    filters = {}
+    for clause in clauses:
+        key, sep, value = clause.partition("=")
+        if not sep or not key:
+            raise ReportError(f"--where expects KEY=VALUE, got {clause!r}")
+        filters[key] = yaml.safe_load(value)
+    return filters
+
+
+def matches(config: dict[str, Any], dataset: str, subset: str, where: dict[str, Any]) -> bool:
+    """Whether a run's config passes the dataset, subset and ``--where`` filters."""
+    dataset_ok = dataset in {config.get("dataset", {}).get("name"), dataset_name(config)}
+    subset_ok = config.get("subset", {}).get("name") == subset
+    return dataset_ok and subset_ok and all(lookup(config, k) == v for k, v in where.items())
+
+
+def load_runs(
+    runs_dir: Path, dataset: str, subset: str, where: dict[str, Any] | None = None
+) -> list[Run]:
+    """The finished runs under ``runs_dir`` that pass the filters, sorted by directory name.
+
+    A matching run without ``metrics.json`` has not finished (the runner writes it last); it is
+    skipped with a warning rather than compared on a partial question set.
+    """
+    where = where or {}
+    configs = {
+        path.parent: yaml.safe_load(path.read_text())
+        for path in sorted(runs_dir.glob("*/config.yaml"))
+    }
+    runs = []
+    for directory, config in configs.items():
+        if not matches(config, dataset, subset, where):
+            continue
+        if not (directory / "metrics.json").exists():
+            print(
+                f"warning: skipping unfinished run {directory} (no metrics.json)", file=sys.stderr
+            )
+            continue
+        metrics = json.loads((directory / "metrics.json").read_text())
+        runs.append(Run(directory, config, metrics, read_records(directory / "predictions.jsonl")))
+    if not runs:
+        raise ReportError(no_match_message(runs_dir, dataset, subset, where, configs.values()))
+    return runs
+
+
+def no_match_message(
+    runs_dir: Path,
+    dataset: str,
+    subset: str,
+    where: dict[str, Any],
+    configs: Iterable[dict[str, Any]],
+) -> str:
+    """Name the folder, the filters, and what the folder does hold."""
+    found = sorted({f"{dataset_name(c)}/{c.get('subset', {}).get('name', '?')}" for c in configs})
+    filters = f"dataset={dataset}, subset={subset}" + "".join(
+        f", {key}={value!r}" for key, value in where.items()
+    )
+    if not runs_dir.is_dir():
+        holds = "the folder does not exist"
+    else:
+        holds = f"it holds {', '.join(found)}" if found else "it holds no run (no */config.yaml)"
+    return f"no finished run in {runs_dir} matches {filters}; {holds}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows and the conditions they share
+
+
+def method_name(method: dict[str, Any]) -> str:
+    """Display name: the class of ``_target_``, plus the retriever, e.g. ``TurnRAG (dense)``."""
+    name = str(method.get("_target_", "?")).rsplit(".", 1)[-1]
+    return f"{name} ({method['retriever']})" if method.get("retriever") else name
+
+
+def row_key(config: dict[str, Any]) -> RowKey:
+    """A run's row: method, backbone, extraction mode, and whether it answered at all."""
+    method = config.get("method", {})
+    retrieval_only = config.get("answer", {}).get("template") is None
+    return RowKey(
+        retrieval_only=retrieval_only,
+        backbone="" if retrieval_only else str(config.get("backbone", {}).get("name", "?")),
+        baseline=str(method.get("_target_", "")).rsplit(".", 1)[0] == BASELINE_MODULE,
+        method=method_name(method),
+        extraction=str(method.get("extraction") or ""),
+    )
+
+
+def judge_description(judge: dict[str, Any] | None) -> str:
+    """The judge model as the header states it."""
+    judge = judge or {}
+    if not judge.get("enabled"):
+        return "none (judge disabled)"
+    backbone = judge.get("backbone")
+    return "same as answering backbone" if backbone is None else str(backbone.get("name", "?"))
+
+
+def conditions(config: dict[str, Any]) -> dict[str, Any]:
+    """The settings every row of one table must share, keyed by config path."""
+    keys = ("dataset", "subset", "seed", "adversarial", "answer.context_budget", "embedder.model")
+    shared = {key: lookup(config, key, None) for key in keys}
+    if config.get("answer", {}).get("template") is not None:
+        shared["answer.template"] = config["answer"]["template"]
+        shared["answer.max_tokens"] = config["answer"].get("max_tokens")
+        shared["judge"] = config.get("judge")
+    return shared
+
+
+def shared_conditions(runs: Sequence[Run]) -> dict[str, Any]:
+    """The conditions of all runs, or an error naming the first config path where they differ."""
+    shared: dict[str, tuple[Any, Run]] = {}
+    for run in runs:
+        for key, value in conditions(run.config).items():
+            earlier = shared.setdefault(key, (value, run))[1]
+            if shared[key][0] != value:
+                path = (differing_keys(shared[key][0], value, f"{key}.") or [key])[0]
+                raise ReportError(
+                    f"runs disagree on {path}: {shown(earlier, path)} in {earlier.directory.name}, "
+                    f"{shown(run, path)} in {run.directory.name}; one table compares one setting "
+                    f"(narrow with --where {path}=...)"
+                )
+    return {key: value for key, (value, _) in shared.items()}
+
+
+def shown(run: Run, path: str) -> str:
+    """A config value for an error message."""
+    value = lookup(run.config, path)
+    return "absent" if value is _MISSING else repr(value)
+
+
+def differing_keys(a: Any, b: Any, prefix: str = "") -> list[str]:
+    """Dotted config paths where two configs differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [
+            path
+            for key in sorted(set(a) | set(b))
+            for path in differing_keys(a.get(key), b.get(key), f"{prefix}{key}.")
+        ]
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+def check_one_run_per_row(runs: Sequence[Run]) -> None:
+    """Two runs on one row would have to be picked between silently; refuse instead."""
+    seen: dict[RowKey, Run] = {}
+    for run in runs:
+        key = row_key(run.config)
+        if key in seen:
+            first = seen[key]
+            keys = ", ".join(differing_keys(first.config, run.config)) or "nothing"
+            raise ReportError(
+                f"runs {first.directory.name} and {run.directory.name} both give the row "
+                f"{key.label()}; their configs differ in {keys} (narrow with --where KEY=VALUE)"
+            )
+        seen[key] = run
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers, recomputed from predictions.jsonl
+
+
+def cell(values: Sequence[float], seed: int) -> Cell | None:
+    """Mean and 95% bootstrap interval, or ``None`` when no question carries the score."""
+    if not values:
+        return None
+    interval = bootstrap_ci(values, seed=seed)
+    return Cell(interval.mean, interval.low, interval.high, len(values))
+
+
+def in_overall(record: dict[str, Any], adversarial: str) -> bool:
+    """Whether a question enters the overall means under the run's adversarial policy."""
+    return not (adversarial == "exclude" and record["category"] == "adversarial")
+
+
+def score_values(records: Iterable[dict[str, Any]], name: str) -> list[float]:
+    """The scores ``name`` of the questions that have one, in file order."""
+    scores = ((record.get("scores") or {}).get(name) for record in records)
+    return [value for value in scores if value is not None]
+
+
+def score_cells(run: Run, categories: Sequence[str]) -> dict[str, dict[str, Cell | None]]:
+    """``{"overall" | category: {score: Cell}}`` for every score name."""
+    seed = int(run.config.get("seed", 0))
+    overall = [r for r in run.records if in_overall(r, run.config.get("adversarial", "exclude"))]
+    groups = {"overall": overall} | {
+        category: [r for r in run.records if r["category"] == category] for category in categories
+    }
+    return {
+        scope: {name: cell(score_values(members, name), seed) for name in SCORE_NAMES}
+        for scope, members in groups.items()
+    }
+
+
+def stage_costs(run: Run) -> dict[str, dict[str, int]]:
+    """Calls and tokens per stage: answering and judging summed from the log (a call per
+    attempt), construction from ``metrics.json`` (the only stage not logged per question)."""
+    stages = run.metrics.get("accounting", {}).get("stages", {})
+    construction = stages.get("construction", {})
+    costs = {"construction": {key: int(construction.get(key, 0)) for key in COST_KEYS}}
+    for stage in ("answering", "judging"):
+        logged = [r[stage] for r in run.records if r.get(stage)]
+        costs[stage] = {
+            "calls": sum(int(entry.get("attempts", 1)) for entry in logged),
+            "prompt_tokens": sum(int(entry.get("prompt_tokens", 0)) for entry in logged),
+            "completion_tokens": sum(int(entry.get("completion_tokens", 0)) for entry in logged),
+        }
+    return costs
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """Mean of a possibly empty sequence."""
+    return float(np.mean(values)) if values else None
+
+
+def build_row(run: Run, categories: Sequence[str]) -> Row:
+    """Every number of one row, recomputed from the run's files."""
+    recalls = [r["evidence_recall"] for r in run.records if r.get("evidence_recall") is not None]
+    answers = [r["answering"] for r in run.records if r.get("answering")]
+    return Row(
+        key=row_key(run.config),
+        run=run,
+        scores=score_cells(run, categories),
+        evidence_recall=cell(recalls, int(run.config.get("seed", 0))),
+        all_evidence_share=mean_or_none([float(value == 1.0) for value in recalls]),
+        context_tokens=mean_or_none([r["context_tokens"] for r in run.records]),
+        costs=stage_costs(run),
+        memories_loaded=run.metrics.get("construction", {}).get("loaded", 0) > 0,
+        answer_latency_s=mean_or_none([a["latency_s"] for a in answers if not a.get("cached")]),
+        retrieve_latency_s=mean_or_none(
+            [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
+        ),
+    )
+
+
+def row_order(row: Row) -> tuple[Any, ...]:
+    """Answered rows first, grouped by backbone, baselines before methods, then by name."""
+    key = row.key
+    return (key.retrieval_only, key.backbone, not key.baseline, key.method, key.extraction)
+
+
+def per_question(row: Row, metric: str) -> dict[str, float]:
+    """The primary metric per question id, over the overall set of questions."""
+    adversarial = row.run.config.get("adversarial", "exclude")
+    return {
+        r["question_id"]: r["scores"][metric]
+        for r in row.run.records
+        if in_overall(r, adversarial) and (r.get("scores") or {}).get(metric) is not None
+    }
+
+
+def overall_mean(row: Row, metric: str) -> float:
+    """Overall mean of ``metric``; a row without one is never the best baseline."""
+    found = row.scores["overall"][metric]
+    return -np.inf if found is None else found.mean
+
+
+def add_p_values(rows: Sequence[Row], metric: str) -> None:
+    """Paired bootstrap p-value of each non-baseline row against its backbone's best baseline."""
+    answered = [row for row in rows if not row.key.retrieval_only]
+    for row in answered:
+        if row.key.baseline:
+            continue
+        baselines = [b for b in answered if b.key.baseline and b.key.backbone == row.key.backbone]
+        if not baselines:
+            continue
+        best = max(baselines, key=lambda b: overall_mean(b, metric))
+        mine, theirs = per_question(row, metric), per_question(best, metric)
+        common = sorted(set(mine) & set(theirs))
+        if not common:
+            continue
+        row.p_value = paired_bootstrap_pvalue(
+            [mine[q] for q in common],
+            [theirs[q] for q in common],
+            seed=int(row.run.config.get("seed", 0)),
+        )
+        row.p_baseline, row.p_questions = best.key.method, len(common)
+
+
+def category_order(runs: Sequence[Run]) -> list[str]:
+    """Categories seen in the runs: LoCoMo's in code order, then any others sorted."""
+    seen = {record["category"] for run in runs for record in run.records}
+    known = [name for name in LOCOMO_CATEGORIES.values() if name in seen]
+    return known + sorted(seen - set(known))
+
+
+# ---------------------------------------------------------------------------------------------
+# Header
+
+
+def subset_description(subset: dict[str, Any]) -> str:
+    """The subset in words; the smoke subset says plainly that it is not the paper setting."""
+    conversations, questions = subset.get("conversations"), subset.get("max_questions")
+    if subset.get("name") == "smoke":
+        plural = "" if conversations == 1 else "s"
+        return (
+            f"smoke (offline smoke subset: {conversations} conversation{plural}, "
+            f"{questions} questions — not the paper setting)"
+        )
+    return (
+        f"{subset.get('name')} ({conversations or 'all'} conversations, "
+        f"{questions or 'all'} questions per run)"
+    )
+
+
+def dataset_description(dataset: dict[str, Any]) -> str:
+    """Dataset name and file or variant."""
+    where = dataset.get("file") or dataset.get("variant")
+    return f"{dataset.get('name')} ({where})" if where else str(dataset.get("name"))
+
+
+def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[str]:
+    """What a reader needs to know to compare the table with another one."""
+    lines = [
+        f"Dataset: {dataset_description(shared['dataset'])}",
+        f"Subset: {subset_description(shared['subset'])}; seed {shared['seed']}",
+        f"F1 scorer: {SCORER_DEFINITIONS[metric]}; BLEU-1: {BLEU_DEFINITION}",
+    ]
+    if "answer.template" in shared:
+        lines += [
+            f"Judge: judge_acc, judge model: {judge_description(shared['judge'])}",
+            f"Answer prompt: template {shared['answer.template']}, context budget "
+            f"{shared['answer.context_budget']} tokens, at most {shared['answer.max_tokens']} "
+            "answer tokens",
+        ]
+    else:
+        lines.append(
+            f"Retrieval only (no answer prompt), context budget "
+            f"{shared['answer.context_budget']} tokens"
+        )
+    return [
+        *lines,
+        f"Adversarial: {ADVERSARIAL_POLICY.get(shared['adversarial'], shared['adversarial'])}",
+        f"Embedder: {shared['embedder.model']}",
+        "Statistics: means over questions with 95% percentile bootstrap CIs (1000 resamples); "
+        f"p = two-sided paired bootstrap on {metric} vs the best baseline of the same backbone",
+        f"Source: predictions.jsonl of each run in {shown_path(runs_dir)}; construction costs from "
+        "metrics.json (* = memories loaded from cache, cost of this run only); answer latency "
+        "over answers not served from the response cache",
+    ]
+
+
+def shown_path(path: Path) -> str:
+    """A path relative to the repository when inside it, so committed headers do not name a
+    machine's home directory."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
+
+
+def in_repo(path: Path) -> Path:
+    """Relative paths are relative to the repository root, where the runner writes results."""
+    return path if path.is_absolute() else REPO_ROOT / path
+
+
+def build_report(
+    runs_dir: Path,
+    *,
+    dataset: str = "locomo",
+    subset: str = "smoke",
+    metric: str = "f1_set",
+    title: str = "Table 1",
+    where: dict[str, Any] | None = None,
+) -> Report:
+    """Select, check and recompute: the whole table, ready to write."""
+    if metric not in PRIMARY_METRICS:
+        raise ReportError(f"--metric must be one of {list(PRIMARY_METRICS)}, got {metric!r}")
+    runs = load_runs(runs_dir, dataset, subset, where)
+    shared = shared_conditions(runs)
+    check_one_run_per_row(runs)
+    categories = category_order(runs)
+    rows = sorted((build_row(run, categories) for run in runs), key=row_order)
+    add_p_values(rows, metric)
+    return Report(title, header_lines(shared, metric, runs_dir), metric, categories, rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting
+
+
+def fmt_cell(found: Cell | None) -> str:
+    """``0.412 [0.35, 0.47]``, or a blank dash."""
+    return "—" if found is None else f"{found.mean:.3f} [{found.low:.2f}, {found.high:.2f}]"
+
+
+def fmt_number(value: float | None, digits: int = 3) -> str:
+    """A rounded number or a dash."""
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_tokens(count: int) -> str:
+    """Token counts in thousands above 10,000, so cells stay narrow."""
+    return f"{count / 1000:.1f}k" if count >= 10_000 else str(count)
+
+
+def fmt_p(row: Row) -> str:
+    """The p-value cell: a dash for baselines, else the p-value and the baseline it faced."""
+    if row.key.baseline:
+        return "—"
+    if row.p_value is None:
+        return "no baseline"
+    return f"{row.p_value:.4f} (vs {row.p_baseline})"
+
+
+def fmt_costs(row: Row, what: str) -> str:
+    """``construction / answering / judging`` calls or tokens."""
+    values = [
+        fmt_tokens(c["prompt_tokens"] + c["completion_tokens"])
+        if what == "tokens"
+        else str(c[what])
+        for c in (row.costs[stage] for stage in STAGES)
+    ]
+    values[0] += "*" if row.memories_loaded else ""
+    return " / ".join(values)
+
+
+def scope_label(scope: str) -> str:
+    """``single_hop`` → ``Single-hop``."""
+    return scope.replace("_", "-").capitalize()
+
+
+def row_start(row: Row) -> list[str]:
+    """The identifying cells of a row."""
+    return [row.key.method, row.key.backbone, row.key.extraction or "—"]
+
+
+def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Answered rows: overall scores, significance, retrieval and costs."""
+    header = [
+        "Method",
+        "Backbone",
+        "Extraction",
+        f"F1 ({report.metric})",
+        "BLEU-1",
+        "Judge",
+        "p vs best baseline",
+        "Evidence recall",
+        "All evidence",
+        "Context tokens",
+        "LLM calls (constr. / answer / judge)",
+        "LLM tokens (constr. / answer / judge)",
+        "Answer latency (s)",
+        "Run",
+    ]
+    body = []
+    for row in report.answered:
+        overall = row.scores["overall"]
+        body.append(
+            [
+                *row_start(row),
+                *(fmt_cell(overall[name]) for name in (report.metric, "bleu1", "judge_acc")),
+                fmt_p(row),
+                fmt_cell(row.evidence_recall),
+                fmt_number(row.all_evidence_share),
+                fmt_number(row.context_tokens, 1),
+                fmt_costs(row, "calls"),
+                fmt_costs(row, "tokens"),
+                fmt_number(row.answer_latency_s),
+                row.run.directory.name,
+            ]
+        )
+    return header, body
+
+
+def category_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Answered rows: each category × (F1, BLEU-1, judge)."""
+    metrics = ((report.metric, "F1"), ("bleu1", "BLEU-1"), ("judge_acc", "Judge"))
+    header = ["Method", "Backbone", "Extraction"] + [
+        f"{scope_label(category)} {label}" for category in report.categories for _, label in metrics
+    ]
+    body = [
+        [
+            *row_start(row),
+            *(
+                fmt_cell(row.scores[category][name])
+                for category in report.categories
+                for name, _ in metrics
+            ),
+        ]
+        for row in report.answered
+    ]
+    return header, body
+
+
+def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Retrieval-only rows: what the reader would have been shown, and what it cost."""
+    header = [
+        "Method",
+        "Extraction",
+        "Evidence recall",
+        "All evidence",
+        "Context tokens",
+        "Construction LLM calls",
+        "Retrieve latency (s)",
+        "Run",
+    ]
+    body = [
+        [
+            row.key.method,
+            row.key.extraction or "—",
+            fmt_cell(row.evidence_recall),
+            fmt_number(row.all_evidence_share),
+            fmt_number(row.context_tokens, 1),
+            str(row.costs["construction"]["calls"]) + ("*" if row.memories_loaded else ""),
+            fmt_number(row.retrieve_latency_s),
+            row.run.directory.name,
+        ]
+        for row in report.retrieval_only
+    ]
+    return header, body
+
+
+def sections(report: Report) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
+    """The tables of md and tex, in order, leaving out empty ones."""
+    found = []
+    if report.answered:
+        found += [("Overall", overall_table(report)), ("Per category", category_table(report))]
+    if report.retrieval_only:
+        found.append(("Retrieval only (answer=none)", retrieval_table(report)))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Writers
+
+
+def render_markdown(report: Report) -> str:
+    """A readable table per section under the header."""
+    lines = [f"# {report.title}", "", *(f"- {line}" for line in report.header)]
+    for name, (header, body) in sections(report):
+        lines += ["", f"## {name}", "", "| " + " | ".join(header) + " |"]
+        lines.append("|" + "---|" * len(header))
+        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return "\n".join(lines) + "\n"
+
+
+def tex_escape(text: str) -> str:
+    """Escape LaTeX's special characters in a cell."""
+    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%")):
+        text = text.replace(char, escaped)
+    for char in "_#$":
+        text = text.replace(char, "\\" + char)
+    return text.replace("—", "--")
+
+
+def render_tex(report: Report) -> str:
+    """Booktabs tabulars, one table float per section; the header as comments and caption."""
+    lines = [
+        f"% {report.title}",
+        *(f"% {line}" for line in report.header),
+        r"% needs \usepackage{booktabs,graphicx}",
+    ]
+    for name, (header, body) in sections(report):
+        lines += [
+            "",
+            r"\begin{table}[t]",
+            r"\centering",
+            rf"\caption{{{tex_escape(report.title)}: {tex_escape(name)}}}",
+            r"\resizebox{\linewidth}{!}{%",
+            rf"\begin{{tabular}}{{lll{'r' * (len(header) - 3)}}}",
+            r"\toprule",
+            " & ".join(tex_escape(cell) for cell in header) + r" \\",
+            r"\midrule",
+            *(" & ".join(tex_escape(cell) for cell in cells) + r" \\" for cells in body),
+            r"\bottomrule",
+            r"\end{tabular}}",
+            r"\end{table}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def cell_columns(prefix: str, found: Cell | None) -> dict[str, Any]:
+    """``prefix_mean``, ``_low``, ``_high``, ``_n`` rounded to 4 decimals (blank if absent)."""
+    if found is None:
+        return {f"{prefix}_{part}": "" for part in ("mean", "low", "high", "n")}
+    return {
+        f"{prefix}_mean": round(found.mean, 4),
+        f"{prefix}_low": round(found.low, 4),
+        f"{prefix}_high": round(found.high, 4),
+        f"{prefix}_n": found.n,
+    }
+
+
+def rounded(value: float | None, digits: int = 4) -> Any:
+    """Round for csv; blank when absent."""
+    return "" if value is None else round(value, digits)
+
+
+def csv_record(row: Row, report: Report) -> dict[str, Any]:
+    """One csv line: every number of a row in its own column."""
+    record: dict[str, Any] = {
+        "method": row.key.method,
+        "backbone": row.key.backbone,
+        "extraction": row.key.extraction,
+        "retrieval_only": row.key.retrieval_only,
+        "baseline": row.key.baseline,
+        "run": row.run.directory.name,
+        "questions": len(row.run.records),
+        "failures": sum(1 for r in row.run.records if r.get("failure")),
+    }
+    for scope in ("overall", *report.categories):
+        for name in SCORE_NAMES:
+            record |= cell_columns(f"{scope}_{name}", row.scores[scope][name])
+    record |= {
+        "p_value": rounded(row.p_value),
+        "p_value_baseline": row.p_baseline or "",
+        "p_value_questions": row.p_questions or "",
+        **cell_columns("evidence_recall", row.evidence_recall),
+        "evidence_all_share": rounded(row.all_evidence_share),
+        "context_tokens_mean": rounded(row.context_tokens, 1),
+        "construction_memories_loaded": row.memories_loaded,
+    }
+    for stage in STAGES:
+        record |= {f"{stage}_{key}": value for key, value in row.costs[stage].items()}
+    record["answer_latency_s_mean"] = rounded(row.answer_latency_s)
+    record["retrieve_latency_s_mean"] = rounded(row.retrieve_latency_s)
+    return record
+
+
+def write_csv(report: Report, path: Path) -> None:
+    """Header as leading ``#`` lines (read with ``pandas.read_csv(path, comment="#")``)."""
+    records = [csv_record(row, report) for row in report.rows]
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        handle.writelines(f"# {line}\n" for line in [report.title, *report.header])
+        writer = csv.DictWriter(handle, fieldnames=list(records[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(records)
+
+
+def bar_panel(axis: Any, rows: Sequence[Row], cells: Sequence[Cell | None], xlabel: str) -> None:
+    """Horizontal bars of means with their CIs as error bars, first row on top."""
+    present = [(row, found) for row, found in zip(rows, cells, strict=True) if found is not None]
+    positions = np.arange(len(present))[::-1]
+    means = [found.mean for _, found in present]
+    errors = [
+        [found.mean - found.low for _, found in present],
+        [found.high - found.mean for _, found in present],
+    ]
+    axis.barh(positions, means, xerr=errors, capsize=3, color="#4c72b0")
+    axis.set_yticks(positions, [row.key.label() for row, _ in present])
+    axis.set_xlabel(xlabel)
+    axis.set_xlim(0, 1)
+
+
+def write_plot(report: Report, path: Path) -> None:
+    """Primary metric overall per answered row, and evidence recall per row, with 95% CIs.
+
+    Drawn on a bare ``Figure`` (Agg canvas), so no pyplot backend or global state is touched.
+    """
+    panels = []
+    if report.answered:
+        cells = [row.scores["overall"][report.metric] for row in report.answered]
+        panels.append((report.answered, cells, f"{report.metric}, overall (95% CI)"))
+    if any(row.evidence_recall for row in report.rows):
+        cells = [row.evidence_recall for row in report.rows]
+        panels.append((report.rows, cells, "evidence recall (95% CI)"))
+    count = max(len(panels), 1)
+    figure = Figure(figsize=(6 * count, 1.5 + 0.35 * len(report.rows)))
+    for axis, (rows, cells, xlabel) in zip(
+        figure.subplots(1, count, squeeze=False)[0], panels, strict=False
+    ):
+        bar_panel(axis, rows, cells, xlabel)
+    figure.suptitle(report.title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120, metadata={"Software": None})
+
+
+def write_report(report: Report, out: Path) -> list[Path]:
+    """``out`` + ``.md``, ``.csv``, ``.tex``, ``.png``; returns the paths written."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    paths = [out.parent / f"{out.name}{suffix}" for suffix in (".md", ".csv", ".tex", ".png")]
+    paths[0].write_text(render_markdown(report), encoding="utf-8")
+    write_csv(report, paths[1])
+    paths[2].write_text(render_tex(report), encoding="utf-8")
+    write_plot(report, paths[3])
+    return paths
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.report", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--runs", type=Path, default=Path("results/runs"))
+    parser.add_argument("--out", type=Path, default=Path("results/table1"))
+    parser.add_argument("--dataset", default="locomo")
+    parser.add_argument("--subset", default="smoke")
+    parser.add_argument("--metric", default="f1_set", choices=PRIMARY_METRICS)
+    parser.add_argument("--title", default="Table 1")
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keep runs whose config.yaml has this value, e.g. answer.context_budget=2048",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Build and write the report; exit 2 with a clear message when no table can be built."""
+    args = parse_args(argv)
+    try:
+        report = build_report(
+            in_repo(args.runs),
+            dataset=args.dataset,
+            subset=args.subset,
+            metric=args.metric,
+            title=args.title,
+            where=parse_where(args.where),
+        )
+    except ReportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for path in write_report(report, in_repo(args.out)):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
