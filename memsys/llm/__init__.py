@@ -1,0 +1,51 @@
+"""LLM backbones behind one interface, with a shared response cache and JSON helpers.
+
+Typical use (the run builds one backbone and injects stage views into methods)::
+
+    cache = ResponseCache(".cache/llm_responses.sqlite")
+    backbone = build_backbone(cfg.backbone, cache=cache, accounting=Accounting())
+    reply = backbone.with_stage("answering").complete([{"role": "user", "content": "Hi"}])
+"""
+
+from memsys.llm.accounting import Accounting, CallRecord
+from memsys.llm.backbone import Backbone, BackboneSettings
+from memsys.llm.cache import CacheMode, ResponseCache
+from memsys.llm.errors import (
+    BackboneUnavailableError,
+    CacheMissError,
+    LLMError,
+    LLMRequestError,
+    ProviderError,
+    ProviderUnavailableError,
+    TransientProviderError,
+)
+from memsys.llm.factory import build_backbone
+from memsys.llm.jsonout import JSONReply, JSONReplyParser, extract_json
+from memsys.llm.retry import RetryPolicy
+from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, SamplingParams
+
+__all__ = [
+    "Accounting",
+    "Backbone",
+    "BackboneSettings",
+    "BackboneUnavailableError",
+    "CacheMissError",
+    "CacheMode",
+    "CallRecord",
+    "Completion",
+    "JSONReply",
+    "JSONReplyParser",
+    "LLMError",
+    "LLMRequest",
+    "LLMRequestError",
+    "LLMResponse",
+    "Message",
+    "ProviderError",
+    "ProviderUnavailableError",
+    "ResponseCache",
+    "RetryPolicy",
+    "SamplingParams",
+    "TransientProviderError",
+    "build_backbone",
+    "extract_json",
+]

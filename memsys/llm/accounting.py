@@ -1,0 +1,92 @@
+"""Token and latency accounting per pipeline stage.
+
+Methods differ wildly in how many LLM calls their memory construction costs; the comparison
+tables report that cost next to accuracy. Every backbone call appends one :class:`CallRecord`;
+:meth:`Accounting.summary` aggregates them per stage (construction, answering, judging) into
+plain JSON to be written with each run's results. Records hold counts and timings only, never a
+prompt, a reply or a credential.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One backbone call: ``attempts`` includes retries; ``ok`` is False when it failed."""
+
+    stage: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+    attempts: int
+    ok: bool
+
+
+class Accounting:
+    """Thread-safe log of :class:`CallRecord`, shared by every stage view of one backbone."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: list[CallRecord] = []
+
+    def record(self, call: CallRecord) -> None:
+        """Add one call."""
+        with self._lock:
+            self._records.append(call)
+
+    def records(self) -> list[CallRecord]:
+        """A snapshot of all calls so far, in completion order."""
+        with self._lock:
+            return list(self._records)
+
+    def summary(self) -> dict[str, Any]:
+        """Per-stage and total aggregates, JSON-serializable.
+
+        ``calls`` counts every request; ``cache_hits`` those answered from the cache;
+        ``provider_*_tokens`` only tokens actually sent to a provider in this run (what it
+        cost now), while ``prompt_tokens``/``completion_tokens`` include cached replies (what the
+        method costs). ``latency_s`` sums wall time over calls.
+        """
+        records = self.records()
+        stages = sorted({call.stage for call in records})
+        return {
+            "stages": {
+                stage: _aggregate([call for call in records if call.stage == stage])
+                for stage in stages
+            },
+            "total": _aggregate(records),
+        }
+
+    def to_jsonable(self) -> dict[str, Any]:
+        """Summary plus every call record, for a run's result directory."""
+        return {
+            **self.summary(),
+            "calls": [dataclasses.asdict(call) for call in self.records()],
+        }
+
+
+def _aggregate(records: list[CallRecord]) -> dict[str, Any]:
+    fresh = [call for call in records if call.ok and not call.cached]
+    latency = sum(call.latency_s for call in records)
+    return {
+        "calls": len(records),
+        "cache_hits": sum(call.cached for call in records),
+        "failed": sum(not call.ok for call in records),
+        "retries": sum(call.attempts - 1 for call in records if call.attempts > 0),
+        "prompt_tokens": sum(call.prompt_tokens for call in records),
+        "completion_tokens": sum(call.completion_tokens for call in records),
+        "provider_prompt_tokens": sum(call.prompt_tokens for call in fresh),
+        "provider_completion_tokens": sum(call.completion_tokens for call in fresh),
+        "latency_s": round(latency, 6),
+        "mean_latency_s": round(latency / len(records), 6) if records else 0.0,
+        "mean_provider_latency_s": (
+            round(sum(call.latency_s for call in fresh) / len(fresh), 6) if fresh else 0.0
+        ),
+    }

@@ -1,0 +1,277 @@
+"""The one interface every method, answerer and judge uses to call an LLM.
+
+A :class:`Backbone` wraps a provider with what every call needs and no provider should
+reimplement: the response cache, retries with backoff, the consecutive-failure breaker, a
+bound on concurrency, and accounting per stage. Methods receive a backbone by injection,
+usually a stage view (``backbone.with_stage("construction")``) so that their calls are booked to
+the right stage without knowing about accounting.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Literal, NoReturn, overload
+
+from memsys.llm.accounting import Accounting, CallRecord
+from memsys.llm.cache import ResponseCache, describe_request
+from memsys.llm.errors import (
+    BackboneUnavailableError,
+    LLMError,
+    LLMRequestError,
+    ProviderError,
+    TransientProviderError,
+)
+from memsys.llm.providers.base import BatchProvider, Provider
+from memsys.llm.retry import FailureBreaker, RetryPolicy
+from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, SamplingParams
+
+
+@dataclass(frozen=True)
+class BackboneSettings:
+    """Per-backbone limits: how many requests run at once and how failures are handled."""
+
+    concurrency: int = 8
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+
+
+class Backbone:
+    """Cached, retried, accounted access to one model.
+
+    Stage views made by :meth:`with_stage` share the provider, cache, accounting and breaker, so
+    a failure streak or a token total spans the whole run.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        cache: ResponseCache,
+        accounting: Accounting,
+        settings: BackboneSettings | None = None,
+        stage: str = "unspecified",
+        rng: random.Random | None = None,
+    ) -> None:
+        self.provider = provider
+        self.cache = cache
+        self.accounting = accounting
+        self.settings = settings or BackboneSettings()
+        self.stage = stage
+        self._breaker = FailureBreaker(
+            self.settings.retry.max_consecutive_failures, provider.endpoint
+        )
+        self._rng = rng or random.Random()
+
+    @property
+    def model_id(self) -> str:
+        """The model identity used in cache keys and accounting."""
+        return self.provider.model_id
+
+    def with_stage(self, stage: str) -> Backbone:
+        """A view of this backbone whose calls are booked to ``stage``."""
+        view = copy.copy(self)
+        view.stage = stage
+        return view
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        params: SamplingParams | None = None,
+        *,
+        stage: str | None = None,
+    ) -> LLMResponse:
+        """One chat completion (greedy, 256 tokens unless ``params`` says otherwise).
+
+        Raises :class:`LLMRequestError` when the request fails for good,
+        :class:`BackboneUnavailableError` when too many have failed in a row, and
+        :class:`~memsys.llm.errors.CacheMissError` on a miss in ``replay`` mode.
+        """
+        request = LLMRequest(tuple(messages), params or SamplingParams())
+        return self._complete(request, stage or self.stage)
+
+    @overload
+    def complete_many(
+        self,
+        requests: Sequence[LLMRequest],
+        *,
+        stage: str | None = None,
+        return_exceptions: Literal[False] = False,
+    ) -> list[LLMResponse]: ...
+
+    @overload
+    def complete_many(
+        self,
+        requests: Sequence[LLMRequest],
+        *,
+        stage: str | None = None,
+        return_exceptions: Literal[True],
+    ) -> list[LLMResponse | LLMError]: ...
+
+    def complete_many(
+        self,
+        requests: Sequence[LLMRequest],
+        *,
+        stage: str | None = None,
+        return_exceptions: bool = False,
+    ) -> list[LLMResponse] | list[LLMResponse | LLMError]:
+        """Many completions, at most ``settings.concurrency`` in flight; results in order.
+
+        Like ``asyncio.gather``: the first failure is raised (pending requests are cancelled)
+        unless ``return_exceptions``, which puts each failed request's error in its slot. A
+        tripped breaker is always raised: the run must stop. Providers that batch natively
+        (in-process vLLM) get all cache misses in one engine call.
+        """
+        stage = stage or self.stage
+        if isinstance(self.provider, BatchProvider):
+            return self._complete_batch(self.provider, requests, stage, return_exceptions)
+        workers = max(1, min(self.settings.concurrency, len(requests)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
+            futures = [pool.submit(self._complete, request, stage) for request in requests]
+            try:
+                return [_outcome(future, return_exceptions) for future in futures]
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+
+    def _complete(self, request: LLMRequest, stage: str) -> LLMResponse:
+        started = time.perf_counter()
+        cached = self.cache.get(self.model_id, request)
+        if cached is not None:
+            return self._respond(stage, cached, time.perf_counter() - started, True, attempts=0)
+        policy = self.settings.retry
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                self._breaker.check()
+                completion = self.provider.generate(request, policy.request_timeout_s)
+            except TransientProviderError as error:
+                if attempt < policy.max_attempts:
+                    delay = policy.backoff_s(attempt - 1, self._rng, error.retry_after_s)
+                    self._breaker.tripped.wait(delay)
+                    continue
+                self._fail([request], stage, started, attempt, error)
+            except (ProviderError, BackboneUnavailableError) as error:
+                self._fail([request], stage, started, attempt, error)
+            else:
+                self._breaker.success()
+                self.cache.put(self.model_id, request, completion)
+                latency_s = time.perf_counter() - started
+                return self._respond(stage, completion, latency_s, False, attempt)
+
+    def _complete_batch(
+        self,
+        provider: BatchProvider,
+        requests: Sequence[LLMRequest],
+        stage: str,
+        return_exceptions: bool,
+    ) -> list[LLMResponse | LLMError]:
+        """Cache lookups, then one engine call for all misses; latency is amortized over it."""
+        started = time.perf_counter()
+        found = [self.cache.get(self.model_id, request) for request in requests]
+        lookup_s = (time.perf_counter() - started) / max(1, len(requests))
+        misses = [request for request, hit in zip(requests, found, strict=True) if hit is None]
+        generated: list[Completion | LLMError] = []
+        share_s = 0.0
+        if misses:
+            batch_started = time.perf_counter()
+            try:
+                self._breaker.check()
+                generated = list(provider.generate_batch(misses))
+            except (ProviderError, BackboneUnavailableError) as error:
+                try:
+                    self._fail(misses, stage, batch_started, 1, error)
+                except LLMRequestError as request_error:
+                    if not return_exceptions:
+                        raise
+                    generated = [request_error] * len(misses)
+            else:
+                self._breaker.success()
+            share_s = (time.perf_counter() - batch_started) / len(misses)
+        fresh = iter(zip(misses, generated, strict=True))
+        results: list[LLMResponse | LLMError] = []
+        for hit in found:
+            if hit is not None:
+                results.append(self._respond(stage, hit, lookup_s, True, attempts=0))
+                continue
+            request, outcome = next(fresh)
+            if isinstance(outcome, LLMError):
+                results.append(outcome)
+            else:
+                self.cache.put(self.model_id, request, outcome)
+                results.append(self._respond(stage, outcome, share_s, False, attempts=1))
+        return results
+
+    def _respond(
+        self, stage: str, completion: Completion, latency_s: float, cached: bool, attempts: int
+    ) -> LLMResponse:
+        self._book(stage, completion, latency_s, cached, attempts)
+        return LLMResponse(
+            text=completion.text,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            latency_s=latency_s,
+            cached=cached,
+            model=self.model_id,
+            finish_reason=completion.finish_reason,
+        )
+
+    def _book(
+        self,
+        stage: str,
+        completion: Completion | None,
+        latency_s: float,
+        cached: bool,
+        attempts: int,
+    ) -> None:
+        self.accounting.record(
+            CallRecord(
+                stage=stage,
+                model=self.model_id,
+                prompt_tokens=completion.prompt_tokens if completion else 0,
+                completion_tokens=completion.completion_tokens if completion else 0,
+                latency_s=latency_s,
+                cached=cached,
+                attempts=attempts,
+                ok=completion is not None,
+            )
+        )
+
+    def _fail(
+        self,
+        requests: Sequence[LLMRequest],
+        stage: str,
+        started: float,
+        attempts: int,
+        error: LLMError,
+    ) -> NoReturn:
+        """Book failed requests, feed the breaker (which may stop the run), and raise."""
+        latency_s = time.perf_counter() - started
+        for _ in requests:
+            self._book(stage, None, latency_s, False, attempts)
+        if isinstance(error, BackboneUnavailableError):
+            raise error
+        self._breaker.failure(error)
+        raise LLMRequestError(
+            f"{describe_request(self.model_id, requests[0].messages)}: failed after "
+            f"{attempts} attempt(s): {error}"
+        ) from error
+
+
+def _outcome(future: Future[LLMResponse], return_exceptions: bool) -> LLMResponse | LLMError:
+    try:
+        return future.result()
+    except BackboneUnavailableError:
+        raise
+    except LLMError as error:
+        if return_exceptions:
+            return error
+        raise

@@ -1,0 +1,97 @@
+"""The response cache every backbone call goes through.
+
+Keyed by a hash of everything that can change a reply (model identity, messages, sampling
+parameters) and of nothing else: endpoint URLs and credentials are not part of a request here,
+so they cannot leak into a key or a stored value, and the same cache serves a model however it
+is reached. Three modes: ``readwrite`` (normal), ``replay`` (CI: every request must already be
+cached, a miss is an error naming it) and ``off``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from enum import Enum
+
+from memsys.kvstore import SQLiteKV
+from memsys.llm.errors import CacheMissError
+from memsys.llm.types import Completion, LLMRequest, Message
+
+
+class CacheMode(str, Enum):
+    """How the cache is used: see the module docstring."""
+
+    READWRITE = "readwrite"
+    REPLAY = "replay"
+    OFF = "off"
+
+
+def request_key(model_id: str, request: LLMRequest) -> str:
+    """Stable content hash of one request to one model.
+
+    Canonical JSON (sorted keys, no whitespace) so that dict ordering and tuple-vs-list
+    differences do not split the cache.
+    """
+    payload = {
+        "model": model_id,
+        "messages": [dict(message) for message in request.messages],
+        "params": dataclasses.asdict(request.params),
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def describe_request(model_id: str, messages: Sequence[Message], limit: int = 120) -> str:
+    """A short human-readable name for a request, for error messages."""
+    last = messages[-1].get("content", "") if messages else ""
+    preview = last if len(last) <= limit else last[: limit - 3] + "..."
+    return f"model={model_id} messages={len(messages)} last={preview!r}"
+
+
+class ResponseCache:
+    """Successful completions by request key, in a shared SQLite file.
+
+    Only successful replies are ever stored: the backbone calls :meth:`put` after a provider
+    returned, never for an error.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str] | None, mode: CacheMode | str = CacheMode.READWRITE
+    ) -> None:
+        self.mode = CacheMode(mode)
+        if self.mode is not CacheMode.OFF and path is None:
+            raise ValueError(f"cache mode {self.mode.value!r} needs a path")
+        self._store = None if self.mode is CacheMode.OFF else SQLiteKV(path, table="responses")
+
+    @classmethod
+    def disabled(cls) -> ResponseCache:
+        """A cache that never stores or finds anything."""
+        return cls(None, CacheMode.OFF)
+
+    def get(self, model_id: str, request: LLMRequest) -> Completion | None:
+        """The cached completion, ``None`` on a miss; in ``replay`` mode a miss raises."""
+        if self._store is None:
+            return None
+        raw = self._store.get(request_key(model_id, request))
+        if raw is not None:
+            return Completion(**json.loads(raw))
+        if self.mode is CacheMode.REPLAY:
+            raise CacheMissError(
+                "replay mode: request not in the cache "
+                f"{self._store.path}: {describe_request(model_id, request.messages)} "
+                f"key={request_key(model_id, request)}"
+            )
+        return None
+
+    def put(self, model_id: str, request: LLMRequest, completion: Completion) -> None:
+        """Store a successful completion (no-op unless ``readwrite``)."""
+        if self._store is None or self.mode is not CacheMode.READWRITE:
+            return
+        value = json.dumps(dataclasses.asdict(completion), ensure_ascii=False)
+        self._store.put(request_key(model_id, request), value.encode("utf-8"))
+
+    def __len__(self) -> int:
+        return 0 if self._store is None else len(self._store)

@@ -1,0 +1,189 @@
+"""A scriptable OpenAI-compatible chat server with no model behind it.
+
+For fault-injection tests and throughput benchmarks of the HTTP path (and as a stand-in for
+``vllm serve`` when testing the launch script): it answers
+``POST /v1/chat/completions`` with a valid completion that echoes the last message after a fixed
+latency, or, following a script of actions queued by the test, with a 400, a 429, a 500, a hang,
+a dropped connection, malformed JSON or a JSON object without choices. It records how many requests it saw and their
+``Authorization`` headers, so a test can prove a key was sent without it being stored.
+
+Run standalone (prints ``READY <base url>`` once listening)::
+
+    python -m memsys.llm.fake_server --latency 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal, get_args
+
+Action = Literal["ok", "400", "429", "500", "hang", "drop", "malformed", "empty"]
+ACTIONS: tuple[str, ...] = get_args(Action)
+
+
+class FakeChatServer:
+    """A local server on 127.0.0.1; use as a context manager or call start/stop.
+
+    ``latency_s`` delays every ``ok`` reply; ``hang_s`` bounds a ``hang`` (it also ends when the
+    server stops). Actions queued with :meth:`script` apply to the next requests in arrival
+    order; once the queue is empty every request gets ``ok``.
+    """
+
+    def __init__(self, latency_s: float = 0.0, hang_s: float = 30.0, port: int = 0) -> None:
+        self.latency_s = latency_s
+        self.hang_s = hang_s
+        self.authorization_headers: list[str] = []
+        self.request_count = 0
+        self._actions: deque[str] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._httpd.request_queue_size = 256
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-style base URL (ends in ``/v1``)."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def script(self, *actions: Action) -> None:
+        """Queue actions for the next requests."""
+        unknown = set(actions) - set(ACTIONS)
+        if unknown:
+            raise ValueError(f"unknown actions {sorted(unknown)}; known: {ACTIONS}")
+        with self._lock:
+            self._actions.extend(actions)
+
+    def next_action(self, authorization: str) -> str:
+        """Count a request and pick what to do with it."""
+        with self._lock:
+            self.request_count += 1
+            self.authorization_headers.append(authorization)
+            return self._actions.popleft() if self._actions else "ok"
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until :meth:`stop` (from another thread) or Ctrl-C."""
+        self._httpd.serve_forever(poll_interval=0.05)
+
+    def start(self) -> FakeChatServer:
+        """Serve in a daemon thread."""
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Release hung handlers and stop serving."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+        self._httpd.server_close()
+
+    def wait_for_stop(self, seconds: float) -> None:
+        """Sleep up to ``seconds``, returning early when the server stops (for hangs)."""
+        self._stopping.wait(seconds)
+
+    def __enter__(self) -> FakeChatServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def completion_body(request: dict[str, Any]) -> dict[str, Any]:
+    """A valid chat completion echoing the request's last message."""
+    messages = request.get("messages") or [{"content": ""}]
+    text = f"echo: {messages[-1].get('content', '')}"
+    prompt_words = sum(len(str(message.get("content", "")).split()) for message in messages)
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_words,
+            "completion_tokens": len(text.split()),
+            "total_tokens": prompt_words + len(text.split()),
+        },
+    }
+
+
+def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real servers
+        disable_nagle_algorithm = True  # headers and body go out in separate writes
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Silence per-request logging."""
+
+        def do_GET(self) -> None:
+            """Readiness probes: ``/health`` and ``/v1/models`` answer 200, as vLLM's do."""
+            if self.path in ("/health", "/v1/models"):
+                models = {"object": "list", "data": [{"id": "fake", "object": "model"}]}
+                self._send(200, json.dumps(models).encode())
+            else:
+                self._send(404, b'{"error": {"message": "not found"}}')
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            request = json.loads(self.rfile.read(length) or b"{}")
+            action = server.next_action(self.headers.get("Authorization", ""))
+            if action == "ok":
+                time.sleep(server.latency_s)
+                self._send(200, json.dumps(completion_body(request)).encode())
+            elif action in ("400", "429", "500"):
+                error = {"error": {"message": f"injected {action}", "type": "fake"}}
+                self._send(int(action), json.dumps(error).encode(), {"Retry-After": "0"})
+            elif action == "malformed":
+                self._send(200, b'{"id": "chatcmpl-fake", "choices": [')
+            elif action == "empty":
+                self._send(200, b"{}")
+            elif action == "hang":
+                server.wait_for_stop(server.hang_s)
+                self.close_connection = True
+            else:  # drop: close the socket without a status line
+                self.close_connection = True
+
+        def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+    return Handler
+
+
+def main() -> None:
+    """Serve until interrupted."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per ok reply")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    args = parser.parse_args()
+    server = FakeChatServer(latency_s=args.latency, port=args.port)
+    print(f"READY {server.base_url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

