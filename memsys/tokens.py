@@ -8,7 +8,10 @@ items recur across questions, so after the first question a budget check costs a
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from memsys.llm.providers.llamacpp import locate_gguf
@@ -24,7 +27,8 @@ class TokenCounter:
 
         path = locate_gguf(str(gguf_path) if gguf_path else None, package)
         self.name = f"bpe:{path.name}"
-        self._vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        with _stderr_silenced():  # llama.cpp logs a spurious context warning from C on load
+            self._vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -48,3 +52,17 @@ class TokenCounter:
         ids = self.encode(text)[: max(0, max_tokens)]
         with self._lock:
             return self._vocab.detokenize(ids).decode("utf-8", errors="ignore")
+
+
+@contextlib.contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null (C code bypasses ``sys.stderr``)."""
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(null)
+        os.close(saved)

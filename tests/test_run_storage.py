@@ -1,0 +1,119 @@
+"""The run log and the memory cache: durable, resumable, never trusting a corrupt file."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from benchmarks.memory_store import MemoryStore, conversation_digest
+from benchmarks.runlog import PredictionLog
+from benchmarks.subsets import SubsetSpec, select, stratified_sample
+from memsys.base import Services
+from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.methods.baselines import FullHistory, TurnRAG
+from memsys.types import Conversation, Question, Session, Turn
+
+
+def test_log_drops_a_partial_last_line_and_refuses_duplicates(tmp_path: Path) -> None:
+    path = tmp_path / "predictions.jsonl"
+    log = PredictionLog(path)
+    log.append([{"question_id": "q1", "x": 1}, {"question_id": "q2", "x": 2}])
+    with path.open("a") as handle:
+        handle.write('{"question_id": "q3", "x"')
+    reopened = PredictionLog(path)
+    assert reopened.repaired_bytes == len('{"question_id": "q3", "x"')
+    assert reopened.done() == {"q1", "q2"}
+    reopened.append([{"question_id": "q3", "x": 3}])
+    assert [json.loads(line)["question_id"] for line in path.read_text().splitlines()] == [
+        "q1",
+        "q2",
+        "q3",
+    ]
+    with pytest.raises(ValueError, match="q2 is already logged"):
+        reopened.append([{"question_id": "q2", "x": 9}])
+
+
+def test_log_with_a_corrupt_middle_line_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "predictions.jsonl"
+    path.write_text('{"question_id": "q1"}\nnot json\n')
+    with pytest.raises(ValueError, match=r"predictions\.jsonl:2: corrupt record"):
+        PredictionLog(path)
+
+
+def _conversation(text: str = "hello") -> Conversation:
+    stamp = datetime(2023, 1, 1)
+    turns = (
+        Turn("D1:1", "session_1", 0, "Ana", text, stamp),
+        Turn("D1:2", "session_1", 1, "Ben", "hi", stamp),
+    )
+    return Conversation("c1", (Session("session_1", stamp, "1 Jan", turns),), ())
+
+
+@pytest.fixture
+def services() -> Services:
+    return Services(embedder=Embedder(EmbedderConfig(), EmbeddingCache()), tokens=None)  # type: ignore[arg-type]
+
+
+def test_memory_is_cached_keyed_and_checked(tmp_path: Path, services: Services) -> None:
+    store = MemoryStore(tmp_path)
+    system = FullHistory(services)
+    memory, loaded = store.load_or_build(system, _conversation())
+    assert not loaded
+    again, loaded = store.load_or_build(system, _conversation())
+    assert loaded and again.items == memory.items
+    assert store.path(system, _conversation("changed")) != store.path(system, _conversation())
+
+    path = store.path(system, _conversation())
+    envelope = json.loads(path.read_text())
+    envelope["payload"]["items"][0]["text"] = "tampered"
+    path.write_text(json.dumps(envelope))
+    rebuilt, loaded = store.load_or_build(system, _conversation())
+    assert not loaded and store.rebuilt_corrupt == 1
+    assert rebuilt.items[0].text == "Ana: hello"
+    path.write_text("{truncated")
+    assert store.load_or_build(system, _conversation())[1] is False
+    assert store.rebuilt_corrupt == 2
+
+
+def test_memory_key_ignores_retrieval_settings(tmp_path: Path, services: Services) -> None:
+    store = MemoryStore(tmp_path)
+    conversation = _conversation()
+    assert store.key(TurnRAG(services, retriever="bm25", top_k=3), conversation) == store.key(
+        TurnRAG(services, retriever="dense", top_k=9), conversation
+    )
+    assert store.key(TurnRAG(services), conversation) != store.key(
+        FullHistory(services), conversation
+    )
+    assert conversation_digest(conversation) != conversation_digest(_conversation("other"))
+
+
+def test_stratified_sample_is_deterministic_and_proportional() -> None:
+    questions = [
+        Question(f"q{i}", "c", "?", "a", ["a", "b", "c"][i % 3] if i < 60 else "d")
+        for i in range(100)
+    ]
+    sample = stratified_sample(questions, 10, seed=0)
+    assert sample == stratified_sample(questions, 10, seed=0)
+    counts = {category: sum(q.category == category for q in sample) for category in "abcd"}
+    assert counts == {"a": 2, "b": 2, "c": 2, "d": 4}
+    assert [q.question_id for q in sample] == sorted(
+        (q.question_id for q in sample), key=lambda i: int(i[1:])
+    )
+
+
+def test_select_caps_questions_across_conversations() -> None:
+    conversations = [
+        Conversation(f"c{i}", (), (Question(f"q{i}", f"c{i}", "?", "a", "x" if i % 2 else "y"),))
+        for i in range(10)
+    ]
+    chosen = list(select(lambda: iter(conversations), SubsetSpec("smoke", None, 4)))
+    assert len(chosen) == 4
+    assert {c.questions[0].category for c in chosen} == {"x", "y"}
+    assert [
+        c.conversation_id for c in select(lambda: iter(conversations), SubsetSpec("s", 3, None))
+    ] == ["c0", "c1", "c2"]
+    with pytest.raises(ValueError, match=r"subset\.max_questions"):
+        SubsetSpec("bad", None, 0)
