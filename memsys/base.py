@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
 from memsys.embed import Embedder
 from memsys.llm.backbone import Backbone
+from memsys.nlp import NLP
 from memsys.tokens import TokenCounter
 from memsys.types import Conversation, MemoryItem, Question, Retrieval
 
@@ -28,12 +29,14 @@ class Services:
     """What methods may use: injected, never global.
 
     ``backbone`` is the construction LLM (booked to the ``construction`` stage); ``None`` when the
-    run has none (``extraction: lite`` methods and baselines never call it).
+    run has none (``extraction: lite`` methods and baselines never call it). ``nlp`` is the
+    spaCy pipeline and date resolver of the lite extractors, loaded on first use.
     """
 
     embedder: Embedder
     tokens: TokenCounter
     backbone: Backbone | None = None
+    nlp: NLP = field(default_factory=NLP)
 
 
 class MemorySystem(ABC, Generic[MemoryT]):
@@ -41,8 +44,9 @@ class MemorySystem(ABC, Generic[MemoryT]):
 
     #: Bump when construction logic changes, so cached memories are rebuilt.
     construction_version: ClassVar[int] = 1
-    #: Whether ``construct`` calls the LLM (its model then becomes part of the memory's identity).
-    uses_llm: ClassVar[bool] = False
+    #: Whether ``construct`` calls the LLM (its model then becomes part of the memory's identity);
+    #: methods with an ``extraction`` option set it per instance (``extraction == "llm"``).
+    uses_llm: bool = False
 
     def __init__(self, services: Services) -> None:
         self.services = services
