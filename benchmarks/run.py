@@ -31,6 +31,7 @@ from benchmarks.memory_store import MemoryStore
 from benchmarks.metrics.judge import Judge, Verdict
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.retrieval import evidence_recall
+from benchmarks.ranking import ranking_metrics
 from benchmarks.runlog import PredictionLog
 from benchmarks.settings import ConfigError, RunSettings, run_id, run_identity, validate
 from benchmarks.subsets import select
@@ -125,9 +126,13 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
 
 
 def answer_batch(
-    harness: Harness, memory: Any, questions: Sequence[Question]
+    harness: Harness, memory: Any, questions: Sequence[Question], session_of: dict[str, str]
 ) -> list[dict[str, Any]]:
-    """Retrieve, answer, judge and score a batch of questions; one record each, in order."""
+    """Retrieve, answer, judge and score a batch of questions; one record each, in order.
+
+    ``session_of`` maps the conversation's turn ids to session ids (LongMemEval's session-level
+    retrieval metrics).
+    """
     settings = harness.settings
     prepared = []
     harness.system.prepare_queries(questions)
@@ -166,12 +171,15 @@ def answer_batch(
         graded = harness.judge.grade_many([(prepared[i][0], replies[i].text) for i in answered])  # type: ignore[union-attr]
         verdicts = dict(zip(answered, graded, strict=True))
 
-    return [
-        build_record(
+    records = []
+    for i, (question, retrieval, context, _, retrieved_s, render_s) in enumerate(prepared):
+        record = build_record(
             question, retrieval, context, replies[i], verdicts.get(i), retrieved_s, render_s
         )
-        for i, (question, retrieval, context, _, retrieved_s, render_s) in enumerate(prepared)
-    ]
+        if settings.dataset == "longmemeval":
+            record["ranking"] = ranking_metrics(question, retrieval, session_of)
+        records.append(record)
+    return records
 
 
 def build_record(
@@ -258,9 +266,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         construction["loaded" if loaded else "built"] += 1
         construction["seconds"] += time.perf_counter() - started
         bar.set_postfix_str(conversation.conversation_id)
+        session_of = {turn.turn_id: turn.session_id for turn in conversation.turns}
         for start in range(0, len(pending), settings.batch_size):
             batch = pending[start : start + settings.batch_size]
-            harness.log.append(answer_batch(harness, memory, batch))
+            harness.log.append(answer_batch(harness, memory, batch, session_of))
             bar.update(len(batch))
     bar.close()
     summary = summarize_run(harness.log.records(), settings)

@@ -72,12 +72,43 @@ def summarize_run(records: Sequence[dict[str, Any]], settings: RunSettings) -> d
         else None,
         "skipped_no_evidence": len(records) - len(recalls),
     }
+    if settings.dataset == "longmemeval":
+        summary["longmemeval"] = longmemeval_summary(records, settings.seed)
     tokens = [r["context_tokens"] for r in records]
     summary["context_tokens"] = {
         "mean": float(np.mean(tokens)) if tokens else None,
         "median": float(np.median(tokens)) if tokens else None,
     }
     return summary
+
+
+def longmemeval_summary(records: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """LongMemEval's own aggregates: per-type, task-averaged, overall and abstention accuracy,
+    and the session/turn retrieval metrics averaged over the questions that have them."""
+    judged = [r for r in records if r["scores"].get("judge_acc") is not None]
+    per_type: dict[str, list[float]] = defaultdict(list)
+    for record in judged:
+        per_type[record["category"]].append(record["scores"]["judge_acc"])
+    type_means = [float(np.mean(values)) for values in per_type.values()]
+    retrieval: dict[str, dict[str, Any]] = {}
+    for level in ("session", "turn"):
+        rows = [
+            r["ranking"][level] for r in records if r.get("ranking") and r["ranking"].get(level)
+        ]
+        retrieval[level] = {
+            name: _cell([row[name] for row in rows], seed) for name in (rows[0] if rows else {})
+        }
+    return {
+        "accuracy_per_type": {
+            category: _cell(values, seed) for category, values in sorted(per_type.items())
+        },
+        "task_averaged_accuracy": float(np.mean(type_means)) if type_means else None,
+        "overall_accuracy": _cell([r["scores"]["judge_acc"] for r in judged], seed),
+        "abstention_accuracy": _cell(
+            [r["scores"]["judge_acc"] for r in judged if r["is_abstention"]], seed
+        ),
+        "retrieval": retrieval,
+    }
 
 
 def format_summary(summary: dict[str, Any]) -> str:
