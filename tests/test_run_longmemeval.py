@@ -1,0 +1,109 @@
+"""The runner on a hand-written two-question LongMemEval archive, retrieval only."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+from test_run import compose_config
+
+from benchmarks.run import run
+from benchmarks.summary import longmemeval_summary
+
+
+def _item(question_id: str, question: str, answer_session: list[dict]) -> dict:
+    filler = [
+        {"role": "user", "content": "Any tips for baking sourdough bread?"},
+        {"role": "assistant", "content": "Use a mature starter."},
+    ]
+    return {
+        "question_id": question_id,
+        "question_type": "single-session-user",
+        "question": question,
+        "answer": "Lisbon",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/02 (Tue) 09:00"],
+        "haystack_session_ids": ["filler_1", "answer_1"],
+        "haystack_sessions": [filler, answer_session],
+        "answer_session_ids": ["answer_1"],
+    }
+
+
+@pytest.fixture
+def lme_dir(tmp_path: Path) -> Path:
+    evidence = [
+        {
+            "role": "user",
+            "content": "I moved to Lisbon last month for my new job.",
+            "has_answer": True,
+        },
+        {"role": "assistant", "content": "Congratulations on the move!", "has_answer": False},
+    ]
+    items = {
+        "2_q1.json": _item("q1", "Which city did I move to?", evidence),
+        "2_q2_abs.json": _item("q2_abs", "Which city did my sister move to?", evidence),
+    }
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:xz") as tar:
+        for name, item in items.items():
+            data = json.dumps(item).encode()
+            info = tarfile.TarInfo(f"lme_jsons/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (tmp_path / "longmemeval").mkdir()
+    (tmp_path / "longmemeval" / "longmemeval_oracle_lme_jsons.tar.xz").write_bytes(
+        buffer.getvalue()
+    )
+    return tmp_path
+
+
+def test_retrieval_metrics_per_question(
+    lme_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMBENCH_DATA", raising=False)
+    cfg = compose_config(
+        [
+            f"data_dir={lme_dir}",
+            "dataset=longmemeval_oracle",
+            "subset=full",
+            "method=turn_rag_bm25",
+            "method.top_k=2",
+            "answer=none",
+            f"results_dir={tmp_path / 'runs'}",
+            f"cache_dir={tmp_path / 'cache'}",
+            "progress=false",
+        ]
+    )
+    summary = run(cfg)
+    records = {
+        r["question_id"]: r
+        for r in map(
+            json.loads, (Path(summary["run_dir"]) / "predictions.jsonl").read_text().splitlines()
+        )
+    }
+    assert records["q2_abs"]["ranking"] is None  # abstention questions are skipped
+    session = records["q1"]["ranking"]["session"]
+    assert session["recall_any@5"] == 1.0 and session["recall_all@5"] == 1.0
+    assert records["q1"]["ranking"]["turn"]["recall_all@5"] == 1.0
+    retrieval = summary["longmemeval"]["retrieval"]
+    assert retrieval["session"]["recall_all@5"]["n"] == 1
+
+
+def test_longmemeval_accuracies() -> None:
+    def record(category: str, correct: float, abstention: bool = False) -> dict:
+        return {"category": category, "scores": {"judge_acc": correct}, "is_abstention": abstention}
+
+    records = [
+        record("temporal_reasoning", 1.0),
+        record("temporal_reasoning", 0.0),
+        record("knowledge_update", 1.0),
+        record("knowledge_update", 1.0, abstention=True),
+    ]
+    summary = longmemeval_summary(records, seed=0)
+    assert summary["accuracy_per_type"]["temporal_reasoning"]["mean"] == 0.5
+    assert summary["task_averaged_accuracy"] == 0.75
+    assert summary["overall_accuracy"]["mean"] == 0.75
+    assert summary["abstention_accuracy"] == {"mean": 1.0, "ci95": [1.0, 1.0], "n": 1}
