@@ -14,8 +14,20 @@ TABLE1_METHODS ?= zero_history,full_history,turn_rag_bm25,turn_rag_dense,session
 BACKBONES ?= embedded
 JUDGE ?= same
 SUBSET ?= smoke
+# Context budget (harness tokens) handed to the reader. 1024 keeps the offline smoke table to about
+# 20 minutes on 2 cores with the 135M embedded reader; use BUDGET=4096 for the paper setting.
+BUDGET ?= 1024
+# Retrieval-only comparison (no LLM): every method in lite mode on full LoCoMo, one context budget.
+RETRIEVAL_METHODS ?= $(TABLE1_METHODS)
 
-.PHONY: setup test test-full lint format data stats bench reproduce-table1 clean
+# Segmentation table: lite segmenters on all three test sets, LLM segmenters on a small subset.
+SEG_DATASETS ?= dialseg711,tiage,superdialseg
+SEG_LITE ?= texttiling,embedding,esmem_lite
+SEG_LLM ?= secom,esmem
+SEG_LLM_DATASET ?= tiage
+SEG_LLM_LIMIT ?= 5
+
+.PHONY: setup test test-full lint format data stats bench reproduce-table1 reproduce-retrieval reproduce-segmentation clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,8 +62,17 @@ bench:  ## performance benchmarks (figures printed; see each script's docstring)
 
 reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 reader and judge)
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (1 LoCoMo conversation, 40 questions, backbone $(BACKBONES)): not the papers' setting"; fi
-	$(PY) -m benchmarks.run -m method=$(TABLE1_METHODS) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) progress=false
+	$(PY) -m benchmarks.run -m method=$(TABLE1_METHODS) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) progress=false
 	$(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --out results/table1
+
+reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
+	$(PY) -m benchmarks.run -m method=$(RETRIEVAL_METHODS) answer=none subset=full progress=false
+	$(PY) -m benchmarks.report --dataset locomo --subset full --out results/retrieval_locomo
+
+reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}
+	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=false
+	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LLM) dataset=$(SEG_LLM_DATASET) limit=$(SEG_LLM_LIMIT) backbone=$(BACKBONES) progress=false
+	$(PY) -m benchmarks.segmentation_table --out results/table_segmentation
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .benchmarks

@@ -32,7 +32,7 @@ from benchmarks.metrics.judge import Judge, Verdict
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.ranking import ranking_metrics
-from benchmarks.runlog import PredictionLog
+from benchmarks.runlog import RecordLog
 from benchmarks.settings import ConfigError, RunSettings, run_id, run_identity, validate
 from benchmarks.subsets import select
 from benchmarks.summary import summarize_run
@@ -61,7 +61,7 @@ class Harness:
     judge: Judge | None
     accounting: Accounting
     memories: MemoryStore
-    log: PredictionLog
+    log: RecordLog
 
 
 def resolve_path(path: str) -> Path:
@@ -121,7 +121,7 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
         judge=judge,
         accounting=accounting,
         memories=MemoryStore(cache_dir / "memories"),
-        log=PredictionLog(run_dir / "predictions.jsonl"),
+        log=RecordLog(run_dir / "predictions.jsonl"),
     )
 
 

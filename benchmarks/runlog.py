@@ -1,4 +1,4 @@
-"""Append-only JSONL of per-question results that survives ``kill -9``.
+"""Append-only JSONL of per-item results (questions, dialogues) that survives ``kill -9``.
 
 Each record is written as one line with a single ``write`` of the full line, then flushed and
 fsynced, so after a crash the file holds whole lines plus at most one partial last line. Opening
@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 
-class PredictionLog:
-    """The per-question records of one run, keyed by ``question_id``."""
+class RecordLog:
+    """The records of one run, keyed by the field ``key`` (``question_id``, a dialogue ``id``)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, key: str = "question_id") -> None:
         self.path = path
+        self.key = key
         path.parent.mkdir(parents=True, exist_ok=True)
         self.repaired_bytes = _drop_partial_tail(path)
         self._records: dict[str, dict[str, Any]] = {}
@@ -32,10 +33,16 @@ class PredictionLog:
                         raise ValueError(
                             f"{path}:{line_number}: corrupt record ({error})"
                         ) from error
-                    self._records[record["question_id"]] = record
+                    self._records[str(record[key])] = record
+
+    def __contains__(self, item_id: str) -> bool:
+        return item_id in self._records
+
+    def __getitem__(self, item_id: str) -> dict[str, Any]:
+        return self._records[item_id]
 
     def done(self) -> set[str]:
-        """Question ids that already have a record."""
+        """Ids that already have a record."""
         return set(self._records)
 
     def records(self) -> list[dict[str, Any]]:
@@ -43,16 +50,16 @@ class PredictionLog:
         return list(self._records.values())
 
     def append(self, records: Iterable[dict[str, Any]]) -> None:
-        """Write records durably; a record for a question already logged is an error."""
+        """Write records durably; a record for an id already logged is an error."""
         with self.path.open("a", encoding="utf-8") as handle:
             for record in records:
-                question_id = record["question_id"]
-                if question_id in self._records:
-                    raise ValueError(f"{self.path}: question {question_id} is already logged")
+                item_id = str(record[self.key])
+                if item_id in self._records:
+                    raise ValueError(f"{self.path}: {self.key} {item_id} is already logged")
                 handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
                 handle.flush()
                 os.fsync(handle.fileno())
-                self._records[question_id] = record
+                self._records[item_id] = record
 
 
 def _drop_partial_tail(path: Path) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.memory_store import MemoryStore, conversation_digest
-from benchmarks.runlog import PredictionLog
+from benchmarks.runlog import RecordLog
 from benchmarks.subsets import SubsetSpec, select, stratified_sample
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
@@ -19,11 +19,11 @@ from memsys.types import Conversation, Question, Session, Turn
 
 def test_log_drops_a_partial_last_line_and_refuses_duplicates(tmp_path: Path) -> None:
     path = tmp_path / "predictions.jsonl"
-    log = PredictionLog(path)
+    log = RecordLog(path)
     log.append([{"question_id": "q1", "x": 1}, {"question_id": "q2", "x": 2}])
     with path.open("a") as handle:
         handle.write('{"question_id": "q3", "x"')
-    reopened = PredictionLog(path)
+    reopened = RecordLog(path)
     assert reopened.repaired_bytes == len('{"question_id": "q3", "x"')
     assert reopened.done() == {"q1", "q2"}
     reopened.append([{"question_id": "q3", "x": 3}])
@@ -32,7 +32,7 @@ def test_log_drops_a_partial_last_line_and_refuses_duplicates(tmp_path: Path) ->
         "q2",
         "q3",
     ]
-    with pytest.raises(ValueError, match="q2 is already logged"):
+    with pytest.raises(ValueError, match="question_id q2 is already logged"):
         reopened.append([{"question_id": "q2", "x": 9}])
 
 
@@ -40,7 +40,7 @@ def test_log_with_a_corrupt_middle_line_names_it(tmp_path: Path) -> None:
     path = tmp_path / "predictions.jsonl"
     path.write_text('{"question_id": "q1"}\nnot json\n')
     with pytest.raises(ValueError, match=r"predictions\.jsonl:2: corrupt record"):
-        PredictionLog(path)
+        RecordLog(path)
 
 
 def _conversation(text: str = "hello") -> Conversation:

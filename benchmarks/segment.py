@@ -1,0 +1,329 @@
+"""``python -m benchmarks.segment segmenter=NAME dataset=dialseg711|tiage|superdialseg [limit=N]``.
+
+Runs one segmenter (``conf/segmenter/*.yaml``) over one split of a dialogue-segmentation set and
+prints Pk, WindowDiff, F1, macro F1 and Score (METRICS.md) with 95% bootstrap intervals. Each
+dialogue's labels are appended to ``labels.jsonl`` in the run directory as soon as they exist,
+one ``{"id", "labels", ...}`` line each (the input format of ``python -m
+benchmarks.metrics.segmentation``, which can rescore it against ``references.jsonl``), with the
+call's cost and the segmenter's diagnostics as extra keys.
+
+The run directory is named by a hash of the config minus locations and reporting knobs, so
+running the same config again resumes: finished dialogues are skipped, and a line cut short by
+``kill -9`` is dropped on reopening. ``limit`` (the first N dialogues of the split, in file
+order) and ``seed`` (of the bootstrap) are not part of the identity: a larger limit extends the
+same run, and the metrics always cover exactly the selected dialogues.
+
+``dataset=dialseg711|tiage|superdialseg`` selects a ``dataset`` group option ``{name, split}``
+(``dataset.split=dev`` picks another split). These options are registered in Hydra's config
+store by :func:`register_datasets` when this module is imported, not written to
+``conf/dataset/``: there they would become choices of the QA runner too, and a differently named
+group (``segment_dataset@dataset``) would not answer to ``dataset=...`` on the command line,
+because Hydra reads that as an override of the QA runner's ``dataset`` group.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from benchmarks.data import SEGMENTATION_DATASETS, load_segmentation
+from benchmarks.data.errors import DataMissingError, DatasetError
+from benchmarks.data.paths import resolve_data_dir
+from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
+from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
+from benchmarks.metrics.stats import bootstrap_ci
+from benchmarks.run import resolve_path
+from benchmarks.runlog import RecordLog
+from benchmarks.settings import CACHE_MODES, LOCATION_KEYS, ConfigError, run_id
+from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.kvstore import SQLiteKV
+from memsys.llm.accounting import Accounting
+from memsys.llm.cache import ResponseCache
+from memsys.llm.errors import BackboneUnavailableError, ProviderUnavailableError
+from memsys.llm.factory import build_backbone
+from memsys.segment import Segmentation, Segmenter
+from memsys.types import SegmentationDialogue
+
+#: Keys that do not change any label: where things live, how to show them, what to report.
+IDENTITY_EXCLUDED = (*LOCATION_KEYS, "limit", "seed", "prepare_batch")
+
+
+def register_datasets(store: ConfigStore) -> None:
+    """Add ``dataset=<name>`` options ``{name, split: test}`` for every segmentation set."""
+    for name in SEGMENTATION_DATASETS:
+        store.store(group="dataset", name=name, node={"name": name, "split": "test"})
+
+
+register_datasets(ConfigStore.instance())
+
+
+@dataclass(frozen=True)
+class SegmentSettings:
+    """The validated knobs the runner reads (the segmenter and services stay config nodes)."""
+
+    dataset: str
+    split: str
+    limit: int | None
+    seed: int
+    uses_llm: bool
+    prepare_batch: int
+    llm_cache_mode: str
+
+
+def _select(cfg: DictConfig, key: str) -> Any:
+    value = OmegaConf.select(cfg, key, throw_on_missing=False, default="<absent>")
+    if value == "<absent>":
+        raise ConfigError(key, "missing")
+    return value
+
+
+def _count(cfg: DictConfig, key: str, *, allow_none: bool = False, minimum: int = 1) -> Any:
+    value = _select(cfg, key)
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(key, f"expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def validate(cfg: DictConfig) -> SegmentSettings:
+    """Check every key the runner reads; raise :class:`ConfigError` naming the first bad one."""
+    dataset = _select(cfg, "dataset.name")
+    if dataset not in SEGMENTATION_DATASETS:
+        expected = list(SEGMENTATION_DATASETS)
+        raise ConfigError("dataset.name", f"expected one of {expected}, got {dataset!r}")
+    split = str(_select(cfg, "dataset.split"))
+    split = SPLIT_ALIASES.get(split, split)
+    if (dataset, split) not in PRIMARY_SOURCES:
+        splits = sorted(s for d, s in PRIMARY_SOURCES if d == dataset)
+        raise ConfigError("dataset.split", f"{dataset} has splits {splits}, not {split!r}")
+    if not OmegaConf.select(cfg, "segmenter._target_"):
+        raise ConfigError("segmenter._target_", "missing: pick one, e.g. segmenter=texttiling")
+    extraction = OmegaConf.select(cfg, "segmenter.extraction", default="lite")
+    if extraction not in ("llm", "lite"):
+        raise ConfigError("segmenter.extraction", f"expected llm or lite, got {extraction!r}")
+    llm_cache_mode = _select(cfg, "llm_cache_mode")
+    if llm_cache_mode not in CACHE_MODES:
+        raise ConfigError("llm_cache_mode", f"expected one of {list(CACHE_MODES)}")
+    return SegmentSettings(
+        dataset=dataset,
+        split=split,
+        limit=_count(cfg, "limit", allow_none=True),
+        seed=_count(cfg, "seed", minimum=0),
+        uses_llm=extraction == "llm",
+        prepare_batch=_count(cfg, "prepare_batch"),
+        llm_cache_mode=llm_cache_mode,
+    )
+
+
+def segment_identity(cfg: DictConfig, settings: SegmentSettings) -> dict[str, Any]:
+    """The resolved config minus :data:`IDENTITY_EXCLUDED`, plus the segmenter class's
+    ``version`` (so a behaviour change starts a new run); the backbone only if it is used."""
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict)
+    identity = {key: value for key, value in resolved.items() if key not in IDENTITY_EXCLUDED}
+    identity["dataset"] = {"name": settings.dataset, "split": settings.split}
+    try:
+        segmenter_class = get_class(cfg.segmenter._target_)
+    except Exception as error:  # Hydra wraps the import error
+        raise ConfigError(
+            "segmenter._target_", f"cannot import {cfg.segmenter._target_}"
+        ) from error
+    identity["segmenter_version"] = segmenter_class.version
+    if not settings.uses_llm:
+        identity.pop("backbone", None)
+    return identity
+
+
+def dialogue_record(dialogue: SegmentationDialogue, result: Segmentation) -> dict[str, Any]:
+    """One dialogue's JSON line: the predicted labels first, then cost and diagnostics."""
+    record: dict[str, Any] = {
+        "id": dialogue.dialogue_id,
+        "labels": list(result.labels),
+        "n_utterances": len(dialogue.utterances),
+        "cost": result.cost.to_json(),
+        "details": dict(result.details),
+    }
+    if result.annotations:
+        record["annotations"] = [dict(annotation) for annotation in result.annotations]
+    return record
+
+
+def summarize(
+    dialogues: Sequence[SegmentationDialogue], predictions: Sequence[Sequence[int]], seed: int
+) -> dict[str, Any]:
+    """Mean of every metric over dialogues, with a 95% bootstrap interval (dialogues resampled)."""
+    scores = score_segmentation(
+        [(d.boundary_labels, p) for d, p in zip(dialogues, predictions, strict=True)]
+    )
+    summary: dict[str, Any] = scores.means()
+    summary["ci95"] = {}
+    for name in METRIC_NAMES:
+        interval = bootstrap_ci(getattr(scores, name), seed=seed)
+        summary["ci95"][name] = [round(interval.low, 6), round(interval.high, 6)]
+    return summary
+
+
+def total_cost(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Sum of the per-dialogue costs (fallbacks summed by kind)."""
+    totals: Counter[str] = Counter()
+    fallbacks: Counter[str] = Counter()
+    for record in records:
+        cost = record["cost"]
+        fallbacks.update(cost.get("fallbacks", {}))
+        totals.update({k: v for k, v in cost.items() if isinstance(v, int | float)})
+    result: dict[str, Any] = {key: round(value, 6) for key, value in sorted(totals.items())}
+    result["fallbacks"] = dict(sorted(fallbacks.items()))
+    return result
+
+
+def embedding_counts(segmenter: Segmenter) -> dict[str, int]:
+    """Texts this invocation sent to the embedding model (batch ``prepare`` included; cache hits
+    are free), and in how many model calls."""
+    embedder = segmenter.embedder
+    if embedder is None:
+        return {"texts_encoded": 0, "model_calls": 0}
+    return {"texts_encoded": embedder.texts_encoded, "model_calls": embedder.model_calls}
+
+
+def build_segmenter(
+    cfg: DictConfig, settings: SegmentSettings, cache_dir: Path, accounting: Accounting
+) -> Segmenter:
+    """The configured segmenter with its services: the cached embedder, the backbone if used."""
+    embedder = Embedder(
+        EmbedderConfig(model=cfg.embedder.model, batch_size=cfg.embedder.batch_size),
+        EmbeddingCache(cache_dir / "embeddings.sqlite"),
+    )
+    backbone = None
+    if settings.uses_llm:
+        cache = ResponseCache(cache_dir / "llm_responses.sqlite", settings.llm_cache_mode)
+        backbone = build_backbone(cfg.backbone, cache=cache, accounting=accounting)
+        backbone = backbone.with_stage("segmentation")
+    try:
+        segmenter = instantiate(cfg.segmenter, embedder=embedder, backbone=backbone)
+    except Exception as error:  # Hydra wraps the constructor's error; name the key
+        cause = error.__cause__ or error
+        target = cfg.segmenter._target_
+        raise ConfigError("segmenter", f"cannot instantiate {target}: {cause}") from error
+    return segmenter
+
+
+def window_diff(reference: Sequence[int], prediction: Sequence[int]) -> float:
+    """WindowDiff of one dialogue, as the benchmark scores it (for SeCom's reflection)."""
+    return float(score_segmentation([(reference, prediction)]).wd[0])
+
+
+def fit_if_needed(
+    segmenter: Segmenter, data_dir: Path, cache_dir: Path, run_dir: Path
+) -> dict[str, Any] | None:
+    """Train on the annotated split the segmenter asks for; the report goes to training.json."""
+    request = segmenter.training_request()
+    if request is None:
+        return None
+    training = load_segmentation(request.dataset, request.split, data_dir)[: request.dialogues]
+    store = SQLiteKV(cache_dir / "segmenter_guidance.sqlite", table="guidance")
+    report = segmenter.fit(training, window_diff=window_diff, store=store)
+    (run_dir / "training.json").write_text(json.dumps(report, indent=2, sort_keys=True))
+    return report
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Segment (or resume) one configuration's dialogues; return and write the metrics."""
+    started = time.perf_counter()
+    settings = validate(cfg)
+    identity = segment_identity(cfg, settings)
+    run_dir = resolve_path(cfg.results_dir) / run_id(identity)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
+    data_dir = resolve_data_dir(cfg.data_dir)
+    cache_dir = resolve_path(cfg.cache_dir)
+    split = load_segmentation(settings.dataset, settings.split, data_dir)
+    dialogues = split[: settings.limit] if settings.limit else split
+    accounting = Accounting()
+    segmenter = build_segmenter(cfg, settings, cache_dir, accounting)
+    labels = RecordLog(run_dir / "labels.jsonl", key="id")
+    pending = [d for d in dialogues if d.dialogue_id not in labels]
+    if pending:
+        fit_if_needed(segmenter, data_dir, cache_dir, run_dir)
+    bar = tqdm(
+        total=len(dialogues),
+        initial=len(dialogues) - len(pending),
+        desc=f"{settings.dataset} {run_dir.name}",
+        unit="dlg",
+        disable=not cfg.progress,
+        file=sys.stderr,
+    )
+    for start in range(0, len(pending), settings.prepare_batch):
+        chunk = pending[start : start + settings.prepare_batch]
+        segmenter.prepare([d.utterances for d in chunk])
+        for dialogue in chunk:
+            result = segmenter.segment(dialogue.utterances, dialogue.speakers)
+            labels.append([dialogue_record(dialogue, result)])
+            bar.update(1)
+    bar.close()
+
+    records = [labels[d.dialogue_id] for d in dialogues]
+    summary: dict[str, Any] = {
+        "dataset": settings.dataset,
+        "split": settings.split,
+        "segmenter": cfg.segmenter._target_,
+        "extraction": "llm" if settings.uses_llm else "lite",
+        **summarize(dialogues, [r["labels"] for r in records], settings.seed),
+        "dialogues_in_split": len(split),
+        "limit": settings.limit,
+        "segmented_now": len(pending),
+        "wall_s": round(time.perf_counter() - started, 3),
+        "cost": total_cost(records),
+        "embedding": embedding_counts(segmenter),
+        "replies": segmenter.reply_counts(),
+        "accounting": accounting.summary(),
+        "repaired_bytes": labels.repaired_bytes,
+        "run_dir": str(run_dir),
+    }
+    if (run_dir / "training.json").exists():
+        summary["training"] = json.loads((run_dir / "training.json").read_text())
+    write_references(run_dir / "references.jsonl", dialogues)
+    (run_dir / "metrics.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+    return summary
+
+
+def write_references(path: Path, dialogues: Sequence[SegmentationDialogue]) -> None:
+    """Gold labels of the selected dialogues, in the scorer CLI's format."""
+    lines = (
+        json.dumps({"id": d.dialogue_id, "labels": list(d.boundary_labels)}) for d in dialogues
+    )
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="segment")
+def main(cfg: DictConfig) -> None:
+    """Hydra entry point: run, print the metrics JSON, exit 2 on a clear configuration error."""
+    try:
+        summary = run(cfg)
+    except (
+        ConfigError,
+        DataMissingError,
+        DatasetError,
+        BackboneUnavailableError,
+        ProviderUnavailableError,
+    ) as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    shown = ("dataset", "split", "segmenter", "extraction", *METRIC_NAMES, "n", "ci95", "run_dir")
+    print(json.dumps({key: summary[key] for key in shown}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

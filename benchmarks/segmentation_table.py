@@ -1,0 +1,372 @@
+"""``python -m benchmarks.segmentation_table``: segmentation runs -> ``table_segmentation.{md,csv}``.
+
+The table is built from result files only (STYLE.md): for every finished run under
+``results/runs/segmentation`` on a test split, the predicted labels in ``labels.jsonl`` are
+rescored against the dataset's references, with the same scorer and bootstrap as the runner.
+Beside the measured rows, ES-Mem's Table 4 is quoted verbatim in its own section (and with
+``source = quoted`` in the csv); quoted numbers are never mixed into a measured row.
+
+Readings taken:
+
+* **Rows** are segmenter × extraction mode × backbone (LLM rows only) × reflection. When several
+  finished runs fall on one row and dataset, the one with the most dialogues is used (a full run
+  supersedes a subset run of the same segmenter); two candidates with equally many dialogues but
+  different configs are an error naming the run directories, never a silent pick.
+* **Subsets**: a row that covers fewer dialogues than the test set is marked ``subset`` with
+  its ``n``; its numbers are not comparable with full-set rows.
+* **Intervals**: 95% percentile bootstrap over dialogues, seed ``--seed`` (default 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.data import load_segmentation
+from benchmarks.data.errors import DataMissingError
+from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
+from benchmarks.metrics.segmentation import METRIC_NAMES
+from benchmarks.segment import summarize
+
+#: Table 4's dataset order and display names.
+DATASETS = {"dialseg711": "DialSeg711", "superdialseg": "SuperDialSeg", "tiage": "TIAGE"}
+TABLE_METRICS = ("pk", "wd", "f1", "score")
+QUOTED_SOURCE = "quoted: ES-Mem Table 4"
+#: ES-Mem (papers/es-mem.txt) Table 4, verbatim: (group, method, {dataset: (Pk, WD, F1, Score)}).
+#: The paper: unsupervised rows from Jiang et al. (2023), supervised rows from Lee et al. (2025),
+#: LLM rows with Qwen2.5-3B; no supervised results on DialSeg711 (no training split).
+PUBLISHED: tuple[tuple[str, str, dict[str, tuple[float, float, float, float]]], ...] = (
+    ("Unsupervised", "BayesSeg", {
+        "dialseg711": (0.306, 0.350, 0.556, 0.614),
+        "superdialseg": (0.433, 0.593, 0.438, 0.463),
+        "tiage": (0.486, 0.571, 0.366, 0.419),
+    }),
+    ("Unsupervised", "TextTiling", {
+        "dialseg711": (0.470, 0.493, 0.245, 0.382),
+        "superdialseg": (0.441, 0.453, 0.388, 0.471),
+        "tiage": (0.469, 0.488, 0.204, 0.363),
+    }),
+    ("Unsupervised", "GraphSeg", {
+        "dialseg711": (0.412, 0.442, 0.392, 0.483),
+        "superdialseg": (0.450, 0.454, 0.249, 0.398),
+        "tiage": (0.496, 0.515, 0.238, 0.366),
+    }),
+    ("Unsupervised", "GreedySeg", {
+        "dialseg711": (0.381, 0.410, 0.445, 0.525),
+        "superdialseg": (0.490, 0.494, 0.365, 0.437),
+        "tiage": (0.490, 0.506, 0.181, 0.341),
+    }),
+    ("Supervised", "BERT", {
+        "superdialseg": (0.214, 0.225, 0.725, 0.745),
+        "tiage": (0.418, 0.435, 0.124, 0.349),
+    }),
+    ("Supervised", "RoBERTa", {
+        "superdialseg": (0.185, 0.192, 0.784, 0.798),
+        "tiage": (0.265, 0.287, 0.572, 0.648),
+    }),
+    ("Supervised", "RetroTS-T5", {
+        "superdialseg": (0.227, 0.237, 0.733, 0.750),
+        "tiage": (0.280, 0.317, 0.576, 0.639),
+    }),
+    ("LLM-based", "Def-DTS", {
+        "dialseg711": (0.500, 0.380, 0.133, 0.346),
+        "superdialseg": (0.480, 0.518, 0.179, 0.340),
+        "tiage": (0.455, 0.282, 0.420, 0.526),
+    }),
+    ("LLM-based", "SeCom", {
+        "dialseg711": (0.447, 0.316, 0.181, 0.400),
+        "superdialseg": (0.492, 0.391, 0.316, 0.437),
+        "tiage": (0.523, 0.408, 0.397, 0.465),
+    }),
+    ("LLM-based", "ES-Mem", {
+        "dialseg711": (0.172, 0.098, 0.692, 0.778),
+        "superdialseg": (0.434, 0.283, 0.411, 0.526),
+        "tiage": (0.382, 0.268, 0.556, 0.616),
+    }),
+)  # fmt: skip
+SEGMENTER_NAMES = {
+    "TextTilingSegmenter": "TextTiling",
+    "EmbeddingSegmenter": "Embedding similarity",
+    "ESMemSegmenter": "ES-Mem segmentation",
+    "SeComSegmenter": "SeCom segmentation",
+}
+
+
+class TableError(ValueError):
+    """The runs found cannot make one table; the message names the runs."""
+
+
+@dataclass(frozen=True)
+class RowKey:
+    """Where a run lands in the table."""
+
+    segmenter: str
+    mode: str
+    backbone: str
+
+    @property
+    def label(self) -> str:
+        """The row's display name."""
+        return self.segmenter
+
+
+@dataclass(frozen=True)
+class MeasuredCell:
+    """One row × dataset: the scores recomputed from one run's labels."""
+
+    key: RowKey
+    dataset: str
+    n: int
+    n_split: int
+    scores: dict[str, Any]
+    cost: dict[str, float]
+    run_dir: Path
+
+
+def row_key(config: dict[str, Any]) -> RowKey:
+    """Segmenter display name (plus reflection), extraction mode, and backbone for LLM rows."""
+    segmenter = config.get("segmenter", {})
+    cls = str(segmenter.get("_target_", "?")).rsplit(".", 1)[-1]
+    name = SEGMENTER_NAMES.get(cls, cls)
+    if (segmenter.get("reflection") or {}).get("enabled"):
+        name += " + reflection"
+    mode = str(segmenter.get("extraction", "lite"))
+    backbone = str(config.get("backbone", {}).get("name", "?")) if mode == "llm" else ""
+    return RowKey(name, mode, backbone)
+
+
+def read_labels(path: Path) -> dict[str, dict[str, Any]]:
+    """Records of a run's ``labels.jsonl`` by dialogue id."""
+    with path.open(encoding="utf-8") as handle:
+        return {str(r["id"]): r for r in (json.loads(line) for line in handle if line.strip())}
+
+
+def measure_run(directory: Path, config: dict[str, Any], data_dir: Path, seed: int) -> MeasuredCell:
+    """Rescore one run's labels against the references, in the split's order."""
+    dataset = config["dataset"]["name"]
+    references = load_segmentation(dataset, config["dataset"]["split"], data_dir)
+    records = read_labels(directory / "labels.jsonl")
+    unknown = set(records) - {d.dialogue_id for d in references}
+    if unknown:
+        raise TableError(f"{directory}: ids not in {dataset}: {sorted(unknown)[:5]}")
+    scored = [d for d in references if d.dialogue_id in records]
+    if not scored:
+        raise TableError(f"{directory}: no labelled dialogue")
+    predictions = [records[d.dialogue_id]["labels"] for d in scored]
+    costs = [records[d.dialogue_id]["cost"] for d in scored]
+    per_dialogue = {
+        key: sum(cost[key] for cost in costs) / len(costs)
+        for key in ("llm_calls", "prompt_tokens", "completion_tokens")
+    }
+    per_dialogue["fallbacks"] = sum(sum(cost["fallbacks"].values()) for cost in costs)
+    return MeasuredCell(
+        key=row_key(config),
+        dataset=dataset,
+        n=len(scored),
+        n_split=len(references),
+        scores=summarize(scored, predictions, seed),
+        cost=per_dialogue,
+        run_dir=directory,
+    )
+
+
+def collect(runs_dir: Path, data_dir: Path, seed: int) -> list[MeasuredCell]:
+    """One cell per row and dataset from the finished test-split runs under ``runs_dir``."""
+    chosen: dict[tuple[RowKey, str], tuple[MeasuredCell, dict[str, Any]]] = {}
+    for config_path in sorted(runs_dir.glob("*/config.yaml")):
+        directory = config_path.parent
+        config = yaml.safe_load(config_path.read_text())
+        if config.get("dataset", {}).get("split") != "test":
+            continue
+        if not (directory / "metrics.json").exists():
+            print(f"warning: skipping unfinished run {directory}", file=sys.stderr)
+            continue
+        cell = measure_run(directory, config, data_dir, seed)
+        slot = (cell.key, cell.dataset)
+        if slot in chosen:
+            other, other_config = chosen[slot]
+            if other.n == cell.n and other_config != config:
+                raise TableError(
+                    f"runs {other.run_dir} and {directory} both give row {cell.key.label!r} on "
+                    f"{cell.dataset} with {cell.n} dialogues but differ in config; remove one"
+                )
+            if other.n >= cell.n:
+                continue
+        chosen[slot] = (cell, config)
+    if not chosen:
+        raise TableError(f"no finished test-split segmentation run under {runs_dir}")
+    cells = [cell for cell, _ in chosen.values()]
+    return sorted(cells, key=_display_order)
+
+
+def _display_order(cell: MeasuredCell) -> tuple[int, bool, int, str]:
+    """Table 4's dataset order; lite rows first; segmenters in :data:`SEGMENTER_NAMES` order."""
+    names = list(SEGMENTER_NAMES.values())
+    base = cell.key.segmenter.split(" + ")[0]
+    rank = names.index(base) if base in names else len(names)
+    return list(DATASETS).index(cell.dataset), cell.key.mode != "lite", rank, cell.key.label
+
+
+def _cell(scores: dict[str, Any], metric: str) -> str:
+    low, high = scores["ci95"][metric]
+    return f"{scores[metric]:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def render_markdown(cells: Sequence[MeasuredCell], seed: int) -> str:
+    """Measured sections per dataset, then the quoted Table 4 in its own section."""
+    lines = [
+        "# Dialogue topic segmentation (test sets)",
+        "",
+        "Measured rows: `make reproduce-segmentation` (`python -m benchmarks.segment`), rebuilt "
+        "from each run's `labels.jsonl` by `python -m benchmarks.segmentation_table`. Metrics as "
+        "in SuperDialSeg (METRICS.md): per-dialogue Pk, WindowDiff (WD), boundary F1 and "
+        "Score = (2·F1 + (1 − Pk) + (1 − WD)) / 4, averaged over dialogues; brackets: 95% "
+        f"bootstrap interval over dialogues (seed {seed}). Mode `lite` makes no LLM call; `llm` "
+        "rows name their backbone and, when they cover only the first n dialogues of a test "
+        "set, are marked *subset* and are not comparable with full-set rows. LLM cost columns "
+        "are per dialogue; fallbacks count unusable LLM replies replaced by a non-LLM rule.",
+        "",
+        "## Measured (this harness)",
+    ]
+    for dataset, title in DATASETS.items():
+        rows = [c for c in cells if c.dataset == dataset]
+        if not rows:
+            continue
+        lines += [
+            "",
+            f"### {title} (test, {rows[0].n_split} dialogues)",
+            "",
+            "| Segmenter | Mode | Backbone | n | Pk ↓ | WD ↓ | F1 ↑ | Score ↑ "
+            "| LLM calls | Tokens (in/out) | Fallbacks |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for c in rows:
+            n = f"{c.n}" if c.n == c.n_split else f"{c.n} *subset*"
+            calls = f"{c.cost['llm_calls']:.1f}" if c.key.mode == "llm" else "0"
+            tokens = (
+                f"{c.cost['prompt_tokens']:.0f} / {c.cost['completion_tokens']:.0f}"
+                if c.key.mode == "llm"
+                else "—"
+            )
+            metrics = " | ".join(_cell(c.scores, m) for m in TABLE_METRICS)
+            lines.append(
+                f"| {c.key.label} | {c.key.mode} | {c.key.backbone or '—'} | {n} | {metrics} "
+                f"| {calls} | {tokens} | {c.cost['fallbacks']} |"
+            )
+    lines += [
+        "",
+        "## Published (quoted verbatim from ES-Mem, Table 4; not measured here)",
+        "",
+        "Unsupervised rows as reported by Jiang et al. (2023), supervised rows by Lee et al. "
+        "(2025); the LLM-based rows use Qwen2.5-3B. Their code, prompts and backbones differ "
+        "from the measured rows above.",
+        "",
+        "| Group | Method | "
+        + " | ".join(
+            f"{title} {m}" for title in DATASETS.values() for m in ("Pk", "WD", "F1", "Score")
+        )
+        + " |",
+        "|---|---|" + "---|" * (4 * len(DATASETS)),
+    ]
+    for group, method, numbers in PUBLISHED:
+        values = []
+        for dataset in DATASETS:
+            quoted = numbers.get(dataset)
+            values += [f"{v:.3f}" for v in quoted] if quoted else ["-"] * 4
+        lines.append(f"| {group} | {method} | " + " | ".join(values) + " |")
+    return "\n".join(lines) + "\n"
+
+
+CSV_FIELDS = (
+    "source", "group", "method", "mode", "backbone", "dataset", "split", "n", "n_split",
+    *(f"{m}{suffix}" for m in METRIC_NAMES for suffix in ("", "_low", "_high")),
+    "llm_calls_per_dialogue", "prompt_tokens_per_dialogue", "completion_tokens_per_dialogue",
+    "fallbacks", "run_dir",
+)  # fmt: skip
+
+
+def csv_rows(cells: Sequence[MeasuredCell]) -> list[dict[str, Any]]:
+    """Measured rows (``source = measured``) followed by the quoted Table 4 rows."""
+    rows = []
+    for c in cells:
+        row: dict[str, Any] = {
+            "source": "measured",
+            "group": "",
+            "method": c.key.label,
+            "mode": c.key.mode,
+            "backbone": c.key.backbone,
+            "dataset": c.dataset,
+            "split": "test",
+            "n": c.n,
+            "n_split": c.n_split,
+            "llm_calls_per_dialogue": round(c.cost["llm_calls"], 3),
+            "prompt_tokens_per_dialogue": round(c.cost["prompt_tokens"], 1),
+            "completion_tokens_per_dialogue": round(c.cost["completion_tokens"], 1),
+            "fallbacks": c.cost["fallbacks"],
+            "run_dir": _relative(c.run_dir),
+        }
+        for metric in METRIC_NAMES:
+            low, high = c.scores["ci95"][metric]
+            row |= {
+                metric: round(c.scores[metric], 6),
+                f"{metric}_low": low,
+                f"{metric}_high": high,
+            }
+        rows.append(row)
+    for group, method, numbers in PUBLISHED:
+        for dataset, quoted in numbers.items():
+            row = {"source": QUOTED_SOURCE, "group": group, "method": method, "dataset": dataset}
+            row |= {"split": "test", **dict(zip(TABLE_METRICS, quoted, strict=True))}
+            rows.append(row)
+    return rows
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def write_tables(cells: Sequence[MeasuredCell], out: Path, seed: int) -> tuple[Path, Path]:
+    """Write ``<out>.md`` and ``<out>.csv``; return their paths."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    markdown, table = out.with_suffix(".md"), out.with_suffix(".csv")
+    markdown.write_text(render_markdown(cells, seed), encoding="utf-8")
+    with table.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        writer.writerows(csv_rows(cells))
+    return markdown, table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI: collect the runs, write the md and csv, print the md."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.segmentation_table", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--runs", type=Path, default=REPO_ROOT / "results/runs/segmentation")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "results/table_segmentation")
+    parser.add_argument("--data-dir", default=None, help="datasets (default: $MEMBENCH_DATA)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    args = parser.parse_args(argv)
+    try:
+        cells = collect(args.runs, resolve_data_dir(args.data_dir), args.seed)
+    except (TableError, DataMissingError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    markdown, _ = write_tables(cells, args.out, args.seed)
+    print(markdown.read_text(encoding="utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""ES-Mem segmentation: stage math on hand-computed numbers, LLM replies, fallbacks, lite rule."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from segment_fakes import PETS_THEN_COOKING, hashing_embedder, rule_backbone, user_text
+
+from memsys.llm.types import LLMRequest
+from memsys.segment.esmem import (
+    INTENT_SCHEMA,
+    TOPIC_SCHEMA,
+    ESMemSegmenter,
+    adjacent_pearson,
+    boundary_probability,
+    gaussian_mutual_information,
+    label_probability,
+    lite_annotation,
+    quantile_candidates,
+    rank_shift_probability,
+)
+
+
+def test_pearson_across_dimensions_by_hand() -> None:
+    # x = (1, 2, 3, 4), y = (2, 1, 4, 3): centred (-1.5, -.5, .5, 1.5) and (-.5, -1.5, 1.5, .5);
+    # covariance sum = .75 + .75 + .75 + .75 = 3, each variance sum = 5 -> rho = 0.6
+    vectors = np.array([[1.0, 2.0, 3.0, 4.0], [2.0, 1.0, 4.0, 3.0], [5.0, 5.0, 5.0, 5.0]])
+    rho = adjacent_pearson(vectors)
+    assert rho[0] == pytest.approx(0.6)
+    assert rho[1] == 0.0  # a constant vector has no variance: rho defined as 0
+    assert rho[0] == pytest.approx(np.corrcoef(vectors[0], vectors[1])[0, 1])
+
+
+def test_gaussian_mutual_information_by_hand() -> None:
+    # I = -0.5 log(1 - 0.36) = -0.5 log(0.64) = 0.2231436
+    information = gaussian_mutual_information(np.array([0.6, -0.6, 0.0, 1.0]))
+    assert information[0] == pytest.approx(0.2231436, abs=1e-7)
+    assert information[1] == information[0]  # only rho² matters
+    assert information[2] == 0.0
+    assert math.isfinite(information[3]) and information[3] > 13  # capped, not infinite
+
+
+def test_quantile_candidates_by_hand() -> None:
+    # sorted (0.1, 0.3, 0.5, 0.7, 0.9); the 0.35 quantile sits at position 1.4 -> 0.3 + 0.4·0.2
+    information = np.array([0.9, 0.1, 0.5, 0.3, 0.7])
+    assert quantile_candidates(information, 0.35) == [1, 3]
+    assert quantile_candidates(information, 0.0) == [1]
+    assert quantile_candidates(information, 1.0) == [0, 1, 2, 3, 4]
+    assert quantile_candidates(np.array([]), 0.35) == []
+
+
+def test_boundary_probability_rule_by_hand() -> None:
+    assert label_probability("Topic_Intro", 0.8) == 0.8
+    assert label_probability("Detail_Elaborate", 0.8) == pytest.approx(0.2)
+    # best Topic_Shift 0.9 -> 0.9; worst Direct_Resp 0.3 -> 0.7; p_eb = 0.8 >= 0.75
+    assert boundary_probability(("Topic_Shift", 0.9), ("Direct_Resp", 0.3)) == pytest.approx(0.8)
+    # best Direct_Resp 0.7 -> 0.3; worst Topic_Shift 0.1 -> 0.1; p_eb = 0.2
+    assert boundary_probability(("Direct_Resp", 0.7), ("Topic_Shift", 0.1)) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="unknown intent label"):
+        label_probability("Chit_Chat", 0.5)
+
+
+def test_rank_shift_probability_by_hand() -> None:
+    assert rank_shift_probability(np.array([0.2, 0.8, 0.5])).tolist() == [1.0, 0.0, 0.5]
+    assert rank_shift_probability(np.array([0.4])).tolist() == [0.0]
+
+
+def test_lite_annotation_has_the_llm_schema() -> None:
+    annotation = lite_annotation("cats and dogs and more cats", limit=5)
+    assert annotation == {"topic": "cats dogs", "keywords": ["cats", "dogs"]}
+
+
+def scripted_replies(shift_after: int):
+    """Stage 1: one topic for turns <= shift_after, another after; stage 2: a confident shift
+    when the right window starts right after ``shift_after``, a continuation otherwise."""
+
+    def reply(request: LLMRequest) -> str:
+        schema = request.params.json_schema
+        text = user_text(request)
+        if schema == TOPIC_SCHEMA:
+            current = text.split("[Current turn]\n", 1)[1]
+            cooking = any(w in current for w in ("cook", "pasta", "sauce", "dinner"))
+            topic = "cooking" if cooking else "pets"
+            return json.dumps({"topic": topic, "keywords": [topic, "home"]})
+        assert schema == INTENT_SCHEMA
+        right = text.split("[FOLLOWING CONTEXT (right of the cut)]\n", 1)[1]
+        if right.startswith(PETS_THEN_COOKING[shift_after + 1]):
+            labels = [{"name": "Topic_Shift", "prob": 0.9}, {"name": "Direct_Resp", "prob": 0.1}]
+        else:
+            labels = [
+                {"name": "Detail_Elaborate", "prob": 0.8},
+                {"name": "Topic_Shift", "prob": 0.1},
+            ]
+        return json.dumps({"labels": labels})
+
+    return reply
+
+
+def test_llm_mode_end_to_end_with_scripted_replies() -> None:
+    backbone, provider = rule_backbone(scripted_replies(shift_after=3))
+    segmenter = ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone)
+    result = segmenter.segment(PETS_THEN_COOKING)
+    assert result.labels == (0, 0, 0, 1, 0, 0, 0, 0)
+    assert [a["topic"] for a in result.annotations] == ["pets"] * 4 + ["cooking"] * 4
+    candidates = result.details["candidates"]
+    assert 3 in candidates
+    assert result.details["p_eb"]["3"] == pytest.approx(0.9)
+    # recurrent: turn 2's prompt carries turn 1's text and annotation
+    second = user_text(provider.requests[1])
+    assert PETS_THEN_COOKING[0] in second and '"topic": "pets"' in second
+    assert "(none: this is the first turn)" in user_text(provider.requests[0])
+    cost = result.cost
+    assert cost.llm_calls == len(PETS_THEN_COOKING) + len(candidates)
+    assert cost.prompt_tokens == 11 * cost.llm_calls and cost.fallbacks == {}
+    assert segmenter.reply_counts()["topic"]["clean"] == len(PETS_THEN_COOKING)
+
+
+def test_garbage_replies_fall_back_and_are_counted() -> None:
+    backbone, _ = rule_backbone(lambda request: "I am a small model and I love JSON!!!")
+    segmenter = ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone)
+    result = segmenter.segment(PETS_THEN_COOKING)
+    n_candidates = len(result.details["candidates"])
+    assert result.cost.fallbacks == {
+        "topic_fallback": len(PETS_THEN_COOKING),
+        "intent_fallback": n_candidates,
+    }
+    assert result.labels == (0,) * len(PETS_THEN_COOKING)  # on_intent_failure: drop
+    assert result.annotations[0] == lite_annotation(PETS_THEN_COOKING[0], 5)
+    assert segmenter.reply_counts()["topic"]["unparseable"] == len(PETS_THEN_COOKING)
+
+    keep = ESMemSegmenter(
+        embedder=hashing_embedder(), backbone=backbone, on_intent_failure="keep"
+    ).segment(PETS_THEN_COOKING)
+    assert [i for i, label in enumerate(keep.labels) if label] == result.details["candidates"]
+
+
+def test_failed_requests_are_booked_and_replaced() -> None:
+    from memsys.llm.errors import ProviderError
+
+    def reply(request: LLMRequest) -> str:
+        if request.params.json_schema == INTENT_SCHEMA:
+            raise ProviderError("bad request")
+        first_word = user_text(request).split("[Current turn]\n", 1)[1].split()[0]
+        return json.dumps({"topic": first_word, "keywords": [first_word]})
+
+    backbone, _ = rule_backbone(reply)
+    result = ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone).segment(
+        PETS_THEN_COOKING[:5]
+    )
+    assert 0 < len(result.details["candidates"]) < 3  # the breaker would trip at 3 in a row
+    assert result.cost.failed_calls == len(result.details["candidates"])
+    assert result.cost.fallbacks == {"intent_fallback": result.cost.failed_calls}
+    assert all(p is None for p in result.details["p_eb"].values())
+
+
+def test_identical_labels_in_an_intent_reply_are_rejected() -> None:
+    backbone, _ = rule_backbone(lambda request: "{}")
+    segmenter = ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone)
+    same = {"name": "Topic_Shift", "prob": 0.9}
+    assert segmenter._parse_intent(json.dumps({"labels": [same, same]})) is None
+    other = {"name": "Direct_Resp", "prob": 0.2}
+    assert segmenter._parse_intent(json.dumps({"labels": [same, other]})) == pytest.approx(0.85)
+    assert segmenter._parse_intent('{"labels": [{"name": "Topic_Shift", "prob": 1.7}]}') is None

@@ -1,0 +1,238 @@
+"""The segmentation runner and table on a tiny data directory: resume, limits, CLI, table."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+from segment_fakes import write_segmentation_data
+
+from benchmarks.data.paths import REPO_ROOT
+from benchmarks.metrics.segmentation import main as score_cli
+from benchmarks.runlog import RecordLog
+from benchmarks.segment import run
+from benchmarks.segmentation_table import PUBLISHED, collect
+from benchmarks.segmentation_table import main as table_cli
+from benchmarks.settings import ConfigError
+from memsys.llm.fake_server import FakeChatServer
+
+CONF = REPO_ROOT / "conf"
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MEMBENCH_DATA", "VLLM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    return write_segmentation_data(tmp_path / "data")
+
+
+def compose_config(tmp_path: Path, data: Path, *overrides: str) -> DictConfig:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(
+            config_name="segment",
+            overrides=[
+                f"data_dir={data}",
+                f"cache_dir={tmp_path / 'cache'}",
+                f"results_dir={tmp_path / 'runs'}",
+                "progress=false",
+                *overrides,
+            ],
+        )
+
+
+def read_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_resume_extends_and_skips_finished_dialogues(tmp_path: Path, data: Path) -> None:
+    first = run(compose_config(tmp_path, data, "limit=2"))
+    run_dir = Path(first["run_dir"])
+    assert first["n"] == 2 and first["segmented_now"] == 2 and first["dialogues_in_split"] == 4
+    assert [r["id"] for r in read_lines(run_dir / "labels.jsonl")] == ["call_id_0", "call_id_1"]
+    assert first["pk"] == 0.0 and first["f1"] == 1.0  # TextTiling finds the one switch
+    assert first["ci95"]["f1"] == [1.0, 1.0]
+
+    with (run_dir / "labels.jsonl").open("a") as handle:  # a write cut short by kill -9
+        handle.write('{"id": "call_id_2", "lab')
+    second = run(compose_config(tmp_path, data))  # no limit: same run directory, extended
+    assert second["run_dir"] == first["run_dir"]
+    assert second["segmented_now"] == 2 and second["n"] == 4 and second["repaired_bytes"] > 0
+    records = read_lines(run_dir / "labels.jsonl")
+    assert [r["id"] for r in records] == [f"call_id_{k}" for k in range(4)]
+    assert records[0]["labels"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert set(records[0]["cost"]) >= {"llm_calls", "seconds", "fallbacks", "texts_embedded"}
+
+    third = run(compose_config(tmp_path, data, "limit=3", "seed=7"))
+    assert third["segmented_now"] == 0 and third["n"] == 3
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["n"] == 3 and metrics["limit"] == 3
+    assert "limit" not in (run_dir / "config.yaml").read_text()
+
+    # the scorer CLI reads the run's files as they are
+    assert (
+        score_cli(
+            ["--ref", str(run_dir / "references.jsonl"), "--pred", str(run_dir / "labels.jsonl")]
+        )
+        == 2
+    )  # labels cover 4, references 3
+    run(compose_config(tmp_path, data))
+    assert (
+        score_cli(
+            ["--ref", str(run_dir / "references.jsonl"), "--pred", str(run_dir / "labels.jsonl")]
+        )
+        == 0
+    )
+
+
+def test_other_configs_get_other_run_directories(tmp_path: Path, data: Path) -> None:
+    a = run(compose_config(tmp_path, data, "dataset=tiage"))
+    b = run(compose_config(tmp_path, data, "dataset=tiage", "segmenter.block_size=1"))
+    c = run(compose_config(tmp_path, data, "dataset=tiage", "dataset.split=dev"))
+    assert len({a["run_dir"], b["run_dir"], c["run_dir"]}) == 3
+    assert a["dataset"] == "tiage" and a["n"] == 3 and c["split"] == "dev"
+    identity = (Path(a["run_dir"]) / "config.yaml").read_text()
+    assert "backbone" not in identity and "data_dir" not in identity
+
+
+def test_llm_segmenter_through_an_openai_compatible_server(tmp_path: Path, data: Path) -> None:
+    with FakeChatServer() as server:  # echoes the prompt back: never a usable segmentation
+        summary = run(
+            compose_config(
+                tmp_path,
+                data,
+                "segmenter=secom",
+                "backbone=openai_server",
+                "backbone.provider.model=fake",
+                f"backbone.provider.base_url={server.base_url}",
+                "limit=2",
+            )
+        )
+    assert summary["cost"]["llm_calls"] == 2 and summary["cost"]["fallbacks"] == {"fixed_chunks": 2}
+    assert summary["accounting"]["stages"]["segmentation"]["calls"] == 2
+    assert "ok" not in summary["replies"]["segmentation"]
+    records = read_lines(Path(summary["run_dir"]) / "labels.jsonl")
+    assert records[0]["labels"] == [0, 0, 1, 0, 0, 1, 0, 0]
+    assert records[0]["details"]["problem"]
+    assert "backbone" in (Path(summary["run_dir"]) / "config.yaml").read_text()
+
+
+def test_reflection_trains_on_the_requested_split_before_segmenting(
+    tmp_path: Path, data: Path
+) -> None:
+    overrides = [
+        "segmenter=secom_reflection",
+        "segmenter.reflection.dialogues=2",
+        "segmenter.reflection.hard_examples=1",
+        "backbone=openai_server",
+        "backbone.provider.model=fake",
+        "limit=1",
+    ]
+    with FakeChatServer() as server:
+        url = f"backbone.provider.base_url={server.base_url}"
+        summary = run(compose_config(tmp_path, data, *overrides, url))
+        again = run(compose_config(tmp_path, data, *overrides, url, "limit=2"))
+    training = summary["training"]
+    assert training["training_dialogues"] == 2 and training["cached"] is False
+    assert training["reflection_cost"]["llm_calls"] == 1
+    assert summary["accounting"]["stages"]["reflection"]["calls"] == 2 + 1
+    assert summary["accounting"]["stages"]["segmentation"]["calls"] == 1
+    assert again["training"]["cached"] is True  # the guidance store answered
+    assert "reflection" not in again["accounting"]["stages"]
+    assert (Path(summary["run_dir"]) / "training.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("dataset.name=locomo", "dataset.name"),
+        ("dataset.split=train", "dataset.split"),
+        ("limit=0", "limit"),
+        ("segmenter.block_size=0", "segmenter"),
+        ("llm_cache_mode=sometimes", "llm_cache_mode"),
+    ],
+)
+def test_bad_values_name_their_key(tmp_path: Path, data: Path, override: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=f"config key '{key}'"):
+        run(compose_config(tmp_path, data, override))
+
+
+def test_cli_accepts_dataset_overrides_and_prints_metrics(tmp_path: Path, data: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.segment",
+            "dataset=tiage",
+            f"data_dir={data}",
+            f"cache_dir={tmp_path / 'cache'}",
+            f"results_dir={tmp_path / 'runs'}",
+            "progress=false",
+            f"hydra.run.dir={tmp_path / 'hydra'}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert printed["dataset"] == "tiage" and printed["n"] == 3
+    assert set(printed["ci95"]) == {"pk", "wd", "f1", "f1_macro", "score"}
+
+
+def test_label_log_refuses_duplicates(tmp_path: Path) -> None:
+    log = RecordLog(tmp_path / "labels.jsonl", key="id")
+    log.append([{"id": "a", "labels": [0]}])
+    with pytest.raises(ValueError, match="already logged"):
+        log.append([{"id": "a", "labels": [0]}])
+    assert "a" in RecordLog(tmp_path / "labels.jsonl", key="id")
+
+
+def test_table_keeps_measured_and_quoted_rows_apart(tmp_path: Path, data: Path) -> None:
+    run(compose_config(tmp_path, data, "limit=2"))
+    run(compose_config(tmp_path, data))  # the full run supersedes the subset
+    run(compose_config(tmp_path, data, "dataset=tiage", "dataset.split=dev"))  # not a test split
+    cells = collect(tmp_path / "runs", data, seed=0)
+    assert [(c.key.label, c.dataset, c.n) for c in cells] == [("TextTiling", "dialseg711", 4)]
+
+    out = tmp_path / "table"
+    assert (
+        table_cli(["--runs", str(tmp_path / "runs"), "--out", str(out), "--data-dir", str(data)])
+        == 0
+    )
+    markdown = out.with_suffix(".md").read_text()
+    measured, quoted = markdown.split("## Published (quoted verbatim from ES-Mem, Table 4")
+    assert "| TextTiling | lite | — | 4 | 0.000 [0.000, 0.000]" in measured
+    assert "0.470" not in measured and "| Unsupervised | TextTiling | 0.470 | 0.493 |" in quoted
+    rows = list(csv.DictReader(out.with_suffix(".csv").open()))
+    assert rows[0]["source"] == "measured" and rows[0]["n"] == "4"
+    quoted_rows = [r for r in rows if r["source"].startswith("quoted")]
+    assert len(quoted_rows) == sum(len(numbers) for _, _, numbers in PUBLISHED)
+    assert all(r["n"] == "" and r["pk_low"] == "" for r in quoted_rows)
+
+
+def test_table_reports_a_missing_folder(tmp_path: Path, data: Path) -> None:
+    assert table_cli(["--runs", str(tmp_path / "nothing"), "--out", str(tmp_path / "t")]) == 2
+
+
+PAPER = Path("/work/shared/papers/es-mem.txt")
+
+
+@pytest.mark.skipif(not PAPER.exists(), reason="the ES-Mem paper text is not available here")
+def test_quoted_numbers_match_the_paper_text() -> None:
+    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in PAPER.read_text().splitlines()}
+    order = ("dialseg711", "superdialseg", "tiage")  # Table 4's columns
+    for _, method, numbers in PUBLISHED:
+        paper_row = rows["ES-Mem (Ours)" if method == "ES-Mem" else method]
+        quoted = [f"{numbers[d][i]:.3f}" if d in numbers else "-" for d in order for i in range(4)]
+        assert quoted == paper_row, method
