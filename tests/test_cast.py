@@ -1,0 +1,299 @@
+"""CAST: scene aggregation, roles, fusion, personalized PageRank, the LLM path and fallbacks."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+from llm_fakes import make_backbone
+
+from memsys.base import Services
+from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.graph import PageRank, count_kinds
+from memsys.llm import Completion, LLMRequest
+from memsys.methods.cast import CAST, SceneRule, aggregate_scenes, fuse, insert_at_slot
+from memsys.nlp import NLP
+from memsys.types import Conversation, Question, Session, Turn
+
+DAY = datetime(2023, 5, 8, 13, 0)
+
+
+def conversation() -> Conversation:
+    """Caroline and Melanie; Gina is only talked about (session 1), pottery on a later day."""
+    lines = {
+        "session_1": (
+            DAY,
+            [
+                (
+                    "Caroline",
+                    "My friend Gina told me her team won first place in the dance contest.",
+                ),
+                ("Melanie", "Nice! What did they perform?"),
+                ("Caroline", "A contemporary piece called Finding Freedom."),
+            ],
+        ),
+        "session_2": (
+            DAY + timedelta(days=20),
+            [
+                ("Melanie", "I signed up for a pottery class with my kids."),
+                ("Caroline", "Pottery sounds relaxing. What will you make?"),
+                ("Melanie", "A bowl for the kitchen, if it survives the kiln."),
+            ],
+        ),
+    }
+    sessions = []
+    for number, (session_id, (date, said)) in enumerate(lines.items(), start=1):
+        turns = tuple(
+            Turn(f"D{number}:{i}", session_id, i - 1, speaker, text, date)
+            for i, (speaker, text) in enumerate(said, start=1)
+        )
+        sessions.append(Session(session_id, date, f"{date:%d %B %Y}", turns))
+    return Conversation("tiny", tuple(sessions), (), ("Caroline", "Melanie"))
+
+
+def question(text: str) -> Question:
+    return Question(f"q:{text}", "tiny", text, "", "single_hop")
+
+
+@pytest.fixture(scope="module")
+def nlp() -> NLP:
+    return NLP()
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return Embedder(EmbedderConfig(), EmbeddingCache())
+
+
+def system(embedder: Embedder, nlp: NLP, **options: object) -> CAST:
+    return CAST(Services(embedder=embedder, tokens=None, nlp=nlp), **options)  # type: ignore[arg-type]
+
+
+# -- Scene aggregation: two of three ---------------------------------------------------------
+
+
+def test_two_of_three_rule_with_missing_locations() -> None:
+    x, y = np.eye(4)[0], np.eye(4)[1]
+    views = [
+        (DAY, "studio", x),  # 0 starts scene A
+        (DAY + timedelta(hours=2), None, x),  # 1 time + topic; no location -> joins A
+        (DAY + timedelta(hours=3), "park", y),  # 2 time only -> new scene B
+        (DAY + timedelta(days=4), "studio", x),  # 3 location + topic (4 days) -> joins A
+        (DAY + timedelta(days=9), None, x),  # 4 topic only (5 days after A) -> new scene C
+        (
+            DAY + timedelta(days=9, hours=1),
+            "park",
+            y,
+        ),  # 5 time (C) + nothing else; B: place + topic
+    ]
+    times, places, topics = zip(*views, strict=True)
+    unmet = aggregate_scenes(times, places, np.array(topics), SceneRule())
+    assert unmet == [[0, 1, 3], [2, 5], [4]]
+    # Counting a missing location as satisfied lets topic alone (or time alone) suffice.
+    met = aggregate_scenes(times, places, np.array(topics), SceneRule(missing_location="met"))
+    assert met == [[0, 1, 3, 4], [2, 5]]
+    strict_time = SceneRule(max_gap=timedelta(hours=1))
+    assert aggregate_scenes(times, places, np.array(topics), strict_time)[0] == [0, 3]
+
+
+def test_roles_streams_and_ablations(embedder: Embedder, nlp: NLP) -> None:
+    memory = system(embedder, nlp).construct(conversation())
+    profiles = memory.characters()
+    assert set(profiles) == {"Caroline", "Melanie", "Gina"}
+    assert profiles["Gina"] == {"supporting": 1}  # mentioned, never speaks
+    gina = next(s for s in memory.scenes if s.character == "Gina")
+    assert gina.participants == {"Caroline": "main", "Gina": "supporting", "Melanie": "main"}
+    assert gina.positions == (0, 1, 2)  # the views (w = 1) whose windows mention her
+    assert all(s.role == "main" for s in memory.scenes if s.character != "Gina")
+    assert memory.report["views"] == 6
+
+    speakers_only = system(embedder, nlp, participants="speakers").construct(conversation())
+    assert set(speakers_only.characters()) == {"Caroline", "Melanie"}
+    alone = system(embedder, nlp, window=0).construct(conversation())
+    gina_alone = next(s for s in alone.scenes if s.character == "Gina")
+    assert gina_alone.positions == (0,)
+
+
+# -- Fusion ------------------------------------------------------------------------------------
+
+
+def test_fusion_promotes_shared_items_and_adds_none() -> None:
+    semantic = ["m4", "m1", "m9", "m2", "m7"]
+    fused = fuse(semantic, {"m2", "m4", "m100"})
+    assert fused == ["m4", "m2", "m1", "m9", "m7"]
+    assert sorted(fused) == sorted(semantic)  # same candidates, nothing new
+    assert fuse(semantic, set()) == semantic
+    assert insert_at_slot(semantic, ["m1", "m100", "m200"], k=5) == ["m4", "m1", "m100", "m9", "m2"]
+    assert insert_at_slot(semantic, ["m1"], k=5) == semantic  # nothing new to insert
+
+
+# -- Personalized PageRank -----------------------------------------------------------------------
+
+
+def test_pagerank_on_a_hand_checked_graph() -> None:
+    # Passages P1-P3, phrases a, b, c: P1 contains a and b, P2 contains b, P3 contains c; a-b is
+    # a relation edge. Seeded at a with alpha = 0.5, the stationary equations
+    #   x_a = 1/2 + (x_P1/2 + x_b/3)/2,  x_P1 = (x_a/2 + x_b/3)/2,
+    #   x_b = (x_a/2 + x_P1/2 + x_P2)/2, x_P2 = (x_b/3)/2,  x_c = x_P3 = 0
+    # solve (by hand) to x = (84, 26, 30, 5, 0, 0) / 145 for (a, P1, b, P2, c, P3).
+    graph = nx.Graph([("a", "P1"), ("a", "b"), ("b", "P1"), ("b", "P2"), ("c", "P3")])
+    pagerank = PageRank(graph)
+    ranks = pagerank.personalized({"a": 1.0}, alpha=0.5, tol=1e-12, max_iter=500)
+    scores = dict(zip(pagerank.nodes, ranks, strict=True))
+    expected = {"a": 84, "P1": 26, "b": 30, "P2": 5, "c": 0, "P3": 0}
+    for node, value in expected.items():
+        assert scores[node] * 145 == pytest.approx(value, abs=1e-4)
+    passages = sorted(["P3", "P2", "P1"], key=scores.get, reverse=True)
+    assert passages == ["P1", "P2", "P3"]
+    reference = nx.pagerank(graph, alpha=0.5, personalization={"a": 1.0}, tol=1e-10)
+    assert all(scores[node] == pytest.approx(value, abs=1e-6) for node, value in reference.items())
+    with pytest.raises(ValueError, match="seed"):
+        pagerank.personalized({"nowhere": 1.0})
+
+
+# -- Construct, dump, load, retrieve ---------------------------------------------------------------
+
+
+def test_construct_dump_load_retrieve(embedder: Embedder, nlp: NLP) -> None:
+    cast = system(embedder, nlp, top_k=3)
+    built = cast.construct(conversation())
+    kinds = count_kinds(built.graph)
+    assert kinds["nodes"]["passage"] == 6 and kinds["nodes"]["phrase"] > 5
+    assert {"contains", "relation"} <= set(kinds["edges"])
+    memory = cast.load_memory(json.loads(json.dumps(cast.dump_memory(built))))
+    assert nx.utils.graphs_equal(memory.graph, built.graph) and memory.scenes == built.scenes
+
+    retrieval = cast.retrieve(memory, question("What piece did Gina's team perform?"))
+    assert len(retrieval.items) == 3
+    ids = [item.turn_ids[0] for item in retrieval.items]
+    assert "D1:3" in ids
+    first = retrieval.items[ids.index("D1:3")]
+    assert first.text == "Caroline: A contemporary piece called Finding Freedom."
+    assert first.timestamp == DAY and first.position == 2 and first.kind == "message"
+
+    pottery = cast.retrieve(memory, question("What does Melanie make in her pottery class?"))
+    assert pottery.items[0].turn_ids[0].startswith("D2")
+    assert all(item.timestamp == DAY + timedelta(days=20) for item in pottery.items[:2])
+
+
+def test_fusion_reorders_only_within_the_semantic_list(embedder: Embedder, nlp: NLP) -> None:
+    memory = system(embedder, nlp).construct(conversation())
+    ask = question("What did Gina's team win?")
+    rerank = system(embedder, nlp, top_k=4).retrieve(memory, ask)
+    slot3 = system(embedder, nlp, top_k=4, fusion="slot3").retrieve(memory, ask)
+    assert len(rerank.items) == len(slot3.items) == 4
+    semantic = system(embedder, nlp, top_k=4)
+    semantic.prepare_queries([ask])
+    analysis = semantic._queries[ask.question]
+    vector = embedder.encode([ask.question])[0]
+    index = memory.semantic_index(semantic)
+    plain = [p for p, _ in index.search(vector, analysis.entities, semantic.search)]
+    assert sorted(item.position for item in rerank.items) == sorted(plain)
+
+
+# -- The LLM path ----------------------------------------------------------------------------------
+
+
+class CannedProvider:
+    """OpenIE replies: good for the Gina message, garbage otherwise; summaries: garbage first,
+    good on the retry."""
+
+    model_id = "fake:canned"
+    endpoint = "fake://canned"
+
+    def __init__(self) -> None:
+        self.requests: list[LLMRequest] = []
+
+    def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
+        self.requests.append(request)
+        prompt = request.messages[0]["content"]
+        if prompt.startswith("Here is a scene"):
+            text = (
+                '{"summary": "Caroline tells Melanie about Gina winning."}'
+                if len(request.messages) > 1
+                else "{not json"
+            )
+        elif "Gina told me" in prompt:
+            text = json.dumps(
+                {
+                    "persons": ["Gina"],
+                    "triples": [["Gina", "won", "first place"], ["team", "won", "Mars"]],
+                }
+            )
+        else:
+            text = "I cannot help with that."
+        return Completion(text, 30, 10, "stop")
+
+
+def test_llm_path_with_a_fake_backbone(embedder: Embedder, nlp: NLP) -> None:
+    backbone = make_backbone(CannedProvider())  # type: ignore[arg-type]
+    services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
+    cast = CAST(services, extraction="llm")
+    assert cast.uses_llm
+    memory = cast.construct(conversation())
+    openie, summaries = memory.report["llm"]["openie"], memory.report["llm"]["summaries"]
+    assert openie["units"] == 6 and openie["accepted_first"] == 1
+    assert openie["fallbacks"] == 5 and openie["problems"] == {"bad_json": 10}
+    assert summaries["units"] == len(memory.scenes) == summaries["accepted_retry"]
+    assert {s.summary_source for s in memory.scenes} == {"llm"}
+    relation = [
+        (memory.graph.nodes[a]["text"], memory.graph.nodes[b]["text"])
+        for a, b, kind in memory.graph.edges(data="kind")
+        if kind == "relation"
+    ]
+    assert ("Gina", "first place") in relation or ("first place", "Gina") in relation
+    assert not any("Mars" in pair for pair in relation)  # ungrounded triple dropped
+    assert "Gina" in memory.characters()
+
+
+def test_llm_garbage_everywhere_falls_back_to_lite(embedder: Embedder, nlp: NLP) -> None:
+    class Garbage(CannedProvider):
+        def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
+            return Completion("```json\n{oops\n```", 30, 10, "stop")
+
+    services = Services(
+        embedder=embedder,
+        tokens=None,  # type: ignore[arg-type]
+        backbone=make_backbone(Garbage()),  # type: ignore[arg-type]
+        nlp=nlp,
+    )
+    memory = CAST(services, extraction="llm").construct(conversation())
+    lite = system(embedder, nlp).construct(conversation())
+    assert memory.report["llm"]["openie"]["fallbacks"] == 6
+    assert {s.summary_source for s in memory.scenes} == {"extractive"}
+    assert nx.utils.graphs_equal(memory.graph, lite.graph)
+    assert [s.summary for s in memory.scenes] == [s.summary for s in lite.scenes]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # SmolLM2 on 2 shared cores: up to 16 calls of several seconds
+def test_llm_mode_with_the_embedded_backbone(tmp_path: Path, embedder: Embedder, nlp: NLP) -> None:
+    from hydra import compose, initialize_config_dir
+
+    from benchmarks.data import load_locomo
+    from benchmarks.data.paths import REPO_ROOT
+    from memsys.llm import Accounting, ResponseCache, build_backbone
+
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["backbone=embedded"])
+    accounting = Accounting()
+    backbone = build_backbone(
+        cfg.backbone, cache=ResponseCache(tmp_path / "llm.sqlite"), accounting=accounting
+    )
+    (tiny,) = load_locomo(str(REPO_ROOT / "tests/fixtures/tiny"), "locomo/tiny_conversation.json")
+    services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
+    cast = CAST(services, extraction="llm")
+    memory = cast.load_memory(json.loads(json.dumps(cast.dump_memory(cast.construct(tiny)))))
+    openie, summaries = memory.report["llm"]["openie"], memory.report["llm"]["summaries"]
+    assert openie["units"] == len(tiny.turns) == 8
+    assert openie["accepted_first"] + openie["accepted_retry"] + openie["fallbacks"] == 8
+    assert summaries["units"] == len(memory.scenes) > 0
+    calls = openie["calls"] + summaries["calls"]
+    assert accounting.summary()["total"]["calls"] == calls
+    retrieval = cast.retrieve(memory, tiny.questions[0])
+    assert 0 < len(retrieval.items) <= 5
+    assert all(item.turn_ids and item.timestamp for item in retrieval.items)

@@ -1,0 +1,266 @@
+"""FraCom: lite propositions, Algorithm 1, plausible retrieval, the LLM path and its fallbacks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import networkx as nx
+import numpy as np
+import pytest
+from llm_fakes import make_backbone
+
+from memsys.base import Services
+from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.llm import Completion, LLMRequest
+from memsys.methods.fracom import FraCom, StoredProposition, compose
+from memsys.nlp import NLP
+from memsys.propositions import Proposition, PropositionExtractor, Utterance, triples
+from memsys.types import Conversation, Question, Session, Turn
+
+FIRST = datetime(2023, 3, 3, 10, 0)
+SECOND = datetime(2023, 3, 12, 18, 30)
+
+
+def conversation() -> Conversation:
+    """Two dated sessions between Ana and Ben; Pepper the beagle returns in session 2."""
+    lines = {
+        "session_1": (
+            FIRST,
+            [
+                ("Ana", "I adopted a beagle called Pepper last week."),
+                ("Ben", "Congratulations! I started a pottery class."),
+                ("Ana", "Pepper loves the park near my flat in Lisbon."),
+            ],
+        ),
+        "session_2": (
+            SECOND,
+            [
+                ("Ben", "I made my first bowl in the pottery class yesterday!"),
+                ("Ana", "Pepper and I ran a charity race on Saturday."),
+            ],
+        ),
+    }
+    sessions = []
+    for number, (session_id, (date, said)) in enumerate(lines.items(), start=1):
+        turns = tuple(
+            Turn(f"D{number}:{i}", session_id, i - 1, speaker, text, date)
+            for i, (speaker, text) in enumerate(said, start=1)
+        )
+        sessions.append(Session(session_id, date, f"{date:%d %B %Y}", turns))
+    return Conversation("tiny", tuple(sessions), (), ("Ana", "Ben"))
+
+
+def question(text: str, evidence: tuple[str, ...] = ()) -> Question:
+    return Question(f"q:{text}", "tiny", text, "", "single_hop", evidence)
+
+
+@pytest.fixture(scope="module")
+def nlp() -> NLP:
+    return NLP()
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return Embedder(EmbedderConfig(), EmbeddingCache())
+
+
+class PhraseEmbedder:
+    """Hand-set vectors for chosen phrases; a pseudo-random direction for anything else."""
+
+    def __init__(self, fixed: dict[str, np.ndarray], dim: int = 512) -> None:
+        self.config = SimpleNamespace(model="fake-phrases")
+        self.fixed = {key.lower(): vector / np.linalg.norm(vector) for key, vector in fixed.items()}
+        self.dim = dim
+
+    def encode(self, texts):
+        rows = []
+        for text in texts:
+            if text.lower() in self.fixed:
+                rows.append(self.fixed[text.lower()])
+                continue
+            seed = int(hashlib.sha256(text.lower().encode()).hexdigest()[:8], 16)
+            vector = np.random.default_rng(seed).standard_normal(self.dim)
+            rows.append(vector / np.linalg.norm(vector))
+        return np.array(rows, dtype=np.float32).reshape(len(texts), self.dim)
+
+
+def test_lite_propositions_of_a_few_sentences(nlp: NLP) -> None:
+    extractor = PropositionExtractor(nlp)
+    adopted, race, lincoln = extractor.extract(
+        [
+            Utterance("I adopted a beagle called Pepper last week.", "Ana", "Ben"),
+            Utterance("Pepper and I ran a charity race on Saturday.", "Ana", "Ben"),
+            Utterance("Lincoln, who was president during a bitter war, freed the slaves.", "X"),
+        ]
+    )
+    assert Proposition("adopt", ("Ana", "beagle"), 1) in adopted  # "I" is the speaker
+    assert all("week" not in " ".join(p.arguments) for p in adopted)  # dates are not arguments
+    assert Proposition("run", ("Pepper", "Ana", "charity race"), 2) in race
+    assert triples(Proposition("run", ("Pepper", "Ana", "charity race"), 2)) == [
+        ("Pepper", "run", "charity race"),
+        ("Ana", "run", "charity race"),
+    ]
+    assert Proposition("bitter", ("war",)) in lincoln  # the paper's own example
+    assert Proposition("free", ("Lincoln", "slave"), 1) in lincoln
+
+
+def test_query_arguments_split_names_from_compounds(nlp: NLP) -> None:
+    (arguments,) = PropositionExtractor(nlp).arguments(["What did Caroline research?"])
+    assert arguments == ["Caroline", "research"]
+
+
+def test_algorithm_1_shares_argument_nodes_across_sessions() -> None:
+    def stored(predicate: str, *arguments: str) -> StoredProposition:
+        return StoredProposition(Proposition(predicate, arguments, 1), "D1:1", 0, None, "", "lite")
+
+    graph: nx.Graph = nx.Graph()
+    compose(graph, [stored("adopt", "Ana", "beagle"), stored("love", "Pepper", "park")], 0)
+    compose(graph, [stored("walk", "Ana", "Pepper"), stored("adopt", "Ben", "cat")], 2)
+    kinds = nx.get_node_attributes(graph, "kind")
+    assert sorted(kinds.values()).count("proposition") == 4
+    assert sorted(n for n, k in kinds.items() if k == "predicate") == [
+        "pred:adopt",
+        "pred:love",
+        "pred:walk",
+    ]
+    assert set(graph["arg:ana"]) == {"prop:0", "prop:2"}  # one node, linked across sessions
+    assert set(graph["pred:adopt"]) == {"prop:0", "prop:3"}
+    assert graph.number_of_edges() == 4 + 8
+
+
+def test_construct_dump_load_retrieve(nlp: NLP, embedder: Embedder) -> None:
+    system = FraCom(Services(embedder=embedder, tokens=None, nlp=nlp))  # type: ignore[arg-type]
+    built = system.construct(conversation())
+    payload = json.loads(json.dumps(system.dump_memory(built)))
+    memory = system.load_memory(payload)
+    assert nx.utils.graphs_equal(memory.graph, built.graph)
+    assert memory.propositions == built.propositions
+
+    retrieval = system.retrieve(memory, question("What did Ben make in the pottery class?"))
+    best = retrieval.items[0]
+    assert best.turn_ids == ("D2:1",) and best.kind == "proposition"
+    assert best.timestamp == SECOND and best.position == 3
+    assert "yesterday = 11 March 2023" in best.text  # date expressions resolved in context
+    assert [i.score for i in retrieval.items] == sorted(
+        (i.score for i in retrieval.items), reverse=True
+    )
+
+    turns = FraCom(Services(embedder=embedder, tokens=None, nlp=nlp), context="turns")  # type: ignore[arg-type]
+    items = turns.retrieve(memory, question("Which park does Pepper love?")).items
+    assert items[0].text == "Ana: Pepper loves the park near my flat in Lisbon."
+    assert len({i.turn_ids for i in items}) == len(items)  # each source turn once
+
+
+def test_plausible_retrieval_threshold(nlp: NLP) -> None:
+    dog, puppy = np.eye(512)[0], 0.8 * np.eye(512)[0] + 0.6 * np.eye(512)[1]  # cosine 0.8
+    fake = PhraseEmbedder({"dog": dog, "beagle": puppy})
+    services = Services(embedder=fake, tokens=None, nlp=nlp)  # type: ignore[arg-type]
+
+    def retrieved(text: str, **options: object) -> list[str]:
+        system = FraCom(services, predicate_filter=False, **options)  # type: ignore[arg-type]
+        memory = system.construct(conversation())
+        return [i.text for i in system.retrieve(memory, question(text)).items]
+
+    assert retrieved("Which dog was adopted?", theta=0.75)[0].startswith("Ana adopt: beagle")
+    assert retrieved("Which dog was adopted?", theta=0.85) == []  # 0.8 < theta
+    assert retrieved("Which dog was adopted?", plausible=False) == []  # "dog" is not "beagle"
+    exact = retrieved("Which beagle was adopted?", plausible=False)
+    assert exact[0].startswith("Ana adopt: beagle")
+
+
+def test_predicate_filter_keeps_similar_predicates_only(nlp: NLP) -> None:
+    adopt = np.eye(512)[5]
+    fake = PhraseEmbedder({"adopt": adopt, "take in": adopt})
+    services = Services(embedder=fake, tokens=None, nlp=nlp)  # type: ignore[arg-type]
+    system = FraCom(services, theta=0.99)
+    memory = system.construct(conversation())
+    texts = [i.text for i in system.retrieve(memory, question("Did Ana adopt a dog?")).items]
+    assert texts and all(" adopt" in text for text in texts)
+    unfiltered = FraCom(services, theta=0.99, predicate_filter=False)
+    assert len(unfiltered.retrieve(memory, question("Did Ana adopt a dog?")).items) > len(texts)
+    light = system.retrieve(memory, question("What does Ana have?")).items  # light verb: no filter
+    assert len(light) == len(unfiltered.retrieve(memory, question("What does Ana have?")).items)
+
+
+class CannedProvider:
+    """Replies by rule: good JSON, garbage, or good JSON only on the retry request."""
+
+    model_id = "fake:canned"
+    endpoint = "fake://canned"
+
+    def __init__(self) -> None:
+        self.requests: list[LLMRequest] = []
+
+    def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
+        self.requests.append(request)
+        prompt = request.messages[0]["content"]
+        retry = len(request.messages) > 1
+        if "beagle" in prompt:
+            reply = {"propositions": [{"Predicate": "adopted", "Argument": ["Ana", "beagle"]}]}
+            text = json.dumps(reply)
+        elif "pottery class." in prompt and retry:
+            text = (
+                '{"propositions": [{"Predicate": "started", "Argument": ["Ben", "pottery class"]}]}'
+            )
+        elif "pottery class." in prompt:
+            text = '{"propositions": [{"Predicate": "flew", "Argument": ["Mars"]}]}'  # ungrounded
+        else:
+            text = "Sure! Here are the propositions you asked for."
+        return Completion(text, 40, 12, "stop")
+
+
+def test_llm_path_uses_replies_retries_once_and_falls_back(nlp: NLP, embedder: Embedder) -> None:
+    provider = CannedProvider()
+    backbone = make_backbone(provider)  # type: ignore[arg-type]
+    system = FraCom(
+        Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp),  # type: ignore[arg-type]
+        extraction="llm",
+    )
+    assert system.uses_llm and "prompt" in system.construction_config()
+    memory = system.construct(conversation())
+    report = memory.report
+    assert report["units"] == 5 and report["accepted_first"] == 1
+    assert report["retried"] == 4 and report["accepted_retry"] == 1 and report["fallbacks"] == 3
+    assert report["calls"] == 9 and report["prompt_tokens"] == 9 * 40
+    assert report["problems"] == {"bad_json": 6, "rejected": 1}
+    sources = {(p.turn_id, p.source) for p in memory.propositions}
+    assert ("D1:1", "llm") in sources and ("D1:2", "llm") in sources
+    assert ("D1:3", "lite") in sources  # fallback to the parse, never a crash
+    assert Proposition("adopted", ("Ana", "beagle"), 1) in [
+        p.proposition for p in memory.propositions
+    ]
+    retries = [r for r in provider.requests if len(r.messages) == 3]
+    assert len(retries) == 4 and retries[0].messages[1]["role"] == "assistant"  # a new request
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # SmolLM2 on 2 shared cores: up to 16 calls of several seconds
+def test_llm_mode_with_the_embedded_backbone(tmp_path: Path, embedder: Embedder, nlp: NLP) -> None:
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from benchmarks.data import load_locomo
+    from benchmarks.data.paths import REPO_ROOT
+    from memsys.llm import Accounting, ResponseCache, build_backbone
+
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=["backbone=embedded"])
+    accounting = Accounting()
+    backbone = build_backbone(
+        cfg.backbone, cache=ResponseCache(tmp_path / "llm.sqlite"), accounting=accounting
+    )
+    (tiny,) = load_locomo(str(REPO_ROOT / "tests/fixtures/tiny"), "locomo/tiny_conversation.json")
+    services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
+    system = FraCom(services, extraction="llm")
+    memory = system.load_memory(json.loads(json.dumps(system.dump_memory(system.construct(tiny)))))
+    report = memory.report
+    assert report["units"] == len(tiny.turns) == 8
+    assert report["accepted_first"] + report["accepted_retry"] + report["fallbacks"] == 8
+    assert accounting.summary()["total"]["calls"] == report["calls"] >= 8
+    assert memory.propositions and {p.source for p in memory.propositions} <= {"llm", "lite"}
+    retrieval = system.retrieve(memory, tiny.questions[0])
+    assert all(item.turn_ids and item.timestamp for item in retrieval.items)
