@@ -158,31 +158,58 @@ def report(_: argparse.Namespace) -> None:
     print(f"wrote {REPORT.relative_to(REPO_ROOT)}")
 
 
-def _fracom_table(rows: list[dict[str, Any]]) -> list[str]:
-    out = [
-        "| conversation | sessions | turns | proposition nodes | predicate nodes | argument nodes "
-        "| prop–pred edges | prop–arg edges | sources | seconds | texts embedded |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
-    ]
-    for row in rows:
-        nodes, edges = row["statistics"]["nodes"], row["statistics"]["edges"]
-        sources = ", ".join(f"{k} {v}" for k, v in row["propositions_by_source"].items())
-        out.append(
-            f"| {row['conversation']} | {row['sessions']} | {row['turns']} "
-            f"| {nodes.get('proposition', 0)} | {nodes.get('predicate', 0)} "
-            f"| {nodes.get('argument', 0)} | {edges.get('predicate', 0)} "
-            f"| {edges.get('argument', 0)} | {sources} | {row['seconds']} | {row['texts_embedded']} |"
-        )
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """A markdown table; with several rows, a last row of the numeric columns' means."""
+    align = ["---" if not isinstance(c, int | float) else "---:" for c in rows[0]] if rows else []
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    if len(rows) > 1:
+        means = [
+            f"{sum(r[i] for r in rows) / len(rows):.1f}"
+            if all(isinstance(r[i], int | float) for r in rows)
+            else ""
+            for i in range(len(header))
+        ]
+        out.append("| " + " | ".join(["**mean**", *means[1:]]) + " |")
     return out
 
 
+def _fracom_table(rows: list[dict[str, Any]]) -> list[str]:
+    header = [
+        "conversation", "sessions", "turns", "proposition nodes", "predicate nodes",
+        "argument nodes", "prop–pred edges", "prop–arg edges", "sources", "seconds",
+        "texts embedded",
+    ]  # fmt: skip
+    cells = []
+    for row in rows:
+        nodes, edges = row["statistics"]["nodes"], row["statistics"]["edges"]
+        sources = ", ".join(f"{k} {v}" for k, v in row["propositions_by_source"].items())
+        cells.append(
+            [
+                row["conversation"],
+                row["sessions"],
+                row["turns"],
+                nodes.get("proposition", 0),
+                nodes.get("predicate", 0),
+                nodes.get("argument", 0),
+                edges.get("predicate", 0),
+                edges.get("argument", 0),
+                sources,
+                row["seconds"],
+                row["texts_embedded"],
+            ]
+        )
+    return _table(header, cells)
+
+
 def _cast_table(rows: list[dict[str, Any]]) -> list[str]:
-    out = [
-        "| conversation | turns | passage nodes | phrase nodes | contains | relation | synonym "
-        "| scenes | scenes per speaker | mentioned persons (scenes) | msgs/scene | summaries "
-        "| seconds | texts embedded |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|",
-    ]
+    header = [
+        "conversation", "turns", "passage nodes", "phrase nodes", "contains edges",
+        "relation edges", "synonym edges", "scenes", "scenes per speaker",
+        "mentioned persons", "their scenes", "msgs/scene", "summaries", "seconds",
+        "texts embedded",
+    ]  # fmt: skip
+    cells = []
     for row in rows:
         stats = row["statistics"]
         nodes, edges, characters = stats["nodes"], stats["edges"], stats["characters"]
@@ -191,16 +218,27 @@ def _cast_table(rows: list[dict[str, Any]]) -> list[str]:
         per_speaker = ", ".join(
             f"{name} {sum(roles.values())}" for name, roles in sorted(speakers.items())
         )
-        mentioned_scenes = sum(sum(roles.values()) for roles in mentioned.values())
         summaries = ", ".join(f"{k} {v}" for k, v in row["summaries_by_source"].items())
-        out.append(
-            f"| {row['conversation']} | {row['turns']} | {nodes.get('passage', 0)} "
-            f"| {nodes.get('phrase', 0)} | {edges.get('contains', 0)} | {edges.get('relation', 0)} "
-            f"| {edges.get('synonym', 0)} | {row['scenes']} | {per_speaker} "
-            f"| {len(mentioned)} ({mentioned_scenes}) | {row['mean_messages_per_scene']} "
-            f"| {summaries} | {row['seconds']} | {row['texts_embedded']} |"
+        cells.append(
+            [
+                row["conversation"],
+                row["turns"],
+                nodes.get("passage", 0),
+                nodes.get("phrase", 0),
+                edges.get("contains", 0),
+                edges.get("relation", 0),
+                edges.get("synonym", 0),
+                row["scenes"],
+                per_speaker,
+                len(mentioned),
+                sum(sum(roles.values()) for roles in mentioned.values()),
+                row["mean_messages_per_scene"],
+                summaries,
+                row["seconds"],
+                row["texts_embedded"],
+            ]
         )
-    return out
+    return _table(header, cells)
 
 
 def _llm_table(method: str, rows: list[dict[str, Any]]) -> list[str]:

@@ -246,9 +246,10 @@ class CastMemory:
     def vectors(self, name: str, system: MemorySystem[Any]) -> np.ndarray:
         """Embeddings of the ``passages`` (messages) or ``scenes`` (summaries), built once."""
         if name not in self._cache:
-            texts = [m["text"] for m in self.messages] if name == "passages" else []
-            if name == "scenes":
-                texts = [s.summary for s in self.scenes]
+            if name == "passages":
+                texts = [message["text"] for message in self.messages]
+            else:
+                texts = [scene.summary for scene in self.scenes]
             self._cache[name] = system.services.embedder.encode(texts)
         return self._cache[name]
 
@@ -369,7 +370,9 @@ class CAST(MemorySystem[CastMemory]):
         ]
         graph = build_graph(facts, self.services.embedder, self.synonym_threshold)
         report = {"views": views, "llm": {k: r.to_json() for k, r in reports.items()}}
-        return CastMemory(messages, scenes, graph, report)
+        memory = CastMemory(messages, scenes, graph, report)
+        memory.vectors("scenes", self)  # h_s = f_scene(φ(s)), Algorithm 1 line 19 (cached)
+        return memory
 
     def extract_facts(
         self, utterances: Sequence[Utterance]
