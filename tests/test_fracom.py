@@ -18,7 +18,13 @@ from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Completion, LLMRequest
 from memsys.methods.fracom import FraCom, StoredProposition, compose
 from memsys.nlp import NLP
-from memsys.propositions import Proposition, PropositionExtractor, Utterance, triples
+from memsys.propositions import (
+    Proposition,
+    PropositionExtractor,
+    Utterance,
+    dialogue_utterances,
+    triples,
+)
 from memsys.types import Conversation, Question, Session, Turn
 
 FIRST = datetime(2023, 3, 3, 10, 0)
@@ -106,6 +112,14 @@ def test_lite_propositions_of_a_few_sentences(nlp: NLP) -> None:
     ]
     assert Proposition("bitter", ("war",)) in lincoln  # the paper's own example
     assert Proposition("free", ("Lincoln", "slave"), 1) in lincoln
+
+
+def test_addressees_in_two_and_three_party_dialogue() -> None:
+    two = [u.addressee for u in dialogue_utterances(conversation().turns)]
+    assert two == ["Ben", "Ana", "Ben", "Ana", "Ben"]
+    said = [("Ana", "s1"), ("Ben", "s1"), ("Cy", "s1"), ("Cy", "s2"), ("Ana", "s2")]
+    turns = [SimpleNamespace(speaker=who, session_id=where, text="hi") for who, where in said]
+    assert [u.addressee for u in dialogue_utterances(turns)] == ["Ben", "Ana", "Ben", "Ana", "Cy"]
 
 
 def test_query_arguments_split_names_from_compounds(nlp: NLP) -> None:
