@@ -9,16 +9,17 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-# Table 1: every registered method and baseline, per backbone, on LoCoMo.
-TABLE1_METHODS ?= zero_history,full_history,turn_rag_bm25,turn_rag_dense,session_rag_bm25,session_rag_dense
+# Table 1: the grid of conf/experiment/table1.yaml (every registered method and baseline) per
+# backbone, on LoCoMo. TABLE1_METHODS=a,b runs only those methods.
+TABLE1_METHODS ?=
 BACKBONES ?= embedded
 JUDGE ?= same
 SUBSET ?= smoke
 # Context budget (harness tokens) handed to the reader. 1024 keeps the offline smoke table to about
 # 20 minutes on 2 cores with the 135M embedded reader; use BUDGET=4096 for the paper setting.
 BUDGET ?= 1024
-# Retrieval-only comparison (no LLM): every method in lite mode on full LoCoMo, one context budget.
-RETRIEVAL_METHODS ?= $(TABLE1_METHODS)
+# Retrieval-only comparison (no LLM): conf/experiment/retrieval.yaml, lite mode, full LoCoMo.
+RETRIEVAL_METHODS ?=
 
 # Segmentation table: lite segmenters on all three test sets, LLM segmenters on a small subset.
 SEG_DATASETS ?= dialseg711,tiage,superdialseg
@@ -62,11 +63,11 @@ bench:  ## performance benchmarks (figures printed; see each script's docstring)
 
 reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 reader and judge)
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (1 LoCoMo conversation, 40 questions, backbone $(BACKBONES)): not the papers' setting"; fi
-	$(PY) -m benchmarks.run -m method=$(TABLE1_METHODS) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) progress=false
+	$(PY) -m benchmarks.run -m +experiment=table1 $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) progress=false
 	$(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --out results/table1
 
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
-	$(PY) -m benchmarks.run -m method=$(RETRIEVAL_METHODS) answer=none subset=full progress=false
+	$(PY) -m benchmarks.run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) progress=false
 	$(PY) -m benchmarks.report --dataset locomo --subset full --out results/retrieval_locomo
 
 reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}

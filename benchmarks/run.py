@@ -40,9 +40,9 @@ from memsys.base import MemorySystem, Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone
-from memsys.llm.cache import ResponseCache
-from memsys.llm.errors import BackboneUnavailableError, LLMError
+from memsys.llm.errors import BackboneUnavailableError, CacheMissError, LLMError
 from memsys.llm.factory import build_backbone
+from memsys.llm.replay import open_response_cache
 from memsys.llm.types import LLMRequest, LLMResponse, SamplingParams
 from memsys.tokens import TokenCounter
 from memsys.types import Conversation, Question
@@ -82,8 +82,10 @@ def conversations_source(
 def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harness:
     """Instantiate services, method, answerer and judge from config."""
     cache_dir = resolve_path(cfg.cache_dir)
-    accounting = Accounting()
-    response_cache = ResponseCache(cache_dir / "llm_responses.sqlite", settings.llm_cache_mode)
+    accounting = Accounting(ledger=run_dir / "llm_calls.jsonl")
+    response_cache = open_response_cache(
+        cache_dir, settings.llm_cache_mode, OmegaConf.select(cfg, "llm_cache_journal")
+    )
     embedder = Embedder(
         EmbedderConfig(model=cfg.embedder.model, batch_size=cfg.embedder.batch_size),
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
@@ -278,7 +280,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         **construction,
         "corrupt_memories_rebuilt": harness.memories.rebuilt_corrupt,
     }
-    summary["accounting"] = harness.accounting.summary()
+    summary["accounting"] = Accounting.from_ledger(run_dir / "llm_calls.jsonl").summary()
+    summary["accounting"]["this_invocation"] = harness.accounting.summary()
     if harness.judge is not None:
         summary["judge_parse"] = {name: p.counts() for name, p in harness.judge.parsers.items()}
     (run_dir / "metrics.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
@@ -290,7 +293,13 @@ def main(cfg: DictConfig) -> None:
     """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error."""
     try:
         summary = run(cfg)
-    except (ConfigError, DataMissingError, DatasetError, BackboneUnavailableError) as error:
+    except (
+        ConfigError,
+        DataMissingError,
+        DatasetError,
+        BackboneUnavailableError,
+        CacheMissError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
     from benchmarks.summary import format_summary

@@ -50,9 +50,13 @@ from benchmarks.settings import CACHE_MODES, LOCATION_KEYS, ConfigError, run_id
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.kvstore import SQLiteKV
 from memsys.llm.accounting import Accounting
-from memsys.llm.cache import ResponseCache
-from memsys.llm.errors import BackboneUnavailableError, ProviderUnavailableError
+from memsys.llm.errors import (
+    BackboneUnavailableError,
+    CacheMissError,
+    ProviderUnavailableError,
+)
 from memsys.llm.factory import build_backbone
+from memsys.llm.replay import open_response_cache
 from memsys.segment import Segmentation, Segmenter
 from memsys.types import SegmentationDialogue
 
@@ -208,7 +212,9 @@ def build_segmenter(
     )
     backbone = None
     if settings.uses_llm:
-        cache = ResponseCache(cache_dir / "llm_responses.sqlite", settings.llm_cache_mode)
+        cache = open_response_cache(
+            cache_dir, settings.llm_cache_mode, OmegaConf.select(cfg, "llm_cache_journal")
+        )
         backbone = build_backbone(cfg.backbone, cache=cache, accounting=accounting)
         backbone = backbone.with_stage("segmentation")
     try:
@@ -318,6 +324,7 @@ def main(cfg: DictConfig) -> None:
         DatasetError,
         BackboneUnavailableError,
         ProviderUnavailableError,
+        CacheMissError,
     ) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)

@@ -13,7 +13,15 @@ from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.subsets import SubsetSpec
 
 #: Keys that say where things live or how to display them: not part of a run's identity.
-LOCATION_KEYS = ("data_dir", "cache_dir", "results_dir", "llm_cache_mode", "progress", "hydra")
+LOCATION_KEYS = (
+    "data_dir",
+    "cache_dir",
+    "results_dir",
+    "llm_cache_mode",
+    "llm_cache_journal",
+    "progress",
+    "hydra",
+)
 DATASETS = {"locomo": (None,), "longmemeval": ("s", "oracle")}
 CACHE_MODES = ("readwrite", "replay", "off")
 
@@ -86,6 +94,10 @@ def validate(cfg: DictConfig) -> RunSettings:
         name=str(_get(cfg, "subset.name")),
         conversations=_positive_int(cfg, "subset.conversations", allow_none=True),
         max_questions=_positive_int(cfg, "subset.max_questions", allow_none=True),
+        # Optional key (only `regression` sets it), so older subset configs keep their run ids.
+        max_sessions=_positive_int(cfg, "subset.max_sessions", allow_none=True)
+        if OmegaConf.select(cfg, "subset.max_sessions") is not None
+        else None,
         seed=_positive_int(cfg, "seed", allow_zero=True),
     )
     return RunSettings(

@@ -3,8 +3,10 @@
 ``smoke`` keeps the first ``conversations`` conversations and at most ``max_questions``
 questions stratified by category: each category gets a share proportional to its size (largest
 remainder, at least one per category while the cap allows), filled by a seeded shuffle within
-the category; the chosen questions keep the dataset's order. ``full`` keeps everything. The
-``limit_*`` knobs cut either further, for quick experiments.
+the category; the chosen questions keep the dataset's order. ``full`` keeps everything.
+``max_sessions`` cuts each conversation to its first sessions and keeps only the questions whose
+evidence lies entirely in them (``regression``: a conversation small enough to record every LLM
+call of every method).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ class SubsetSpec:
     name: str = "full"
     conversations: int | None = None
     max_questions: int | None = None
+    max_sessions: int | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for field in ("conversations", "max_questions"):
+        for field in ("conversations", "max_questions", "max_sessions"):
             value = getattr(self, field)
             if value is not None and value < 1:
                 raise ValueError(f"subset.{field} must be a positive integer or null, got {value}")
@@ -84,19 +87,32 @@ def select(
     stays bounded in memory), once to yield the chosen ones.
     """
     if spec.max_questions is None:
-        yield from _take(conversations(), spec.conversations)
+        yield from _take(conversations(), spec)
         return
-    questions = [q for c in _take(conversations(), spec.conversations) for q in c.questions]
+    questions = [q for c in _take(conversations(), spec) for q in c.questions]
     keep = {q.question_id for q in stratified_sample(questions, spec.max_questions, spec.seed)}
     del questions
-    for conversation in _take(conversations(), spec.conversations):
+    for conversation in _take(conversations(), spec):
         kept = tuple(q for q in conversation.questions if q.question_id in keep)
         if kept:
             yield dataclasses.replace(conversation, questions=kept)
 
 
-def _take(items: Iterable[Conversation], count: int | None) -> Iterator[Conversation]:
+def _take(items: Iterable[Conversation], spec: SubsetSpec) -> Iterator[Conversation]:
     for index, item in enumerate(items):
-        if count is not None and index >= count:
+        if spec.conversations is not None and index >= spec.conversations:
             return
-        yield item
+        yield item if spec.max_sessions is None else first_sessions(item, spec.max_sessions)
+
+
+def first_sessions(conversation: Conversation, count: int) -> Conversation:
+    """The first ``count`` sessions and the questions whose evidence they hold entirely.
+
+    A question without evidence cannot be shown to be answerable from them and is dropped.
+    """
+    sessions = conversation.sessions[:count]
+    kept_turns = {turn.turn_id for session in sessions for turn in session.turns}
+    questions = tuple(
+        q for q in conversation.questions if q.evidence and set(q.evidence) <= kept_turns
+    )
+    return dataclasses.replace(conversation, sessions=sessions, questions=questions)

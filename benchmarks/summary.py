@@ -129,9 +129,10 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"context tokens mean {summary['context_tokens']['mean']:.1f}"
         )
     total = summary["accounting"]["total"]
+    now = summary["accounting"].get("this_invocation", {}).get("total", total)
     lines.append(
         f"  LLM calls {total['calls']} (cache hits {total['cache_hits']}, failed {total['failed']}), "
-        f"tokens {total['prompt_tokens']}+{total['completion_tokens']}"
+        f"tokens {total['prompt_tokens']}+{total['completion_tokens']}; this invocation {now['calls']}"
     )
     construction = summary["construction"]
     lines.append(

@@ -9,6 +9,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
+from dialogues import build_conversation
 from llm_fakes import make_backbone
 
 from memsys.base import Services
@@ -17,42 +18,25 @@ from memsys.graph import PageRank, count_kinds
 from memsys.llm import Completion, LLMRequest
 from memsys.methods.cast import CAST, SceneRule, aggregate_scenes, fuse, insert_at_slot
 from memsys.nlp import NLP
-from memsys.types import Conversation, Question, Session, Turn
+from memsys.types import Conversation, Question
 
 DAY = datetime(2023, 5, 8, 13, 0)
 
 
 def conversation() -> Conversation:
     """Caroline and Melanie; Gina is only talked about (session 1), pottery on a later day."""
-    lines = {
-        "session_1": (
-            DAY,
-            [
-                (
-                    "Caroline",
-                    "My friend Gina told me her team won first place in the dance contest.",
-                ),
-                ("Melanie", "Nice! What did they perform?"),
-                ("Caroline", "A contemporary piece called Finding Freedom."),
-            ],
-        ),
-        "session_2": (
-            DAY + timedelta(days=20),
-            [
-                ("Melanie", "I signed up for a pottery class with my kids."),
-                ("Caroline", "Pottery sounds relaxing. What will you make?"),
-                ("Melanie", "A bowl for the kitchen, if it survives the kiln."),
-            ],
-        ),
-    }
-    sessions = []
-    for number, (session_id, (date, said)) in enumerate(lines.items(), start=1):
-        turns = tuple(
-            Turn(f"D{number}:{i}", session_id, i - 1, speaker, text, date)
-            for i, (speaker, text) in enumerate(said, start=1)
-        )
-        sessions.append(Session(session_id, date, f"{date:%d %B %Y}", turns))
-    return Conversation("tiny", tuple(sessions), (), ("Caroline", "Melanie"))
+    first = [
+        ("Caroline", "My friend Gina told me her team won first place in the dance contest."),
+        ("Melanie", "Nice! What did they perform?"),
+        ("Caroline", "A contemporary piece called Finding Freedom."),
+    ]
+    second = [
+        ("Melanie", "I signed up for a pottery class with my kids."),
+        ("Caroline", "Pottery sounds relaxing. What will you make?"),
+        ("Melanie", "A bowl for the kitchen, if it survives the kiln."),
+    ]
+    later = DAY + timedelta(days=20)
+    return build_conversation([(DAY, first), (later, second)], ("Caroline", "Melanie"))
 
 
 def question(text: str) -> Question:

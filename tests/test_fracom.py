@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import networkx as nx
 import numpy as np
 import pytest
+from dialogues import build_conversation
 from llm_fakes import make_backbone
 
 from memsys.base import Services
@@ -25,7 +26,7 @@ from memsys.propositions import (
     dialogue_utterances,
     triples,
 )
-from memsys.types import Conversation, Question, Session, Turn
+from memsys.types import Conversation, Question
 
 FIRST = datetime(2023, 3, 3, 10, 0)
 SECOND = datetime(2023, 3, 12, 18, 30)
@@ -33,31 +34,16 @@ SECOND = datetime(2023, 3, 12, 18, 30)
 
 def conversation() -> Conversation:
     """Two dated sessions between Ana and Ben; Pepper the beagle returns in session 2."""
-    lines = {
-        "session_1": (
-            FIRST,
-            [
-                ("Ana", "I adopted a beagle called Pepper last week."),
-                ("Ben", "Congratulations! I started a pottery class."),
-                ("Ana", "Pepper loves the park near my flat in Lisbon."),
-            ],
-        ),
-        "session_2": (
-            SECOND,
-            [
-                ("Ben", "I made my first bowl in the pottery class yesterday!"),
-                ("Ana", "Pepper and I ran a charity race on Saturday."),
-            ],
-        ),
-    }
-    sessions = []
-    for number, (session_id, (date, said)) in enumerate(lines.items(), start=1):
-        turns = tuple(
-            Turn(f"D{number}:{i}", session_id, i - 1, speaker, text, date)
-            for i, (speaker, text) in enumerate(said, start=1)
-        )
-        sessions.append(Session(session_id, date, f"{date:%d %B %Y}", turns))
-    return Conversation("tiny", tuple(sessions), (), ("Ana", "Ben"))
+    first = [
+        ("Ana", "I adopted a beagle called Pepper last week."),
+        ("Ben", "Congratulations! I started a pottery class."),
+        ("Ana", "Pepper loves the park near my flat in Lisbon."),
+    ]
+    second = [
+        ("Ben", "I made my first bowl in the pottery class yesterday!"),
+        ("Ana", "Pepper and I ran a charity race on Saturday."),
+    ]
+    return build_conversation([(FIRST, first), (SECOND, second)], ("Ana", "Ben"))
 
 
 def question(text: str, evidence: tuple[str, ...] = ()) -> Question:

@@ -88,7 +88,8 @@ def test_end_to_end_with_the_embedded_backbone(tmp_path: Path, shared_cache: Pat
 
     again = run(cfg)  # same config: resumes, nothing is asked twice
     assert again["run_dir"] == summary["run_dir"]
-    assert again["accounting"]["total"]["calls"] == 0
+    assert again["accounting"]["this_invocation"]["total"]["calls"] == 0
+    assert again["accounting"]["total"] == summary["accounting"]["total"]  # the run's whole cost
     assert read_records(run_dir) == records
 
 
@@ -185,7 +186,9 @@ def test_resume_after_kill_matches_an_uninterrupted_run(tmp_path: Path) -> None:
         handle.write('{"question_id": "tiny-1:q5", "categ')
 
     resumed = run(compose_config(overrides))
-    assert resumed["accounting"]["stages"]["answering"]["calls"] == 6 - killed_lines
+    answering = resumed["accounting"]["this_invocation"]["stages"]["answering"]
+    assert answering["calls"] == 6 - killed_lines
+    assert resumed["accounting"]["stages"]["answering"]["calls"] >= 6  # both invocations
     uninterrupted = run(
         compose_config(
             [*fixture_overrides(tmp_path / "whole", cache), "method=turn_rag_dense", "batch_size=1"]

@@ -4,14 +4,18 @@ Methods differ wildly in how many LLM calls their memory construction costs; the
 tables report that cost next to accuracy. Every backbone call appends one :class:`CallRecord`;
 :meth:`Accounting.summary` aggregates them per stage (construction, answering, judging) into
 plain JSON to be written with each run's results. Records hold counts and timings only, never a
-prompt, a reply or a credential.
+prompt, a reply or a credential. With a ``ledger`` file each record is also appended there as it
+happens, so a run directory's cost covers every invocation of a resumed run, killed ones included.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -32,14 +36,30 @@ class CallRecord:
 class Accounting:
     """Thread-safe log of :class:`CallRecord`, shared by every stage view of one backbone."""
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: str | os.PathLike[str] | None = None) -> None:
         self._lock = threading.Lock()
         self._records: list[CallRecord] = []
+        self.ledger = Path(ledger) if ledger is not None else None
 
     def record(self, call: CallRecord) -> None:
-        """Add one call."""
+        """Add one call (and append it to the ledger)."""
         with self._lock:
             self._records.append(call)
+            if self.ledger is not None:
+                with self.ledger.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(dataclasses.asdict(call), sort_keys=True) + "\n")
+
+    @classmethod
+    def from_ledger(cls, path: str | os.PathLike[str]) -> Accounting:
+        """Every call a ledger holds (a partial last line, cut by a kill, is skipped)."""
+        accounting = cls()
+        if Path(path).exists():
+            for line in Path(path).read_text(encoding="utf-8").splitlines():
+                try:
+                    accounting._records.append(CallRecord(**json.loads(line)))
+                except (json.JSONDecodeError, TypeError):
+                    continue
+        return accounting
 
     def records(self) -> list[CallRecord]:
         """A snapshot of all calls so far, in completion order."""

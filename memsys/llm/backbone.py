@@ -21,6 +21,7 @@ from memsys.llm.accounting import Accounting, CallRecord
 from memsys.llm.cache import ResponseCache, describe_request
 from memsys.llm.errors import (
     BackboneUnavailableError,
+    CacheMissError,
     LLMError,
     LLMRequestError,
     ProviderError,
@@ -269,8 +270,8 @@ class Backbone:
 def _outcome(future: Future[LLMResponse], return_exceptions: bool) -> LLMResponse | LLMError:
     try:
         return future.result()
-    except BackboneUnavailableError:
-        raise
+    except (BackboneUnavailableError, CacheMissError):
+        raise  # the run must stop: a dead backbone, or a replay that diverged from its recording
     except LLMError as error:
         if return_exceptions:
             return error

@@ -15,10 +15,14 @@ import json
 import os
 from collections.abc import Sequence
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from memsys.kvstore import SQLiteKV
 from memsys.llm.errors import CacheMissError
 from memsys.llm.types import Completion, LLMRequest, Message
+
+if TYPE_CHECKING:
+    from memsys.llm.replay import ReplayJournal
 
 
 class CacheMode(str, Enum):
@@ -55,13 +59,18 @@ class ResponseCache:
     """Successful completions by request key, in a shared SQLite file.
 
     Only successful replies are ever stored: the backbone calls :meth:`put` after a provider
-    returned, never for an error.
+    returned, never for an error. With a ``journal``, every reply served or stored is also
+    recorded there (the CI regression's replay file is made of journals).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] | None, mode: CacheMode | str = CacheMode.READWRITE
+        self,
+        path: str | os.PathLike[str] | None,
+        mode: CacheMode | str = CacheMode.READWRITE,
+        journal: ReplayJournal | None = None,
     ) -> None:
         self.mode = CacheMode(mode)
+        self.journal = journal
         if self.mode is not CacheMode.OFF and path is None:
             raise ValueError(f"cache mode {self.mode.value!r} needs a path")
         self._store = None if self.mode is CacheMode.OFF else SQLiteKV(path, table="responses")
@@ -75,14 +84,18 @@ class ResponseCache:
         """The cached completion, ``None`` on a miss; in ``replay`` mode a miss raises."""
         if self._store is None:
             return None
-        raw = self._store.get(request_key(model_id, request))
+        key = request_key(model_id, request)
+        raw = self._store.get(key)
         if raw is not None:
-            return Completion(**json.loads(raw))
+            completion = Completion(**json.loads(raw))
+            if self.journal is not None:
+                self.journal.record(key, model_id, request, completion)
+            return completion
         if self.mode is CacheMode.REPLAY:
             raise CacheMissError(
                 "replay mode: request not in the cache "
                 f"{self._store.path}: {describe_request(model_id, request.messages)} "
-                f"key={request_key(model_id, request)}"
+                f"key={key}"
             )
         return None
 
@@ -90,8 +103,11 @@ class ResponseCache:
         """Store a successful completion (no-op unless ``readwrite``)."""
         if self._store is None or self.mode is not CacheMode.READWRITE:
             return
+        key = request_key(model_id, request)
         value = json.dumps(dataclasses.asdict(completion), ensure_ascii=False)
-        self._store.put(request_key(model_id, request), value.encode("utf-8"))
+        self._store.put(key, value.encode("utf-8"))
+        if self.journal is not None:
+            self.journal.record(key, model_id, request, completion)
 
     def __len__(self) -> int:
         return 0 if self._store is None else len(self._store)

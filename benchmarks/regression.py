@@ -1,0 +1,224 @@
+"""The CI regression: small subsets through every method and segmenter, compared with expectations.
+
+    python -m benchmarks.regression check      # replay the committed LLM replies, compare metrics
+    python -m benchmarks.regression refresh    # re-record replies and rewrite the expectations
+
+Cases come from ``conf/regression.yaml``. ``check`` runs each in a fresh temporary cache seeded
+only with ``results/regression/replay.jsonl`` and ``llm_cache_mode=replay``: any request that
+was not recorded (a changed prompt, a changed retrieval feeding a prompt) stops the case with the
+request named, and every metric must match ``results/regression/expected.json`` (exactly for
+counts and strings, within the stated tolerance for floats). ``refresh`` runs the same cases
+against a copy of the working LLM cache (so replies already computed are reused, and memories
+are always rebuilt so that construction calls are recorded too), then rewrites both files; their
+git diff shows which prompts and which numbers moved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from benchmarks.data.paths import REPO_ROOT
+from memsys.llm.cache import ResponseCache
+from memsys.llm.errors import CacheMissError
+from memsys.llm.replay import read_entries, seed_cache, write_replay_file
+
+CONF = REPO_ROOT / "conf"
+CASES_FILE = CONF / "regression.yaml"
+REGRESSION_DIR = REPO_ROOT / "results" / "regression"
+REPLAY_FILE = REGRESSION_DIR / "replay.jsonl"
+EXPECTED_FILE = REGRESSION_DIR / "expected.json"
+RUNNER_CONFIGS = {"qa": "config", "segment": "segment"}
+QA_SCORES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
+SEGMENTATION_SCORES = ("pk", "wd", "f1", "f1_macro", "score")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run of one runner: ``group/key=value,...`` and its config overrides."""
+
+    name: str
+    runner: str
+    overrides: tuple[str, ...]
+
+
+def load_cases(path: Path = CASES_FILE) -> tuple[list[Case], float]:
+    """Every case of every group (the product of its sweep lists) and the float tolerance."""
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    cases = []
+    for group, body in spec["groups"].items():
+        if body["runner"] not in RUNNER_CONFIGS:
+            raise ValueError(f"{path}: group {group}: unknown runner {body['runner']!r}")
+        keys = list(body["sweep"])
+        for values in itertools.product(*(body["sweep"][key] for key in keys)):
+            choice = [f"{key}={value}" for key, value in zip(keys, values, strict=True)]
+            name = f"{group}/{','.join(choice)}"
+            cases.append(Case(name, body["runner"], (*body.get("overrides", ()), *choice)))
+    return cases, float(spec["tolerance"])
+
+
+def compose_case(case: Case, cache_dir: Path, results_dir: Path, mode: str, journal: Path | None):
+    """The case's config with its caches and results redirected to ``cache_dir``/``results_dir``."""
+    if case.runner == "segment":
+        import benchmarks.segment  # noqa: F401  (registers the segmentation datasets)
+    overrides = [
+        *case.overrides,
+        f"cache_dir={cache_dir}",
+        f"results_dir={results_dir}",
+        f"llm_cache_mode={mode}",
+        f"llm_cache_journal={journal if journal else 'null'}",
+        "progress=false",
+    ]
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name=RUNNER_CONFIGS[case.runner], overrides=overrides)
+
+
+def run_case(case: Case, cfg: DictConfig) -> dict[str, Any]:
+    """Run one case in process; its summary."""
+    if case.runner == "segment":
+        from benchmarks.segment import run as run_segmentation
+
+        return run_segmentation(cfg)
+    from benchmarks.run import run as run_qa
+
+    return run_qa(cfg)
+
+
+def fingerprint(runner: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """What the regression compares: scores, retrieval, failures and LLM call counts."""
+    stages = summary["accounting"]["stages"]
+    values: dict[str, Any] = {
+        f"llm.{stage}.{field}": numbers[field]
+        for stage, numbers in sorted(stages.items())
+        for field in ("calls", "failed", "prompt_tokens", "completion_tokens")
+    }
+    if runner == "segment":
+        values.update({name: summary[name] for name in SEGMENTATION_SCORES})
+        values["fallbacks"] = summary["cost"]["fallbacks"]
+        return values
+    values["questions"] = summary["questions"]
+    values["failures"] = summary["failures"]
+    for name in QA_SCORES:
+        if name in summary["scores"]:
+            values[f"scores.{name}"] = summary["scores"][name]["mean"]
+    values["evidence_recall"] = summary["evidence_recall"]["mean"]
+    values["context_tokens"] = summary["context_tokens"]["mean"]
+    return values
+
+
+def differences(expected: Any, actual: Any, tolerance: float, path: str = "") -> Iterator[str]:
+    """Human-readable mismatches between two fingerprints."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual)):
+            where = f"{path}.{key}" if path else key
+            if key not in actual:
+                yield f"{where}: expected {expected[key]!r}, missing"
+            elif key not in expected:
+                yield f"{where}: unexpected {actual[key]!r}"
+            else:
+                yield from differences(expected[key], actual[key], tolerance, where)
+    elif isinstance(expected, float) and isinstance(actual, int | float):
+        if not math.isclose(expected, actual, rel_tol=0.0, abs_tol=tolerance):
+            yield f"{path}: expected {expected!r}, got {actual!r}"
+    elif expected != actual:
+        yield f"{path}: expected {expected!r}, got {actual!r}"
+
+
+def run_cases(
+    cases: Sequence[Case], cache_dir: Path, mode: str, journal: Path | None
+) -> dict[str, dict[str, Any]]:
+    """Fingerprints of every case, run one after the other with fresh results folders."""
+    fingerprints = {}
+    with tempfile.TemporaryDirectory(prefix="regression-runs-") as results:
+        for number, case in enumerate(cases, start=1):
+            started = time.perf_counter()
+            cfg = compose_case(case, cache_dir, Path(results) / str(number), mode, journal)
+            fingerprints[case.name] = fingerprint(case.runner, run_case(case, cfg))
+            print(f"[{number}/{len(cases)}] {case.name} ({time.perf_counter() - started:.1f} s)")
+    return fingerprints
+
+
+def check(cases: Sequence[Case], tolerance: float) -> int:
+    """Replay and compare; 0 when every case matches, 1 otherwise."""
+    expected = json.loads(EXPECTED_FILE.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory(prefix="regression-cache-") as folder:
+        cache_dir = Path(folder)
+        seeded = seed_cache(ResponseCache(cache_dir / "llm_responses.sqlite"), REPLAY_FILE)
+        print(f"replay cache: {seeded} recorded replies from {REPLAY_FILE.relative_to(REPO_ROOT)}")
+        try:
+            actual = run_cases(cases, cache_dir, "replay", None)
+        except CacheMissError as error:
+            print(f"FAILED: a request was not recorded (prompt or input changed): {error}")
+            print("if the change is intended: make regression-refresh, then review the diff")
+            return 1
+    problems = [
+        f"{case.name}: {line}"
+        for case in cases
+        for line in (
+            differences(expected[case.name], actual[case.name], tolerance)
+            if case.name in expected
+            else ["no expectation recorded (run make regression-refresh)"]
+        )
+    ]
+    for line in problems:
+        print(f"MISMATCH {line}")
+    print(f"{len(cases)} cases, {len(problems)} mismatches (float tolerance {tolerance:g})")
+    return 1 if problems else 0
+
+
+def refresh(cases: Sequence[Case], source_cache: Path, *, partial: bool) -> None:
+    """Re-record the replay file and the expectations from a copy of ``source_cache``.
+
+    A ``partial`` refresh (some groups only) adds to both files instead of rewriting them, so
+    replies that no case uses any more stay until the next full refresh.
+    """
+    with tempfile.TemporaryDirectory(prefix="regression-cache-") as folder:
+        cache_dir = Path(folder)
+        for name in ("llm_responses.sqlite", "embeddings.sqlite"):
+            if (source_cache / name).exists():
+                shutil.copy2(source_cache / name, cache_dir / name)
+        journal = cache_dir / "journal.jsonl"
+        fingerprints = run_cases(cases, cache_dir, "readwrite", journal)
+        entries = read_entries([journal]) if journal.exists() else {}
+    if partial and REPLAY_FILE.exists():
+        entries = {**read_entries([REPLAY_FILE]), **entries}
+        fingerprints = {**json.loads(EXPECTED_FILE.read_text(encoding="utf-8")), **fingerprints}
+    REGRESSION_DIR.mkdir(parents=True, exist_ok=True)
+    write_replay_file(entries, REPLAY_FILE)
+    EXPECTED_FILE.write_text(json.dumps(fingerprints, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {len(entries)} replies to {REPLAY_FILE} and {len(fingerprints)} expectations")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("check", "refresh"))
+    parser.add_argument("--group", action="append", help="only these groups (repeatable)")
+    parser.add_argument(
+        "--source-cache", type=Path, default=REPO_ROOT / ".cache", help="refresh: LLM cache to copy"
+    )
+    args = parser.parse_args(argv)
+    cases, tolerance = load_cases()
+    if args.group:
+        cases = [case for case in cases if case.name.split("/")[0] in args.group]
+    if args.command == "check":
+        return check(cases, tolerance)
+    refresh(cases, args.source_cache, partial=bool(args.group))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

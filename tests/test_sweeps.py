@@ -1,0 +1,78 @@
+"""Hydra multirun: the Table 1 experiment grid, the cluster launcher configs, a joblib sweep."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from benchmarks.data.paths import REPO_ROOT
+
+CONF = REPO_ROOT / "conf"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "tiny"
+
+
+def compose_with_hydra(overrides: list[str]) -> DictConfig:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides, return_hydra_config=True)
+
+
+def sweep_values(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",")]
+
+
+def test_table1_experiment_lists_every_method_once_and_each_has_a_config() -> None:
+    cfg = compose_with_hydra(["+experiment=table1"])
+    methods = sweep_values(cfg.hydra.sweeper.params.method)
+    assert len(methods) == len(set(methods))
+    assert {"zero_history", "full_history", "turn_rag_dense", "session_rag_bm25"} <= set(methods)
+    assert {"esmem", "secom", "hingemem", "fracom", "cast"} <= set(methods)
+    for method in methods:
+        assert (CONF / "method" / f"{method}.yaml").exists(), method
+    assert cfg.answer.context_budget == 1024
+    assert cfg.dataset.name == "locomo"
+
+
+def test_slurm_launcher_config_composes() -> None:
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    cfg = compose_with_hydra(["hydra/launcher=slurm", "+experiment=table1"])
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher")
+    assert (launcher.timeout_min, launcher.cpus_per_task, launcher.mem_gb) == (240, 8, 32)
+
+
+@pytest.mark.slow
+def test_joblib_sweep_two_methods_by_two_backbones(
+    tmp_path: Path, llama_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2 methods × {in-process llama.cpp, llama.cpp's OpenAI server}, two worker processes.
+
+    Both backbones serve SmolLM2, so the memories (which do not depend on the answering backbone)
+    are built once per method and shared through the cache by the parallel jobs.
+    """
+    env = {**os.environ, "LLAMACPP_BASE_URL": llama_server, "MEMSYS_CACHE_DIR": str(tmp_path)}
+    env.pop("MEMBENCH_DATA", None)
+    command = [sys.executable, "-m", "benchmarks.run", "-m", "hydra/launcher=joblib"]
+    command += ["hydra.launcher.n_jobs=2", f"hydra.sweep.dir={tmp_path / 'multirun'}"]
+    command += ["method=turn_rag_bm25,session_rag_bm25", "backbone=embedded,llamacpp_server"]
+    command += [f"data_dir={FIXTURE}", "dataset.file=locomo/tiny_conversation.json"]
+    command += ["subset=full", f"results_dir={tmp_path / 'runs'}", "progress=false"]
+    done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 4
+    for run_dir in runs:
+        lines = (run_dir / "predictions.jsonl").read_text().splitlines()
+        ids = [json.loads(line)["question_id"] for line in lines]
+        assert len(ids) == len(set(ids)) == 6
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        assert metrics["failures"] == {"answer": 0, "judge": 0}
+    memories = list((tmp_path / "memories").rglob("*.json"))
+    assert len(memories) == 2
