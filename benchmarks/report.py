@@ -1,4 +1,4 @@
-"""``python -m benchmarks.report``: collect run directories into Table 1 (md, csv, tex, png).
+"""``python -m benchmarks.report``: collect run directories into Table 1 or 2 (md, csv, tex, png).
 
 Tables are built from result files only (STYLE.md): every mean is recomputed from the runs'
 ``predictions.jsonl``, so each cell traces to the lines behind it; ``metrics.json`` is read only
@@ -29,6 +29,13 @@ Readings taken where the brief leaves a choice:
   ``*`` (a lower bound). Answer latency averages the answers not served from the response cache.
 * **Retrieval-only runs** (``answer=none``) get their own section in md and tex and rows with
   blank answer columns in csv.
+* **LongMemEval** (Table 2): instead of the per-category section, judge accuracy per question
+  type in ES-Mem's Table 2 column order, overall, task-averaged (mean of the per-type means; a
+  point value, as the benchmark defines it) and on the ``_abs`` questions, grouped by
+  ``benchmarks.summary.longmemeval_scores`` as ``metrics.json`` is; a p-value on judge accuracy
+  beside the one on the F1 scorer; and a retrieval section with the ranking metrics LongMemEval's
+  own ``print_retrieval_metrics.py`` prints (``recall_all`` and ``ndcg_any`` at 5 and 10) for
+  sessions and turns, over the questions that have them.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import csv
 import json
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +55,7 @@ from matplotlib.figure import Figure
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
-from benchmarks.summary import SCORE_NAMES
+from benchmarks.summary import SCORE_NAMES, longmemeval_scores
 from memsys.types import LOCOMO_CATEGORIES
 
 BASELINE_MODULE = "memsys.methods.baselines"
@@ -61,6 +68,27 @@ SCORER_DEFINITIONS = {
     "per-category rules)",
 }
 BLEU_DEFINITION = "bleu1, sentence BLEU-1 (weights (1,0,0,0), smoothing method 1)"
+JUDGE_INSTRUCTIONS = {
+    "locomo": "mem0-style CORRECT/WRONG instruction",
+    "longmemeval": "LongMemEval's per-type yes/no instructions (_abs questions: correct when the "
+    "answer recognises the question as unanswerable)",
+}
+#: LongMemEval's question types in the column order of ES-Mem's Table 2, with its short labels.
+LONGMEMEVAL_TYPES = {
+    "temporal_reasoning": "Temporal",
+    "multi_session": "Multi-session",
+    "knowledge_update": "Knowledge-update",
+    "single_session_user": "Single-user",
+    "single_session_assistant": "Single-assistant",
+    "single_session_preference": "Single-preference",
+}
+LONGMEMEVAL_VARIANTS = {
+    "s": "LongMemEval-S, each question with its haystack of about 115k tokens",
+    "oracle": "LongMemEval oracle, each question with its evidence sessions only",
+}
+#: The ranking metrics LongMemEval's own print_retrieval_metrics.py reports, at both levels.
+LONGMEMEVAL_RANKING = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10")
+RANKING_LEVELS = ("session", "turn")
 ADVERSARIAL_POLICY = {
     "exclude": "adversarial questions excluded from overall means (mem0); shown per category",
     "include": "adversarial questions included in overall means (A-Mem)",
@@ -108,6 +136,26 @@ class Cell:
     n: int
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """A paired bootstrap test of a row against its backbone's best baseline."""
+
+    p_value: float
+    baseline: str
+    questions: int
+
+
+@dataclass(frozen=True)
+class LongMemEvalCells:
+    """A row's Table 2 numbers: LongMemEval's aggregates, and ranking metrics per level."""
+
+    per_type: dict[str, Cell | None]
+    overall: Cell | None
+    task_averaged: float | None
+    abstention: Cell | None
+    retrieval: dict[str, dict[str, Cell | None]]
+
+
 @dataclass
 class Row:
     """One row of the table: a run's recomputed numbers."""
@@ -122,9 +170,8 @@ class Row:
     memories_loaded: bool
     answer_latency_s: float | None
     retrieve_latency_s: float | None
-    p_value: float | None = None
-    p_baseline: str | None = None
-    p_questions: int = 0
+    longmemeval: LongMemEvalCells | None
+    comparisons: dict[str, Comparison] = field(default_factory=dict)
 
 
 @dataclass
@@ -136,6 +183,7 @@ class Report:
     metric: str
     categories: list[str]
     rows: list[Row]
+    longmemeval: bool
 
     @property
     def answered(self) -> list[Row]:
@@ -389,7 +437,26 @@ def mean_or_none(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def build_row(run: Run, categories: Sequence[str]) -> Row:
+def longmemeval_cells(run: Run) -> LongMemEvalCells:
+    """A row's Table 2 numbers, from the same grouping of the records as ``metrics.json``."""
+    seed = int(run.config.get("seed", 0))
+    scores = longmemeval_scores(run.records)
+    return LongMemEvalCells(
+        per_type={category: cell(values, seed) for category, values in scores.per_type.items()},
+        overall=cell(scores.overall, seed),
+        task_averaged=scores.task_averaged,
+        abstention=cell(scores.abstention, seed),
+        retrieval={
+            level: {
+                name: cell(scores.retrieval[level].get(name, []), seed)
+                for name in LONGMEMEVAL_RANKING
+            }
+            for level in RANKING_LEVELS
+        },
+    )
+
+
+def build_row(run: Run, categories: Sequence[str], longmemeval: bool) -> Row:
     """Every number of one row, recomputed from the run's files."""
     recalls = [r["evidence_recall"] for r in run.records if r.get("evidence_recall") is not None]
     answers = [r["answering"] for r in run.records if r.get("answering")]
@@ -406,6 +473,7 @@ def build_row(run: Run, categories: Sequence[str]) -> Row:
         retrieve_latency_s=mean_or_none(
             [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
         ),
+        longmemeval=longmemeval_cells(run) if longmemeval else None,
     )
 
 
@@ -445,18 +513,19 @@ def add_p_values(rows: Sequence[Row], metric: str) -> None:
         common = sorted(set(mine) & set(theirs))
         if not common:
             continue
-        row.p_value = paired_bootstrap_pvalue(
+        p_value = paired_bootstrap_pvalue(
             [mine[q] for q in common],
             [theirs[q] for q in common],
             seed=int(row.run.config.get("seed", 0)),
         )
-        row.p_baseline, row.p_questions = best.key.method, len(common)
+        row.comparisons[metric] = Comparison(p_value, best.key.method, len(common))
 
 
 def category_order(runs: Sequence[Run]) -> list[str]:
-    """Categories seen in the runs: LoCoMo's in code order, then any others sorted."""
+    """Categories seen in the runs: LoCoMo's in code order, LongMemEval's in Table 2 order, then
+    any others sorted."""
     seen = {record["category"] for run in runs for record in run.records}
-    known = [name for name in LOCOMO_CATEGORIES.values() if name in seen]
+    known = [name for name in (*LOCOMO_CATEGORIES.values(), *LONGMEMEVAL_TYPES) if name in seen]
     return known + sorted(seen - set(known))
 
 
@@ -464,37 +533,56 @@ def category_order(runs: Sequence[Run]) -> list[str]:
 # Header
 
 
-def subset_description(subset: dict[str, Any]) -> str:
-    """The subset in words; the smoke subset says plainly that it is not the paper setting."""
+def is_longmemeval(shared: dict[str, Any]) -> bool:
+    """Whether the table is LongMemEval's (Table 2) rather than LoCoMo's."""
+    return shared["dataset"].get("name") == "longmemeval"
+
+
+def subset_description(subset: dict[str, Any], longmemeval: bool) -> str:
+    """The subset in words; a cut-down subset says plainly that it is not the paper setting."""
+    name = subset.get("name")
     conversations, questions = subset.get("conversations"), subset.get("max_questions")
-    if subset.get("name") == "smoke":
+    if longmemeval:
+        if conversations is None and questions is None:
+            return f"{name} (every question)"
+        first = f" of the first {conversations}" if conversations else ""
+        return (
+            f"{name} ({questions or 'all'} questions{first}, stratified by question type, "
+            "deterministic — offline setting, not the paper's)"
+        )
+    if name == "smoke":
         plural = "" if conversations == 1 else "s"
         return (
             f"smoke (offline smoke subset: {conversations} conversation{plural}, "
             f"{questions} questions — not the paper setting)"
         )
     return (
-        f"{subset.get('name')} ({conversations or 'all'} conversations, "
-        f"{questions or 'all'} questions per run)"
+        f"{name} ({conversations or 'all'} conversations, {questions or 'all'} questions per run)"
     )
 
 
 def dataset_description(dataset: dict[str, Any]) -> str:
-    """Dataset name and file or variant."""
+    """Dataset name and file, or LongMemEval's variant in words."""
+    if dataset.get("name") == "longmemeval":
+        variant = dataset.get("variant")
+        return f"longmemeval_{variant} ({LONGMEMEVAL_VARIANTS.get(variant, 'unknown variant')})"
     where = dataset.get("file") or dataset.get("variant")
     return f"{dataset.get('name')} ({where})" if where else str(dataset.get("name"))
 
 
 def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[str]:
     """What a reader needs to know to compare the table with another one."""
+    longmemeval = is_longmemeval(shared)
+    answered = "answer.template" in shared
     lines = [
         f"Dataset: {dataset_description(shared['dataset'])}",
-        f"Subset: {subset_description(shared['subset'])}; seed {shared['seed']}",
+        f"Subset: {subset_description(shared['subset'], longmemeval)}; seed {shared['seed']}",
         f"F1 scorer: {SCORER_DEFINITIONS[metric]}; BLEU-1: {BLEU_DEFINITION}",
     ]
-    if "answer.template" in shared:
+    if answered:
+        instructions = JUDGE_INSTRUCTIONS.get(shared["dataset"].get("name"), "unknown instruction")
         lines += [
-            f"Judge: judge_acc, judge model: {judge_description(shared['judge'])}",
+            f"Judge: judge_acc, {instructions}; judge model: {judge_description(shared['judge'])}",
             f"Answer prompt: template {shared['answer.template']}, context budget "
             f"{shared['answer.context_budget']} tokens, at most {shared['answer.max_tokens']} "
             "answer tokens",
@@ -504,12 +592,35 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
             f"Retrieval only (no answer prompt), context budget "
             f"{shared['answer.context_budget']} tokens"
         )
+    evidence = "LongMemEval's has_answer turns" if longmemeval else "the dataset's evidence turns"
+    lines.append(
+        f"Evidence recall: share of a question's evidence ({evidence}) in the context handed to "
+        "the reader; All evidence: share of questions with all of it there"
+    )
+    if longmemeval:
+        if answered:
+            lines.append(
+                "LongMemEval accuracy: judge_acc per question type (n = questions of the type, "
+                "_abs questions included), overall over every judged question, task-averaged = "
+                "mean of the per-type means (a point value), abstention = the _abs questions alone"
+            )
+        lines.append(
+            "LongMemEval retrieval: recall_all@k (all evidence in the top k) and ndcg_any@k over "
+            "the method's ranked items, for sessions (answer_session_ids) and turns (has_answer), "
+            "as LongMemEval's print_retrieval_metrics.py reports them; _abs questions, and the "
+            "turn level of questions without has_answer turns, are skipped (n = questions scored)"
+        )
+    else:
+        lines.append(
+            f"Adversarial: {ADVERSARIAL_POLICY.get(shared['adversarial'], shared['adversarial'])}"
+        )
+    both = longmemeval and answered
+    tested = f"{metric} (Overall) and on judge_acc (LongMemEval accuracy)" if both else metric
     return [
         *lines,
-        f"Adversarial: {ADVERSARIAL_POLICY.get(shared['adversarial'], shared['adversarial'])}",
         f"Embedder: {shared['embedder.model']}",
         "Statistics: means over questions with 95% percentile bootstrap CIs (1000 resamples); "
-        f"p = two-sided paired bootstrap on {metric} vs the best baseline of the same backbone",
+        f"p = two-sided paired bootstrap on {tested} vs the best baseline of the same backbone",
         f"Source: predictions.jsonl of each run in {shown_path(runs_dir)}; construction costs from "
         "metrics.json (* = memories loaded from cache, cost of this run only); answer latency "
         "over answers not served from the response cache",
@@ -534,7 +645,7 @@ def build_report(
     dataset: str = "locomo",
     subset: str = "smoke",
     metric: str = "f1_set",
-    title: str = "Table 1",
+    title: str | None = None,
     where: dict[str, Any] | None = None,
 ) -> Report:
     """Select, check and recompute: the whole table, ready to write."""
@@ -544,9 +655,23 @@ def build_report(
     shared = shared_conditions(runs)
     check_one_run_per_row(runs)
     categories = category_order(runs)
-    rows = sorted((build_row(run, categories) for run in runs), key=row_order)
-    add_p_values(rows, metric)
-    return Report(title, header_lines(shared, metric, runs_dir), metric, categories, rows)
+    longmemeval = is_longmemeval(shared)
+    rows = sorted((build_row(run, categories, longmemeval) for run in runs), key=row_order)
+    for tested in (metric, "judge_acc") if longmemeval else (metric,):
+        add_p_values(rows, tested)
+    return Report(
+        title or default_title(longmemeval),
+        header_lines(shared, metric, runs_dir),
+        metric,
+        categories,
+        rows,
+        longmemeval,
+    )
+
+
+def default_title(longmemeval: bool) -> str:
+    """The paper table a report reproduces: Table 2 is LongMemEval-S, Table 1 LoCoMo."""
+    return "Table 2" if longmemeval else "Table 1"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -568,13 +693,14 @@ def fmt_tokens(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 10_000 else str(count)
 
 
-def fmt_p(row: Row) -> str:
+def fmt_p(row: Row, metric: str) -> str:
     """The p-value cell: a dash for baselines, else the p-value and the baseline it faced."""
     if row.key.baseline:
         return "—"
-    if row.p_value is None:
+    found = row.comparisons.get(metric)
+    if found is None:
         return "no baseline"
-    return f"{row.p_value:.4f} (vs {row.p_baseline})"
+    return f"{found.p_value:.4f} (vs {found.baseline})"
 
 
 def fmt_costs(row: Row, what: str) -> str:
@@ -595,8 +721,8 @@ def scope_label(scope: str) -> str:
 
 
 def row_start(row: Row) -> list[str]:
-    """The identifying cells of a row."""
-    return [row.key.method, row.key.backbone, row.key.extraction or "—"]
+    """The identifying cells of a row (retrieval-only rows have no backbone)."""
+    return [row.key.method, row.key.backbone or "—", row.key.extraction or "—"]
 
 
 def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
@@ -624,7 +750,7 @@ def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
             [
                 *row_start(row),
                 *(fmt_cell(overall[name]) for name in (report.metric, "bleu1", "judge_acc")),
-                fmt_p(row),
+                fmt_p(row, report.metric),
                 fmt_cell(row.evidence_recall),
                 fmt_number(row.all_evidence_share),
                 fmt_number(row.context_tokens, 1),
@@ -685,11 +811,85 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
+def questions_per_category(report: Report) -> dict[str, int]:
+    """Questions of each category in the runs (the same in every run: one subset, one seed)."""
+    return {
+        category: max(
+            sum(r["category"] == category for r in row.run.records) for row in report.rows
+        )
+        for category in report.categories
+    }
+
+
+def longmemeval_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Answered rows: LongMemEval's Table 2, judge accuracy per question type and overall."""
+    counts = questions_per_category(report)
+    header = [
+        "Method",
+        "Backbone",
+        "Extraction",
+        *(
+            f"{LONGMEMEVAL_TYPES.get(category, scope_label(category))} (n={counts[category]})"
+            for category in report.categories
+        ),
+        f"Overall (N={sum(counts.values())})",
+        "Task-averaged",
+        "Abstention",
+        "p vs best baseline (judge)",
+        "Run",
+    ]
+    body = []
+    for row in report.answered:
+        cells = row.longmemeval
+        assert cells is not None  # built for every row of a LongMemEval report
+        body.append(
+            [
+                *row_start(row),
+                *(fmt_cell(cells.per_type.get(category)) for category in report.categories),
+                fmt_cell(cells.overall),
+                fmt_number(cells.task_averaged),
+                fmt_cell(cells.abstention),
+                fmt_p(row, "judge_acc"),
+                row.run.directory.name,
+            ]
+        )
+    return header, body
+
+
+def longmemeval_retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Every row: LongMemEval's session- and turn-level ranking metrics."""
+    header = ["Method", "Backbone", "Extraction"]
+    for level in RANKING_LEVELS:
+        header += [f"{level.capitalize()} {name}" for name in LONGMEMEVAL_RANKING]
+        header.append(f"{level.capitalize()} n")
+    header.append("Run")
+    body = []
+    for row in report.rows:
+        assert row.longmemeval is not None  # built for every row of a LongMemEval report
+        cells = row_start(row)
+        for level in RANKING_LEVELS:
+            found = row.longmemeval.retrieval[level]
+            first = found[LONGMEMEVAL_RANKING[0]]
+            cells += [fmt_cell(found[name]) for name in LONGMEMEVAL_RANKING]
+            cells.append(str(first.n) if first else "0")
+        body.append([*cells, row.run.directory.name])
+    return header, body
+
+
 def sections(report: Report) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
-    """The tables of md and tex, in order, leaving out empty ones."""
+    """The tables of md and tex, in order, leaving out empty ones. LongMemEval's accuracy table
+    takes the place of the per-category one (its F1 and BLEU-1 per type stay in the csv)."""
     found = []
     if report.answered:
-        found += [("Overall", overall_table(report)), ("Per category", category_table(report))]
+        found.append(("Overall", overall_table(report)))
+        if report.longmemeval:
+            found.append(
+                ("LongMemEval accuracy (judge) per question type", longmemeval_table(report))
+            )
+        else:
+            found.append(("Per category", category_table(report)))
+    if report.longmemeval:
+        found.append(("LongMemEval retrieval", longmemeval_retrieval_table(report)))
     if report.retrieval_only:
         found.append(("Retrieval only (answer=none)", retrieval_table(report)))
     return found
@@ -761,6 +961,31 @@ def rounded(value: float | None, digits: int = 4) -> Any:
     return "" if value is None else round(value, digits)
 
 
+def comparison_columns(prefix: str, found: Comparison | None) -> dict[str, Any]:
+    """``prefix`` + ``p_value``, ``_baseline``, ``_questions`` (blank without a comparison)."""
+    return {
+        f"{prefix}p_value": "" if found is None else round(found.p_value, 4),
+        f"{prefix}p_value_baseline": "" if found is None else found.baseline,
+        f"{prefix}p_value_questions": "" if found is None else found.questions,
+    }
+
+
+def longmemeval_columns(row: Row) -> dict[str, Any]:
+    """Table 2's numbers that the per-category columns lack: task-averaged and abstention
+    accuracy, the judge p-value, and the ranking metrics (per-type and overall accuracy are the
+    ``*_judge_acc_*`` columns)."""
+    assert row.longmemeval is not None  # built for every row of a LongMemEval report
+    record = {
+        "task_averaged_judge_acc": rounded(row.longmemeval.task_averaged),
+        **cell_columns("abstention_judge_acc", row.longmemeval.abstention),
+        **comparison_columns("judge_acc_", row.comparisons.get("judge_acc")),
+    }
+    for level, cells in row.longmemeval.retrieval.items():
+        for name, found in cells.items():
+            record |= cell_columns(f"{level}_{name}", found)
+    return record
+
+
 def csv_record(row: Row, report: Report) -> dict[str, Any]:
     """One csv line: every number of a row in its own column."""
     record: dict[str, Any] = {
@@ -776,10 +1001,10 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
     for scope in ("overall", *report.categories):
         for name in SCORE_NAMES:
             record |= cell_columns(f"{scope}_{name}", row.scores[scope][name])
+    record |= comparison_columns("", row.comparisons.get(report.metric))
+    if report.longmemeval:
+        record |= longmemeval_columns(row)
     record |= {
-        "p_value": rounded(row.p_value),
-        "p_value_baseline": row.p_baseline or "",
-        "p_value_questions": row.p_questions or "",
         **cell_columns("evidence_recall", row.evidence_recall),
         "evidence_all_share": rounded(row.all_evidence_share),
         "context_tokens_mean": rounded(row.context_tokens, 1),
@@ -818,14 +1043,16 @@ def bar_panel(axis: Any, rows: Sequence[Row], cells: Sequence[Cell | None], xlab
 
 
 def write_plot(report: Report, path: Path) -> None:
-    """Primary metric overall per answered row, and evidence recall per row, with 95% CIs.
+    """Primary metric overall per answered row (judge accuracy on LongMemEval, the metric of its
+    Table 2), and evidence recall per row, with 95% CIs.
 
     Drawn on a bare ``Figure`` (Agg canvas), so no pyplot backend or global state is touched.
     """
     panels = []
     if report.answered:
-        cells = [row.scores["overall"][report.metric] for row in report.answered]
-        panels.append((report.answered, cells, f"{report.metric}, overall (95% CI)"))
+        shown_metric = "judge_acc" if report.longmemeval else report.metric
+        cells = [row.scores["overall"][shown_metric] for row in report.answered]
+        panels.append((report.answered, cells, f"{shown_metric}, overall (95% CI)"))
     if any(row.evidence_recall for row in report.rows):
         cells = [row.evidence_recall for row in report.rows]
         panels.append((report.rows, cells, "evidence recall (95% CI)"))
@@ -857,11 +1084,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m benchmarks.report", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--runs", type=Path, default=Path("results/runs"))
-    parser.add_argument("--out", type=Path, default=Path("results/table1"))
+    parser.add_argument(
+        "--out", type=Path, help="default results/table1, results/table2 for LongMemEval"
+    )
     parser.add_argument("--dataset", default="locomo")
     parser.add_argument("--subset", default="smoke")
     parser.add_argument("--metric", default="f1_set", choices=PRIMARY_METRICS)
-    parser.add_argument("--title", default="Table 1")
+    parser.add_argument("--title", help="default Table 1, Table 2 for LongMemEval")
     parser.add_argument(
         "--where",
         action="append",
@@ -887,7 +1116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    for path in write_report(report, in_repo(args.out)):
+    out = args.out or Path("results/table2" if report.longmemeval else "results/table1")
+    for path in write_report(report, in_repo(out)):
         print(path)
     return 0
 

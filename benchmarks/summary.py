@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -82,32 +83,65 @@ def summarize_run(records: Sequence[dict[str, Any]], settings: RunSettings) -> d
     return summary
 
 
-def longmemeval_summary(records: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
-    """LongMemEval's own aggregates: per-type, task-averaged, overall and abstention accuracy,
-    and the session/turn retrieval metrics averaged over the questions that have them."""
+@dataclass(frozen=True)
+class LongMemEvalScores:
+    """A LongMemEval run's per-question numbers, grouped the way the benchmark aggregates them.
+
+    The one grouping behind both ``metrics.json`` and the report's Table 2, so the two cannot
+    disagree on which questions a number covers: judged questions only (a failed verdict is left
+    out), ``_abs`` questions both in their type and on their own, and the ranking metrics of the
+    questions that have them (``_abs`` questions, and turn level without ``has_answer`` turns,
+    have none).
+    """
+
+    per_type: dict[str, list[float]]
+    overall: list[float]
+    abstention: list[float]
+    retrieval: dict[str, dict[str, list[float]]]
+
+    @property
+    def task_averaged(self) -> float | None:
+        """Mean of the per-type means: every question type weighs the same, whatever its size."""
+        type_means = [float(np.mean(values)) for values in self.per_type.values()]
+        return float(np.mean(type_means)) if type_means else None
+
+
+def longmemeval_scores(records: Sequence[dict[str, Any]]) -> LongMemEvalScores:
+    """Judge verdicts per question type, overall and on abstention questions, and each ranking
+    metric per level, in record order (the order the bootstrap sees them)."""
     judged = [r for r in records if r["scores"].get("judge_acc") is not None]
     per_type: dict[str, list[float]] = defaultdict(list)
     for record in judged:
         per_type[record["category"]].append(record["scores"]["judge_acc"])
-    type_means = [float(np.mean(values)) for values in per_type.values()]
-    retrieval: dict[str, dict[str, Any]] = {}
+    retrieval: dict[str, dict[str, list[float]]] = {}
     for level in ("session", "turn"):
         rows = [
             r["ranking"][level] for r in records if r.get("ranking") and r["ranking"].get(level)
         ]
-        retrieval[level] = {
-            name: _cell([row[name] for row in rows], seed) for name in (rows[0] if rows else {})
-        }
+        retrieval[level] = {name: [row[name] for row in rows] for name in (rows[0] if rows else {})}
+    return LongMemEvalScores(
+        per_type=dict(sorted(per_type.items())),
+        overall=[r["scores"]["judge_acc"] for r in judged],
+        abstention=[r["scores"]["judge_acc"] for r in judged if r["is_abstention"]],
+        retrieval=retrieval,
+    )
+
+
+def longmemeval_summary(records: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """LongMemEval's own aggregates: per-type, task-averaged, overall and abstention accuracy,
+    and the session/turn retrieval metrics averaged over the questions that have them."""
+    scores = longmemeval_scores(records)
     return {
         "accuracy_per_type": {
-            category: _cell(values, seed) for category, values in sorted(per_type.items())
+            category: _cell(values, seed) for category, values in scores.per_type.items()
         },
-        "task_averaged_accuracy": float(np.mean(type_means)) if type_means else None,
-        "overall_accuracy": _cell([r["scores"]["judge_acc"] for r in judged], seed),
-        "abstention_accuracy": _cell(
-            [r["scores"]["judge_acc"] for r in judged if r["is_abstention"]], seed
-        ),
-        "retrieval": retrieval,
+        "task_averaged_accuracy": scores.task_averaged,
+        "overall_accuracy": _cell(scores.overall, seed),
+        "abstention_accuracy": _cell(scores.abstention, seed),
+        "retrieval": {
+            level: {name: _cell(values, seed) for name, values in metrics.items()}
+            for level, metrics in scores.retrieval.items()
+        },
     }
 
 
