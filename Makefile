@@ -18,6 +18,10 @@ SUBSET ?= smoke
 # Context budget (harness tokens) handed to the reader. 1024 keeps the offline smoke table to about
 # 20 minutes on 2 cores with the 135M embedded reader; use BUDGET=4096 for the paper setting.
 BUDGET ?= 1024
+# Table 2: conf/experiment/table2.yaml on LongMemEval-S (default: 30 questions stratified by type,
+# offline; LME_SUBSET=full for the paper setting). TABLE2_METHODS=a,b runs only those methods.
+TABLE2_METHODS ?=
+LME_SUBSET ?= lme30
 # Retrieval-only comparison (no LLM): conf/experiment/retrieval.yaml, lite mode, full LoCoMo.
 RETRIEVAL_METHODS ?=
 
@@ -28,7 +32,7 @@ SEG_LLM ?= secom,esmem
 SEG_LLM_DATASET ?= tiage
 SEG_LLM_LIMIT ?= 5
 
-.PHONY: setup test test-full lint format data stats bench reproduce-table1 reproduce-retrieval reproduce-segmentation clean
+.PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench reproduce-table1 reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +45,12 @@ test:  ## the fast suite (what CI runs)
 
 test-full:  ## everything that runs on this machine, slow checks included
 	$(PYTEST) -m "not gpu and not api" -q
+
+ci-regression:  ## every method/segmenter on small subsets, replayed LLM replies, vs results/regression/
+	$(PY) -m benchmarks.regression check
+
+regression-refresh:  ## re-record results/regression/{replay.jsonl,expected.json}; review the git diff
+	$(PY) -m benchmarks.regression refresh
 
 lint:
 	$(VENV)/bin/ruff check .
@@ -56,19 +66,26 @@ data:  ## download the datasets into the data directory ($$MEMBENCH_DATA) and ve
 stats:  ## dataset counts
 	$(PY) -m benchmarks.data stats
 
-bench:  ## performance benchmarks (figures printed; see each script's docstring)
-	$(PY) scripts/bench_segmentation_scoring.py
-	$(PY) scripts/bench_harness.py
-	$(PY) scripts/bench_llm.py
+bench:  ## performance report -> results/bench.md (every scripts/bench_*.py, with the machine)
+	$(PY) scripts/bench.py
 
 reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 reader and judge)
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (1 LoCoMo conversation, 40 questions, backbone $(BACKBONES)): not the papers' setting"; fi
 	$(PY) -m benchmarks.run -m +experiment=table1 $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) progress=false
-	$(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --out results/table1
+	$(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) --out results/table1
+
+reproduce-table2:  ## Table 2 (default: offline lme30 setting, embedded SmolLM2 reader and judge)
+	@if [ "$(LME_SUBSET)" != full ]; then echo "NOTE: offline $(LME_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting"; fi
+	$(PY) -m benchmarks.run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) answer.context_budget=$(BUDGET) progress=false
+	$(PY) -m benchmarks.report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(BUDGET) --out results/table2
 
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
 	$(PY) -m benchmarks.run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) progress=false
-	$(PY) -m benchmarks.report --dataset locomo --subset full --out results/retrieval_locomo
+	$(PY) -m benchmarks.report --dataset locomo --subset full --where answer.template=null --out results/retrieval_locomo
+
+reproduce-retrieval-lme:  ## the same on all of LongMemEval-S (session and turn recall, nDCG)
+	$(PY) -m benchmarks.run -m +experiment=retrieval dataset=longmemeval_s $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) progress=false
+	$(PY) -m benchmarks.report --dataset longmemeval_s --subset full --where answer.template=null --out results/retrieval_longmemeval
 
 reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}
 	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=false

@@ -627,6 +627,37 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
     ]
 
 
+def judge_check(runs: Sequence[Run]) -> str | None:
+    """How often the judge accepted answers that share no word with the gold answer.
+
+    A judge that accepts most of them grades nothing (the 135M offline model says "correct" to
+    almost anything); the header says so, so that its accuracy is not read as a result.
+    Adversarial and abstention questions are left out (a refusal can be right there).
+    """
+    verdicts = [
+        record["scores"]["judge_acc"]
+        for run in runs
+        for record in run.records
+        if record.get("category") != "adversarial"
+        and not record.get("is_abstention")
+        and (record.get("scores") or {}).get("f1_set") == 0.0
+        and record["scores"].get("judge_acc") is not None
+    ]
+    if not verdicts:
+        return None
+    accepted = sum(verdicts)
+    share = accepted / len(verdicts)
+    verdict = (
+        "the judge does not discriminate: its Judge columns are NOT a measure of accuracy"
+        if share > 0.5
+        else "within what a discriminating judge does"
+    )
+    return (
+        f"Judge check: the judge accepted {accepted:.0f} of {len(verdicts)} answers ({share:.0%}) "
+        f"that share no word with the gold answer (f1_set = 0) — {verdict}"
+    )
+
+
 def shown_path(path: Path) -> str:
     """A path relative to the repository when inside it, so committed headers do not name a
     machine's home directory."""
@@ -659,9 +690,10 @@ def build_report(
     rows = sorted((build_row(run, categories, longmemeval) for run in runs), key=row_order)
     for tested in (metric, "judge_acc") if longmemeval else (metric,):
         add_p_values(rows, tested)
+    check = judge_check(runs)
     return Report(
         title or default_title(longmemeval),
-        header_lines(shared, metric, runs_dir),
+        header_lines(shared, metric, runs_dir) + ([check] if check else []),
         metric,
         categories,
         rows,

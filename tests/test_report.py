@@ -371,3 +371,13 @@ def test_table2_experiment_composes_the_lme30_grid() -> None:
     methods = sweep_values(cfg.hydra.sweeper.params.method)
     table1 = sweep_values(compose_with_hydra(["+experiment=table1"]).hydra.sweeper.params.method)
     assert methods == table1
+
+
+def test_judge_check_flags_a_judge_that_accepts_unrelated_answers(tmp_path: Path) -> None:
+    records = scored([0.0, 0.0, 0.0, 1.0])  # judge_acc is 1.0 on every line
+    records[2]["scores"]["judge_acc"] = 0.0
+    adversarial = record(9, "adversarial", 0.0)  # a refusal can be right: not counted
+    write_run(tmp_path / "runs", "a", config(TURN_RAG), [*records, adversarial])
+    header = build_report(tmp_path / "runs").header
+    assert header[-1].startswith("Judge check: the judge accepted 2 of 3 answers (67%)")
+    assert "NOT a measure of accuracy" in header[-1]

@@ -1,0 +1,84 @@
+"""The CI regression's machinery: cases, comparison, and the record → replay round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from llm_fakes import ScriptedProvider, ask, make_backbone
+
+from benchmarks.regression import CONF, differences, load_cases
+from memsys.llm import LLMRequest, ResponseCache
+from memsys.llm.errors import CacheMissError
+from memsys.llm.replay import ReplayJournal, read_entries, seed_cache, write_replay_file
+
+
+def test_every_case_names_an_existing_config_and_is_unique() -> None:
+    cases, tolerance = load_cases()
+    assert 0 < tolerance < 1e-3
+    assert len({case.name for case in cases}) == len(cases)
+    folders = {"method": "method", "segmenter": "segmenter"}
+    for case in cases:
+        for override in case.overrides:
+            key, _, value = override.partition("=")
+            if key in folders:
+                assert (CONF / folders[key] / f"{value}.yaml").exists(), case.name
+    groups = {case.name.split("/")[0] for case in cases}
+    assert {"locomo_qa", "longmemeval_qa", "segmentation_lite", "segmentation_llm"} <= groups
+
+
+def test_differences_are_exact_for_counts_and_tolerant_for_floats() -> None:
+    expected = {"questions": 10, "scores.f1": 0.5, "failures": {"answer": 0}, "gone": 1}
+    actual = {"questions": 11, "scores.f1": 0.5 + 1e-9, "failures": {"answer": 1}, "new": 2}
+    found = sorted(differences(expected, actual, tolerance=1e-6))
+    assert found == [
+        "failures.answer: expected 0, got 1",
+        "gone: expected 1, missing",
+        "new: unexpected 2",
+        "questions: expected 10, got 11",
+    ]
+    assert list(differences({"x": 0.5}, {"x": 0.51}, tolerance=1e-6)) == [
+        "x: expected 0.5, got 0.51"
+    ]
+
+
+def test_recorded_replies_replay_and_a_changed_prompt_stops_the_run(tmp_path: Path) -> None:
+    journal = ReplayJournal(tmp_path / "journal.jsonl")
+    recording = make_backbone(
+        ScriptedProvider(), cache=ResponseCache(tmp_path / "live.sqlite", journal=journal)
+    )
+    requests = [LLMRequest(tuple(ask(f"question {i}"))) for i in range(3)]
+    recorded = [reply.text for reply in recording.complete_many(requests)]
+    recording.complete_many(requests[:1])  # a cache hit is journaled once, not twice
+    assert len((tmp_path / "journal.jsonl").read_text().splitlines()) == 3
+
+    replay_file = tmp_path / "replay.jsonl"
+    write_replay_file(read_entries([tmp_path / "journal.jsonl"]), replay_file)
+    lines = replay_file.read_text().splitlines()
+    assert [json.loads(line)["key"] for line in lines] == sorted(
+        json.loads(line)["key"] for line in lines
+    )
+    fresh = tmp_path / "ci"
+    assert seed_cache(ResponseCache(fresh / "cache.sqlite"), replay_file) == 3
+
+    provider = ScriptedProvider()
+    replaying = make_backbone(provider, cache=ResponseCache(fresh / "cache.sqlite", "replay"))
+    assert [reply.text for reply in replaying.complete_many(requests)] == recorded
+    assert provider.calls == 0
+    changed = [*requests, LLMRequest(tuple(ask("a prompt that changed")))]
+    with pytest.raises(CacheMissError, match="a prompt that changed"):
+        replaying.complete_many(changed, return_exceptions=True)
+
+
+def test_an_edited_replay_entry_is_refused(tmp_path: Path) -> None:
+    journal = ReplayJournal(tmp_path / "journal.jsonl")
+    backbone = make_backbone(
+        ScriptedProvider(), cache=ResponseCache(tmp_path / "live.sqlite", journal=journal)
+    )
+    backbone.complete(ask("original"))
+    entry = json.loads((tmp_path / "journal.jsonl").read_text())
+    entry["request"]["messages"][0]["content"] = "edited"
+    (tmp_path / "replay.jsonl").write_text(json.dumps(entry) + "\n")
+    with pytest.raises(ValueError, match="does not match its request"):
+        seed_cache(ResponseCache(tmp_path / "ci.sqlite"), tmp_path / "replay.jsonl")
