@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from memsys.embed import Embedder
@@ -30,13 +31,16 @@ class Services:
 
     ``backbone`` is the construction LLM (booked to the ``construction`` stage); ``None`` when the
     run has none (``extraction: lite`` methods and baselines never call it). ``nlp`` is the
-    spaCy pipeline and date resolver of the lite extractors, loaded on first use.
+    spaCy pipeline and date resolver of the lite extractors, loaded on first use. ``cache_dir``
+    is where a method may keep persistent caches of its own (SQLite files, e.g. SeCom's
+    compressed texts); ``None`` keeps them in memory for the process.
     """
 
     embedder: Embedder
     tokens: TokenCounter
     backbone: Backbone | None = None
     nlp: NLP = field(default_factory=NLP)
+    cache_dir: Path | None = None
 
 
 class MemorySystem(ABC, Generic[MemoryT]):
