@@ -11,6 +11,11 @@ counts and strings, within the stated tolerance for floats). ``refresh`` runs th
 against a copy of the working LLM cache (so replies already computed are reused, and memories
 are always rebuilt so that construction calls are recorded too), then rewrites both files; their
 git diff shows which prompts and which numbers moved.
+
+The sentence embeddings the cases used are committed too (``embeddings.npz``, recorded by
+``refresh`` from a fresh cache): another CPU may round the model's arithmetic differently, and a
+near-tie that flips in a dense ranking would change a prompt and fail the replay for a reason
+that has nothing to do with the harness. A text the file lacks is embedded by the model as usual.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import itertools
 import json
 import math
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
@@ -28,11 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from benchmarks.data.paths import REPO_ROOT
+from memsys.embed import EmbeddingCache
 from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import CacheMissError
 from memsys.llm.replay import read_entries, seed_cache, write_replay_file
@@ -42,6 +50,7 @@ CASES_FILE = CONF / "regression.yaml"
 REGRESSION_DIR = REPO_ROOT / "results" / "regression"
 REPLAY_FILE = REGRESSION_DIR / "replay.jsonl"
 EXPECTED_FILE = REGRESSION_DIR / "expected.json"
+EMBEDDINGS_FILE = REGRESSION_DIR / "embeddings.npz"
 RUNNER_CONFIGS = {"qa": "config", "segment": "segment"}
 QA_SCORES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
 SEGMENTATION_SCORES = ("pk", "wd", "f1", "f1_macro", "score")
@@ -152,13 +161,33 @@ def run_cases(
     return fingerprints
 
 
+def export_embeddings(cache_file: Path, out: Path) -> int:
+    """Every vector of an embedding cache file as ``keys`` and ``vectors`` arrays; the count."""
+    with sqlite3.connect(cache_file) as connection:
+        rows = sorted(connection.execute("SELECT key, value FROM embeddings"))
+    keys = np.array([key for key, _ in rows])
+    vectors = np.stack([np.frombuffer(value, dtype=np.float32) for _, value in rows])
+    with out.open("wb") as handle:
+        np.savez_compressed(handle, keys=keys, vectors=vectors)
+    return len(rows)
+
+
+def seed_embeddings(cache_file: Path, source: Path) -> int:
+    """Put the committed vectors into a fresh embedding cache; the count."""
+    with np.load(source) as data:
+        vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+    EmbeddingCache(cache_file).put_many(vectors)
+    return len(vectors)
+
+
 def check(cases: Sequence[Case], tolerance: float) -> int:
     """Replay and compare; 0 when every case matches, 1 otherwise."""
     expected = json.loads(EXPECTED_FILE.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="regression-cache-") as folder:
         cache_dir = Path(folder)
         seeded = seed_cache(ResponseCache(cache_dir / "llm_responses.sqlite"), REPLAY_FILE)
-        print(f"replay cache: {seeded} recorded replies from {REPLAY_FILE.relative_to(REPO_ROOT)}")
+        vectors = seed_embeddings(cache_dir / "embeddings.sqlite", EMBEDDINGS_FILE)
+        print(f"replay cache: {seeded} recorded replies, {vectors} recorded embeddings")
         try:
             actual = run_cases(cases, cache_dir, "replay", None)
         except CacheMissError as error:
@@ -188,19 +217,21 @@ def refresh(cases: Sequence[Case], source_cache: Path, *, partial: bool) -> None
     """
     with tempfile.TemporaryDirectory(prefix="regression-cache-") as folder:
         cache_dir = Path(folder)
-        for name in ("llm_responses.sqlite", "embeddings.sqlite"):
-            if (source_cache / name).exists():
-                shutil.copy2(source_cache / name, cache_dir / name)
+        if (source_cache / "llm_responses.sqlite").exists():
+            shutil.copy2(source_cache / "llm_responses.sqlite", cache_dir / "llm_responses.sqlite")
+        if partial and EMBEDDINGS_FILE.exists():
+            seed_embeddings(cache_dir / "embeddings.sqlite", EMBEDDINGS_FILE)
         journal = cache_dir / "journal.jsonl"
         fingerprints = run_cases(cases, cache_dir, "readwrite", journal)
         entries = read_entries([journal]) if journal.exists() else {}
+        REGRESSION_DIR.mkdir(parents=True, exist_ok=True)
+        vectors = export_embeddings(cache_dir / "embeddings.sqlite", EMBEDDINGS_FILE)
     if partial and REPLAY_FILE.exists():
         entries = {**read_entries([REPLAY_FILE]), **entries}
         fingerprints = {**json.loads(EXPECTED_FILE.read_text(encoding="utf-8")), **fingerprints}
-    REGRESSION_DIR.mkdir(parents=True, exist_ok=True)
     write_replay_file(entries, REPLAY_FILE)
     EXPECTED_FILE.write_text(json.dumps(fingerprints, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {len(entries)} replies to {REPLAY_FILE} and {len(fingerprints)} expectations")
+    print(f"wrote {len(entries)} replies, {vectors} embeddings, {len(fingerprints)} expectations")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

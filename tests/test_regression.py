@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from llm_fakes import ScriptedProvider, ask, make_backbone
 
-from benchmarks.regression import CONF, differences, load_cases
+from benchmarks.regression import (
+    CONF,
+    differences,
+    export_embeddings,
+    load_cases,
+    seed_embeddings,
+)
+from memsys.embed import EmbeddingCache
 from memsys.llm import LLMRequest, ResponseCache
 from memsys.llm.errors import CacheMissError
 from memsys.llm.replay import ReplayJournal, read_entries, seed_cache, write_replay_file
@@ -82,3 +90,15 @@ def test_an_edited_replay_entry_is_refused(tmp_path: Path) -> None:
     (tmp_path / "replay.jsonl").write_text(json.dumps(entry) + "\n")
     with pytest.raises(ValueError, match="does not match its request"):
         seed_cache(ResponseCache(tmp_path / "ci.sqlite"), tmp_path / "replay.jsonl")
+
+
+def test_recorded_embeddings_round_trip_bit_for_bit(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((3, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    keys = [EmbeddingCache.key("m", text) for text in ("a", "b", "c")]
+    EmbeddingCache(tmp_path / "recorded.sqlite").put_many(dict(zip(keys, vectors, strict=True)))
+    assert export_embeddings(tmp_path / "recorded.sqlite", tmp_path / "e.npz") == 3
+    assert seed_embeddings(tmp_path / "ci.sqlite", tmp_path / "e.npz") == 3
+    found = EmbeddingCache(tmp_path / "ci.sqlite").get_many(keys)
+    assert all(np.array_equal(found[key], vector) for key, vector in zip(keys, vectors, strict=True))
