@@ -33,13 +33,21 @@ from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.ranking import ranking_metrics
 from benchmarks.runlog import RecordLog
-from benchmarks.settings import ConfigError, RunSettings, run_id, run_identity, validate
+from benchmarks.settings import (
+    ConfigError,
+    RunSettings,
+    check_method_options,
+    run_id,
+    run_identity,
+    validate,
+)
 from benchmarks.subsets import select
 from benchmarks.summary import summarize_run
 from memsys.base import MemorySystem, Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone
+from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import BackboneUnavailableError, CacheMissError, LLMError
 from memsys.llm.factory import build_backbone
 from memsys.llm.replay import open_response_cache
@@ -60,8 +68,14 @@ class Harness:
     answerer: Backbone | None
     judge: Judge | None
     accounting: Accounting
+    response_cache: ResponseCache
     memories: MemoryStore
     log: RecordLog
+
+    def close(self) -> None:
+        """Close the SQLite caches, so that the files are whole on disk when a run ends."""
+        self.response_cache.close()
+        self.services.embedder.cache.close()
 
 
 def resolve_path(path: str) -> Path:
@@ -101,12 +115,7 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
         tokens=TokenCounter(),
         backbone=backbone.with_stage("construction") if backbone else None,
     )
-    try:
-        system = instantiate(cfg.method, services=services, _convert_="partial")
-    except Exception as error:  # Hydra wraps the method's own error; name the key it came from
-        cause = error.__cause__ or error
-        target = cfg.method.get("_target_")
-        raise ConfigError("method", f"cannot instantiate {target}: {cause}") from error
+    system = instantiate_method(cfg.method, services)
     judge = None
     if settings.judge_enabled and backbone is not None:
         judge_backbone = backbone
@@ -122,9 +131,22 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
         answerer=backbone,
         judge=judge,
         accounting=accounting,
+        response_cache=response_cache,
         memories=MemoryStore(cache_dir / "memories"),
         log=RecordLog(run_dir / "predictions.jsonl"),
     )
+
+
+def instantiate_method(method: DictConfig, services: Services) -> MemorySystem[Any]:
+    """The configured method; a bad option is a :class:`ConfigError` naming its key."""
+    check_method_options(method)
+    try:
+        return instantiate(method, services=services, _convert_="partial")
+    except Exception as error:  # Hydra wraps the method's own error; name the key it came from
+        cause = error.__cause__ or error
+        raise ConfigError(
+            "method", f"cannot instantiate {method.get('_target_')}: {cause}"
+        ) from error
 
 
 def answer_batch(
@@ -242,21 +264,15 @@ def build_record(
     return record
 
 
-def run(cfg: DictConfig) -> dict[str, Any]:
-    """Run (or resume) one configuration; return its metrics summary."""
-    settings = validate(cfg)
-    identity = run_identity(cfg)
-    run_dir = resolve_path(cfg.results_dir) / run_id(identity)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
-    harness = build_harness(cfg, settings, run_dir)
+def answer_pending(
+    harness: Harness, conversations: Iterable[Conversation], name: str, progress: bool
+) -> dict[str, Any]:
+    """Construct (or load) each memory and log every question not logged yet; construction
+    counts and time."""
+    settings = harness.settings
     done = harness.log.done()
-    data_dir = resolve_data_dir(cfg.data_dir)
     construction: dict[str, Any] = {"built": 0, "loaded": 0, "seconds": 0.0}
-    conversations = select(conversations_source(settings, data_dir), settings.subset)
-    bar = tqdm(
-        desc=f"{run_dir.name} questions", unit="q", disable=not cfg.progress, file=sys.stderr
-    )
+    bar = tqdm(desc=f"{name} questions", unit="q", disable=not progress, file=sys.stderr)
     for conversation in conversations:
         pending = [q for q in conversation.questions if q.question_id not in done]
         bar.update(len(conversation.questions) - len(pending))
@@ -274,11 +290,33 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             harness.log.append(answer_batch(harness, memory, batch, session_of))
             bar.update(len(batch))
     bar.close()
+    return construction
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Run (or resume) one configuration; return its metrics summary."""
+    settings = validate(cfg)
+    identity = run_identity(cfg)
+    run_dir = resolve_path(cfg.results_dir) / run_id(identity)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
+    harness = build_harness(cfg, settings, run_dir)
+    conversations = select(
+        conversations_source(settings, resolve_data_dir(cfg.data_dir)), settings.subset
+    )
+    try:
+        construction = answer_pending(harness, conversations, run_dir.name, cfg.progress)
+    finally:
+        harness.close()
     summary = summarize_run(harness.log.records(), settings)
     summary["run_dir"] = str(run_dir)
     summary["construction"] = {
         **construction,
         "corrupt_memories_rebuilt": harness.memories.rebuilt_corrupt,
+    }
+    summary["caches"] = {
+        "llm_responses": harness.response_cache.integrity(),
+        "embeddings": harness.services.embedder.cache.integrity(),
     }
     summary["accounting"] = Accounting.from_ledger(run_dir / "llm_calls.jsonl").summary()
     summary["accounting"]["this_invocation"] = harness.accounting.summary()

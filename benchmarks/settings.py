@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
+import types
+import typing
 from dataclasses import dataclass
 from typing import Any
 
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.subsets import SubsetSpec
@@ -23,6 +28,7 @@ LOCATION_KEYS = (
     "hydra",
 )
 DATASETS = {"locomo": (None,), "longmemeval": ("s", "oracle")}
+_ABSENT = object()
 CACHE_MODES = ("readwrite", "replay", "off")
 
 
@@ -53,8 +59,11 @@ class RunSettings:
 
 
 def _get(cfg: DictConfig, key: str) -> Any:
-    value = OmegaConf.select(cfg, key, throw_on_missing=False, default="<absent>")
-    if value == "<absent>":
+    try:
+        value = OmegaConf.select(cfg, key, throw_on_missing=False, default=_ABSENT)
+    except OmegaConfBaseException as error:  # e.g. an interpolation that does not resolve
+        raise ConfigError(key, f"cannot resolve: {error}") from error
+    if value is _ABSENT:
         raise ConfigError(key, "missing")
     return value
 
@@ -75,7 +84,8 @@ def _positive_int(
 
 def _choice(cfg: DictConfig, key: str, choices: tuple[Any, ...]) -> Any:
     value = _get(cfg, key)
-    if value not in choices:
+    # By type too: 1 == True and 0.0 == False, but neither is a valid boolean setting.
+    if not any(type(value) is type(choice) and value == choice for choice in choices):
         raise ConfigError(key, f"expected one of {list(choices)}, got {value!r}")
     return value
 
@@ -108,7 +118,7 @@ def validate(cfg: DictConfig) -> RunSettings:
         template=_choice(cfg, "answer.template", (*TEMPLATES, None)),
         context_budget=_positive_int(cfg, "answer.context_budget"),
         answer_max_tokens=_positive_int(cfg, "answer.max_tokens", allow_zero=True),
-        judge_enabled=bool(_choice(cfg, "judge.enabled", (True, False))),
+        judge_enabled=_choice(cfg, "judge.enabled", (True, False)),
         adversarial=_choice(cfg, "adversarial", ("exclude", "include")),
         batch_size=_positive_int(cfg, "batch_size"),
         seed=subset.seed,
@@ -137,3 +147,55 @@ def run_id(identity: dict[str, Any]) -> str:
     """Short content hash of a run identity: the run directory's name."""
     canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def check_method_options(method: DictConfig) -> None:
+    """Each option of a method config against the type its constructor declares.
+
+    So that ``method.top_k=abc`` fails up front naming its key, instead of deep inside a run (a
+    method checks ranges itself; a value of the wrong type may pass them, ``1.5 < 1`` is False).
+    Scalar annotations are checked (bool, int, float, str, Literal, unions with None); containers
+    and anything else are left to the constructor.
+    """
+    target = OmegaConf.select(method, "_target_")
+    try:
+        options = OmegaConf.to_container(method, resolve=True)
+    except OmegaConfBaseException as error:
+        raise ConfigError("method", f"cannot resolve: {error}") from error
+    try:
+        constructor = get_class(str(target)).__init__
+        parameters = inspect.signature(constructor).parameters
+        hints = typing.get_type_hints(constructor)
+    except Exception:  # unimportable or unannotated: instantiation will say what is wrong
+        return
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    assert isinstance(options, dict)
+    for name, value in options.items():
+        if str(name).startswith("_"):
+            continue
+        if name not in parameters:
+            if takes_any:
+                continue
+            raise ConfigError(f"method.{name}", f"{target} has no option {name!r}")
+        if name in hints and not _is_instance(value, hints[name]):
+            raise ConfigError(f"method.{name}", f"expected {hints[name]}, got {value!r}")
+
+
+def _is_instance(value: Any, annotation: Any) -> bool:
+    """Whether ``value`` fits a scalar annotation (True for annotations not checked here)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_instance(value, member) for member in typing.get_args(annotation))
+    if origin is typing.Literal:
+        return any(type(value) is type(a) and value == a for a in typing.get_args(annotation))
+    if annotation is type(None):
+        return value is None
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if annotation is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if annotation is str:
+        return isinstance(value, str)
+    return True

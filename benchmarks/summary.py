@@ -147,10 +147,11 @@ def longmemeval_summary(records: Sequence[dict[str, Any]], seed: int) -> dict[st
 
 def format_summary(summary: dict[str, Any]) -> str:
     """The one-screen summary printed at the end of a run."""
+    failures = ", ".join(f"{stage} {count}" for stage, count in summary["failures"].items())
     lines = [
         f"run {summary['run_dir']}",
         f"dataset {summary['dataset']} ({summary['subset']}), template {summary['template']}, "
-        f"{summary['questions']} questions, failures {summary['failures']}",
+        f"{summary['questions']} questions, failures: {failures}",
     ]
     for name, cell in summary["scores"].items():
         if cell["mean"] is not None:
@@ -169,8 +170,18 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"tokens {total['prompt_tokens']}+{total['completion_tokens']}; this invocation {now['calls']}"
     )
     construction = summary["construction"]
+    rebuilt = construction.get("corrupt_memories_rebuilt", 0)
     lines.append(
         f"  memories built {construction['built']}, loaded {construction['loaded']} "
         f"({construction['seconds']:.2f} s)"
+        + (f", {rebuilt} corrupt file(s) rebuilt" if rebuilt else "")
     )
+    repaired = [
+        f"{name} {cache['corrupt_rows']} corrupt row(s) dropped"
+        + (f", unreadable file moved to {cache['moved_aside']}" if cache["moved_aside"] else "")
+        for name, cache in summary.get("caches", {}).items()
+        if cache["corrupt_rows"] or cache["moved_aside"]
+    ]
+    if repaired:
+        lines.append(f"  caches repaired: {'; '.join(repaired)}")
     return "\n".join(lines)

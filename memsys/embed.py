@@ -52,7 +52,9 @@ def resolve_model(name: str) -> str:
 class EmbeddingCache:
     """Vectors by (model, text): an in-memory map in front of an optional SQLite store.
 
-    ``path=None`` keeps the cache in memory only (one process, one run).
+    ``path=None`` keeps the cache in memory only (one process, one run). A stored vector that
+    fails its checksum or is not a unit-length float32 vector (every vector here is normalized,
+    so a wrong byte length or a damaged number shows) is dropped and read as a miss.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
@@ -70,7 +72,10 @@ class EmbeddingCache:
         missing = [key for key in keys if key not in found]
         if missing and self._store is not None:
             for key, raw in self._store.get_many(missing).items():
-                vector = np.frombuffer(raw, dtype=np.float32)
+                vector = decode_vector(raw)
+                if vector is None:
+                    self._store.discard(key, raw, "not a unit-length float32 vector")
+                    continue
                 self._memory[key] = found[key] = vector
         return found
 
@@ -82,6 +87,32 @@ class EmbeddingCache:
                 (key, np.ascontiguousarray(vector, dtype=np.float32).tobytes())
                 for key, vector in items.items()
             )
+
+    def close(self) -> None:
+        """Close the SQLite connection (reopened on next use)."""
+        if self._store is not None:
+            self._store.close()
+
+    def integrity(self) -> dict[str, Any]:
+        """Corrupt rows dropped and a file moved aside, if any (see :mod:`memsys.kvstore`)."""
+        if self._store is None:
+            return {"corrupt_rows": 0, "moved_aside": None}
+        return self._store.integrity()
+
+
+def decode_vector(raw: bytes) -> np.ndarray | None:
+    """A stored embedding, or ``None`` when ``raw`` cannot be one.
+
+    >>> decode_vector(np.array([0.6, 0.8], dtype=np.float32).tobytes())
+    array([0.6, 0.8], dtype=float32)
+    >>> decode_vector(b"\\x00" * 7) is None
+    True
+    """
+    if not raw or len(raw) % 4:
+        return None
+    vector = np.frombuffer(raw, dtype=np.float32)
+    norm = float(np.linalg.norm(vector.astype(np.float64)))  # float32 squares can overflow
+    return vector if np.isfinite(norm) and abs(norm - 1.0) < 1e-3 else None
 
 
 class Embedder:

@@ -3,41 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
-from omegaconf import DictConfig
+from run_helpers import (
+    CONF,
+    compose_config,
+    fixture_overrides,
+    kill_when,
+    read_records,
+    stable,
+    start_cli,
+)
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.run import run
+from benchmarks.run import instantiate_method, run
 from benchmarks.settings import ConfigError, validate
-
-CONF = REPO_ROOT / "conf"
-FIXTURE = REPO_ROOT / "tests" / "fixtures" / "tiny"
-VOLATILE = {"latency_s", "cached"}
-
-
-def fixture_overrides(results: Path, cache: Path) -> list[str]:
-    return [
-        f"data_dir={FIXTURE}",
-        "dataset.file=locomo/tiny_conversation.json",
-        "subset=full",
-        f"results_dir={results}",
-        f"cache_dir={cache}",
-        "progress=false",
-    ]
-
-
-def compose_config(overrides: list[str]) -> DictConfig:
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
 
 
 @pytest.fixture(autouse=True)
@@ -48,19 +31,6 @@ def _no_data_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
-
-
-def stable(record: dict) -> dict:
-    """A record without timings and cache flags, which legitimately differ between runs."""
-    return {
-        key: stable(value) if isinstance(value, dict) else value
-        for key, value in record.items()
-        if key not in VOLATILE
-    }
-
-
-def read_records(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
 
 
 def test_end_to_end_with_the_embedded_backbone(tmp_path: Path, shared_cache: Path) -> None:
@@ -112,7 +82,7 @@ def test_every_method_config_instantiates(method: str, shared_cache: Path) -> No
 
     cfg = compose_config([f"method={method}"])
     services = Services(embedder=Embedder(EmbedderConfig(), EmbeddingCache()), tokens=None)  # type: ignore[arg-type]
-    assert isinstance(instantiate(cfg.method, services=services), MemorySystem)
+    assert isinstance(instantiate_method(cfg.method, services), MemorySystem)
 
 
 @pytest.mark.parametrize(
@@ -162,24 +132,13 @@ def test_resume_after_kill_matches_an_uninterrupted_run(tmp_path: Path) -> None:
         "method=turn_rag_dense",
         "batch_size=1",
     ]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.run", *overrides],
-        cwd=REPO_ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    deadline = time.monotonic() + 240
-    log_files = []
-    while time.monotonic() < deadline and process.poll() is None:
-        log_files = list((tmp_path / "killed").glob("*/predictions.jsonl"))
-        if log_files and len(log_files[0].read_text().splitlines()) >= 2:
-            break
-        time.sleep(0.2)
-    assert process.poll() is None, "the run finished before it could be killed"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    log_file = log_files[0]
+    process = start_cli(overrides, tmp_path / "hydra")
+
+    def two_answers_logged(run_dir: Path) -> bool:
+        log_file = run_dir / "predictions.jsonl"
+        return log_file.exists() and len(log_file.read_text().splitlines()) >= 2
+
+    log_file = kill_when(process, tmp_path / "killed", two_answers_logged) / "predictions.jsonl"
     killed_lines = len(log_file.read_text().splitlines())
     assert 2 <= killed_lines < 6
     with log_file.open("a") as handle:  # a write cut short by the kill

@@ -8,7 +8,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from test_run import compose_config
+from run_helpers import compose_config
 
 from benchmarks.run import run
 from benchmarks.summary import longmemeval_summary

@@ -25,14 +25,14 @@ from memsys.types import LOCOMO_CATEGORIES, Conversation, Question, Session, Tur
 LOCOMO_FILE = "locomo/locomo10.json"
 SESSION_DATE_FORMAT = "%I:%M %p on %d %B, %Y"
 _SESSION_KEY = re.compile(r"session_(\d+)")
-_EVIDENCE_TOKEN = re.compile(r"D:?(\d+):(\d+)")
+_EVIDENCE_TOKEN = re.compile(r"D:?(\d{1,9}):(\d{1,9})")  # int() refuses thousands of digits
 
 
 def read_locomo(path: Path) -> tuple[list[Conversation], list[str]]:
     """Parse the LoCoMo file; return the conversations and notes on every irregular record."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise DatasetError(path, None, f"not valid JSON ({error})") from error
     if not isinstance(raw, list):
         raise DatasetError(path, None, "expected a JSON list of conversations")

@@ -99,7 +99,8 @@ def _read_xz(path: Path) -> bytes:
 
 def parse_instance(item: Any, *, source: str | Path, reconstructed: bool = False) -> Conversation:
     """Turn one LongMemEval instance into a one-question :class:`Conversation`."""
-    record = item.get("question_id", "?") if isinstance(item, dict) else "?"
+    raw_id = item.get("question_id") if isinstance(item, dict) else None
+    record = "?" if raw_id is None else str(raw_id)
     try:
         question_id = str(item["question_id"])
         question_type = str(item["question_type"])

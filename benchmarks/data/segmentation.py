@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,9 @@ from benchmarks.data.errors import DatasetError
 from benchmarks.data.paths import data_file
 from memsys.types import SegmentationDialogue
 
+#: A topic id: a few ASCII digits, maybe negative (``str.isdigit`` also accepts "²", and int()
+#: refuses it and numbers of thousands of digits).
+_TOPIC_ID = re.compile(r"-?[0-9]{1,9}")
 SPLIT_ALIASES = {
     "dev": "dev",
     "validation": "dev",
@@ -68,19 +72,22 @@ def read_topic_id_txt(path: Path) -> list[SegmentationDialogue]:
             dialogues.append(SegmentationDialogue(current, tuple(utterances), labels))
 
     with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            line = line.rstrip("\n")
-            if line.startswith("call_id_"):
-                close()
-                current, utterances, topics = line, [], []
-                continue
-            topic, _, utterance = line.partition(" ")
-            if current is None or not topic.lstrip("-").isdigit():
-                raise DatasetError(
-                    path, f"line {line_number}", f"expected '<topic_id> <utterance>': {line!r}"
-                )
-            topics.append(int(topic))
-            utterances.append(utterance)
+        try:
+            for line_number, line in enumerate(handle, start=1):
+                line = line.rstrip("\n")
+                if line.startswith("call_id_"):
+                    close()
+                    current, utterances, topics = line, [], []
+                    continue
+                topic, _, utterance = line.partition(" ")
+                if current is None or not _TOPIC_ID.fullmatch(topic):
+                    raise DatasetError(
+                        path, f"line {line_number}", f"expected '<topic_id> <utterance>': {line!r}"
+                    )
+                topics.append(int(topic))
+                utterances.append(utterance)
+        except UnicodeDecodeError as error:
+            raise DatasetError(path, None, f"not valid UTF-8 ({error})") from error
     close()
     return dialogues
 
@@ -88,6 +95,8 @@ def read_topic_id_txt(path: Path) -> list[SegmentationDialogue]:
 def read_dts_hub(path: Path, split: str | None = None) -> list[SegmentationDialogue]:
     """Dialogue-Topic-Segmenter JSON: ``{dial_id, utterances, segments: [lengths], set}``."""
     records = _load_json(path)
+    if not isinstance(records, list):
+        raise DatasetError(path, None, "expected a JSON list of dialogues")
     dialogues = []
     for index, record in enumerate(records):
         try:
@@ -120,6 +129,8 @@ def read_tiage_official(path: Path) -> list[SegmentationDialogue]:
             raise DatasetError(
                 path, dialogue_id, f"expected [utterance, label] pairs ({error})"
             ) from error
+        if not utterances:
+            raise DatasetError(path, dialogue_id, "dialogue has no utterances")
         labels = tuple(int(starts_next) for starts_next in shifts[1:]) + (0,)
         dialogues.append(SegmentationDialogue(str(dialogue_id), utterances, labels))
     return dialogues
@@ -132,6 +143,8 @@ def read_superdialseg_json(path: Path, corpus: str) -> list[SegmentationDialogue
         records = data["dial_data"][corpus]
     except (KeyError, TypeError) as error:
         raise DatasetError(path, None, f"expected dial_data.{corpus}") from error
+    if not isinstance(records, list):
+        raise DatasetError(path, None, f"expected a list of dialogues at dial_data.{corpus}")
     dialogues = []
     for index, record in enumerate(records):
         try:
@@ -142,6 +155,8 @@ def read_superdialseg_json(path: Path, corpus: str) -> list[SegmentationDialogue
             dialogue_id = str(record["dial_id"])
         except (KeyError, TypeError, ValueError) as error:
             raise DatasetError(path, f"#{index}", f"missing or malformed field {error}") from error
+        if not utterances:
+            raise DatasetError(path, dialogue_id, "dialogue has no turns")
         dialogues.append(SegmentationDialogue(dialogue_id, utterances, labels, speakers))
     return dialogues
 
@@ -149,7 +164,7 @@ def read_superdialseg_json(path: Path, corpus: str) -> list[SegmentationDialogue
 def _load_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise DatasetError(path, None, f"not valid JSON ({error})") from error
 
 

@@ -4,7 +4,8 @@ Keyed by a hash of everything that can change a reply (model identity, messages,
 parameters) and of nothing else: endpoint URLs and credentials are not part of a request here,
 so they cannot leak into a key or a stored value, and the same cache serves a model however it
 is reached. Three modes: ``readwrite`` (normal), ``replay`` (CI: every request must already be
-cached, a miss is an error naming it) and ``off``.
+cached, a miss is an error naming it) and ``off``. A stored reply that fails its checksum or does
+not decode to a completion is dropped and read as a miss (see :mod:`memsys.kvstore`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import os
 from collections.abc import Sequence
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memsys.kvstore import SQLiteKV
 from memsys.llm.errors import CacheMissError
@@ -86,11 +87,13 @@ class ResponseCache:
             return None
         key = request_key(model_id, request)
         raw = self._store.get(key)
-        if raw is not None:
-            completion = Completion(**json.loads(raw))
+        completion = None if raw is None else decode_completion(raw)
+        if completion is not None:
             if self.journal is not None:
                 self.journal.record(key, model_id, request, completion)
             return completion
+        if raw is not None:
+            self._store.discard(key, raw, "not a stored completion")
         if self.mode is CacheMode.REPLAY:
             raise CacheMissError(
                 "replay mode: request not in the cache "
@@ -109,5 +112,32 @@ class ResponseCache:
         if self.journal is not None:
             self.journal.record(key, model_id, request, completion)
 
+    def close(self) -> None:
+        """Close the SQLite connection (reopened on next use)."""
+        if self._store is not None:
+            self._store.close()
+
+    def integrity(self) -> dict[str, Any]:
+        """Corrupt rows dropped and a file moved aside, if any (see :mod:`memsys.kvstore`)."""
+        if self._store is None:
+            return {"corrupt_rows": 0, "moved_aside": None}
+        return self._store.integrity()
+
     def __len__(self) -> int:
         return 0 if self._store is None else len(self._store)
+
+
+def decode_completion(raw: bytes) -> Completion | None:
+    """A stored completion, or ``None`` when ``raw`` is not one (damaged or foreign)."""
+    try:
+        fields = json.loads(raw.decode("utf-8"))
+        completion = Completion(**fields)
+    except (ValueError, TypeError):  # bad UTF-8 or JSON, not an object, missing/extra fields
+        return None
+    counts = (completion.prompt_tokens, completion.completion_tokens)
+    valid = (
+        isinstance(completion.text, str)
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts)
+        and isinstance(completion.finish_reason, str | None)
+    )
+    return completion if valid else None

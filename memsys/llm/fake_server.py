@@ -4,8 +4,11 @@ For fault-injection tests and throughput benchmarks of the HTTP path (and as a s
 ``vllm serve`` when testing the launch script): it answers
 ``POST /v1/chat/completions`` with a valid completion that echoes the last message after a fixed
 latency, or, following a script of actions queued by the test, with a 400, a 429, a 500, a hang,
-a dropped connection, malformed JSON or a JSON object without choices. It records how many requests it saw and their
-``Authorization`` headers, so a test can prove a key was sent without it being stored.
+a dropped connection, malformed JSON or a JSON object without choices. Rules keyed on a
+request's content (:meth:`FakeChatServer.on`) script one question of a run to fail for good, or a
+judge to reply with garbage, whatever order a concurrent client sends them in. It records how
+many requests it saw and their ``Authorization`` headers, so a test can prove a key was sent
+without it being stored.
 
 Run standalone (prints ``READY <base url>`` once listening)::
 
@@ -19,6 +22,8 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, get_args
 
@@ -26,12 +31,35 @@ Action = Literal["ok", "400", "429", "500", "hang", "drop", "malformed", "empty"
 ACTIONS: tuple[str, ...] = get_args(Action)
 
 
+@dataclass
+class Rule:
+    """Answer requests whose messages contain every one of ``contains`` with ``action``.
+
+    ``remaining`` counts the requests it still applies to (``None``: all of them); ``reply``
+    replaces the echo in an ``ok`` completion (a judge's garbage verdict, say).
+    """
+
+    contains: tuple[str, ...]
+    action: Action
+    remaining: int | None
+    reply: str | None
+
+    def take(self, text: str) -> bool:
+        """Whether this rule answers a request with this text (using up one of its times)."""
+        if self.remaining == 0 or not all(part in text for part in self.contains):
+            return False
+        if self.remaining is not None:
+            self.remaining -= 1
+        return True
+
+
 class FakeChatServer:
     """A local server on 127.0.0.1; use as a context manager or call start/stop.
 
     ``latency_s`` delays every ``ok`` reply; ``hang_s`` bounds a ``hang`` (it also ends when the
-    server stops). Actions queued with :meth:`script` apply to the next requests in arrival
-    order; once the queue is empty every request gets ``ok``.
+    server stops). A request gets the action of the first content rule (:meth:`on`) that matches
+    it; otherwise actions queued with :meth:`script` apply to the next requests in arrival order;
+    once the queue is empty every request gets ``ok``.
     """
 
     def __init__(self, latency_s: float = 0.0, hang_s: float = 30.0, port: int = 0) -> None:
@@ -40,6 +68,7 @@ class FakeChatServer:
         self.authorization_headers: list[str] = []
         self.request_count = 0
         self._actions: deque[str] = deque()
+        self._rules: list[Rule] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
@@ -60,12 +89,40 @@ class FakeChatServer:
         with self._lock:
             self._actions.extend(actions)
 
-    def next_action(self, authorization: str) -> str:
-        """Count a request and pick what to do with it."""
+    def on(
+        self,
+        contains: str | Sequence[str],
+        action: Action = "ok",
+        *,
+        times: int | None = None,
+        reply: str | None = None,
+    ) -> None:
+        """Answer requests whose messages contain ``contains`` (every one, if several) with
+        ``action``, for the next ``times`` such requests or all of them; rules match in the
+        order they were added."""
+        if action not in ACTIONS:
+            raise ValueError(f"unknown action {action!r}; known: {ACTIONS}")
+        parts = (contains,) if isinstance(contains, str) else tuple(contains)
+        with self._lock:
+            self._rules.append(Rule(parts, action, times, reply))
+
+    def clear(self) -> None:
+        """Forget every rule and queued action: from now on every request gets ``ok``."""
+        with self._lock:
+            self._rules.clear()
+            self._actions.clear()
+
+    def next_action(self, authorization: str, request: dict[str, Any]) -> tuple[str, str | None]:
+        """Count a request and pick what to do with it, and the reply text for an ``ok``."""
+        messages = request.get("messages") or []
+        text = "\n".join(str(message.get("content", "")) for message in messages)
         with self._lock:
             self.request_count += 1
             self.authorization_headers.append(authorization)
-            return self._actions.popleft() if self._actions else "ok"
+            for rule in self._rules:
+                if rule.take(text):
+                    return rule.action, rule.reply
+            return (self._actions.popleft() if self._actions else "ok"), None
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until :meth:`stop` (from another thread) or Ctrl-C."""
@@ -96,10 +153,10 @@ class FakeChatServer:
         self.stop()
 
 
-def completion_body(request: dict[str, Any]) -> dict[str, Any]:
-    """A valid chat completion echoing the request's last message."""
+def completion_body(request: dict[str, Any], reply: str | None = None) -> dict[str, Any]:
+    """A valid chat completion with ``reply``, or echoing the request's last message."""
     messages = request.get("messages") or [{"content": ""}]
-    text = f"echo: {messages[-1].get('content', '')}"
+    text = f"echo: {messages[-1].get('content', '')}" if reply is None else reply
     prompt_words = sum(len(str(message.get("content", "")).split()) for message in messages)
     return {
         "id": "chatcmpl-fake",
@@ -140,10 +197,10 @@ def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             request = json.loads(self.rfile.read(length) or b"{}")
-            action = server.next_action(self.headers.get("Authorization", ""))
+            action, reply = server.next_action(self.headers.get("Authorization", ""), request)
             if action == "ok":
                 time.sleep(server.latency_s)
-                self._send(200, json.dumps(completion_body(request)).encode())
+                self._send(200, json.dumps(completion_body(request, reply)).encode())
             elif action in ("400", "429", "500"):
                 error = {"error": {"message": f"injected {action}", "type": "fake"}}
                 self._send(int(action), json.dumps(error).encode(), {"Retry-After": "0"})

@@ -1,0 +1,108 @@
+"""Helpers shared by the runner's tests: config composition on the tiny fixture, run outputs,
+and a CLI run that can be killed at a chosen moment.
+
+Imported as a plain module: pytest puts ``tests/`` on ``sys.path`` (no ``tests/__init__.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from benchmarks.data.paths import REPO_ROOT
+
+CONF = REPO_ROOT / "conf"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "tiny"
+#: Record fields that legitimately differ between two runs of one config.
+VOLATILE = {"latency_s", "cached"}
+
+
+def fixture_overrides(results: Path, cache: Path) -> list[str]:
+    """Overrides that point a run at the tiny two-session fixture and at test folders."""
+    return [
+        f"data_dir={FIXTURE}",
+        "dataset.file=locomo/tiny_conversation.json",
+        "subset=full",
+        f"results_dir={results}",
+        f"cache_dir={cache}",
+        "progress=false",
+    ]
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    """The runner's config with ``overrides``, as ``python -m benchmarks.run`` would build it."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+def stable(record: dict[str, Any]) -> dict[str, Any]:
+    """A record without timings and cache flags, which legitimately differ between runs."""
+    return {
+        key: stable(value) if isinstance(value, dict) else value
+        for key, value in record.items()
+        if key not in VOLATILE
+    }
+
+
+def read_records(run_dir: Path) -> list[dict[str, Any]]:
+    """Every line of a run's ``predictions.jsonl``, in file order."""
+    return [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+
+
+def read_ledger(run_dir: Path) -> list[dict[str, Any]]:
+    """The complete lines of a run's LLM call ledger (a line being written is skipped)."""
+    path = run_dir / "llm_calls.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().split("\n")[:-1]]
+
+
+def start_cli(overrides: list[str], hydra_dir: Path) -> subprocess.Popen[bytes]:
+    """``python -m benchmarks.run`` in a subprocess, its output discarded, Hydra's own files
+    (resolved config, log) in ``hydra_dir`` rather than the repository's ``outputs/``."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.run", *overrides, f"hydra.run.dir={hydra_dir}"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def kill_when(
+    process: subprocess.Popen[bytes],
+    results: Path,
+    ready: Callable[[Path], bool],
+    timeout_s: float = 240.0,
+) -> Path:
+    """SIGKILL ``process`` as soon as ``ready(run_dir)`` holds; return the run directory.
+
+    Fails (AssertionError) when the process ends first or the moment never comes, so a test
+    cannot pass without having killed the run where it meant to.
+    """
+    deadline = time.monotonic() + timeout_s
+    run_dir: Path | None = None
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            run_dirs = [path for path in results.glob("*") if path.is_dir()]
+            if run_dirs and ready(run_dirs[0]):
+                run_dir = run_dirs[0]
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, "the run finished before it could be killed"
+        assert run_dir is not None, f"the moment to kill never came within {timeout_s}s"
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    return run_dir
