@@ -114,6 +114,7 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
         embedder=embedder,
         tokens=TokenCounter(),
         backbone=backbone.with_stage("construction") if backbone else None,
+        cache_dir=cache_dir,
     )
     system = instantiate_method(cfg.method, services)
     judge = None

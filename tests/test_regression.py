@@ -101,4 +101,6 @@ def test_recorded_embeddings_round_trip_bit_for_bit(tmp_path: Path) -> None:
     assert export_embeddings(tmp_path / "recorded.sqlite", tmp_path / "e.npz") == 3
     assert seed_embeddings(tmp_path / "ci.sqlite", tmp_path / "e.npz") == 3
     found = EmbeddingCache(tmp_path / "ci.sqlite").get_many(keys)
-    assert all(np.array_equal(found[key], vector) for key, vector in zip(keys, vectors, strict=True))
+    assert all(
+        np.array_equal(found[key], vector) for key, vector in zip(keys, vectors, strict=True)
+    )
