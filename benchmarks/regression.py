@@ -129,6 +129,19 @@ def fingerprint(runner: str, summary: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def construction_cost(summary: dict[str, Any]) -> str:
+    """Construction (or segmentation) cost of a case: LLM calls, tokens, seconds."""
+    stages = summary["accounting"]["stages"]
+    stage = stages.get("construction") or stages.get("segmentation") or {}
+    seconds = summary.get("construction", {}).get("seconds", summary.get("wall_s", 0.0))
+    return (
+        f"construction {seconds:.1f} s, {stage.get('calls', 0)} LLM calls "
+        f"({stage.get('cache_hits', 0)} cached), "
+        f"{stage.get('prompt_tokens', 0)}+{stage.get('completion_tokens', 0)} tokens, "
+        f"{stage.get('latency_s', 0.0):.1f} s of LLM time"
+    )
+
+
 def differences(expected: Any, actual: Any, tolerance: float, path: str = "") -> Iterator[str]:
     """Human-readable mismatches between two fingerprints."""
     if isinstance(expected, dict) and isinstance(actual, dict):
@@ -156,8 +169,12 @@ def run_cases(
         for number, case in enumerate(cases, start=1):
             started = time.perf_counter()
             cfg = compose_case(case, cache_dir, Path(results) / str(number), mode, journal)
-            fingerprints[case.name] = fingerprint(case.runner, run_case(case, cfg))
-            print(f"[{number}/{len(cases)}] {case.name} ({time.perf_counter() - started:.1f} s)")
+            summary = run_case(case, cfg)
+            fingerprints[case.name] = fingerprint(case.runner, summary)
+            print(
+                f"[{number}/{len(cases)}] {case.name} ({time.perf_counter() - started:.1f} s; "
+                f"{construction_cost(summary)})"
+            )
     return fingerprints
 
 
