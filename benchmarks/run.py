@@ -24,8 +24,8 @@ from tqdm import tqdm
 
 from benchmarks.answering.context import render_context
 from benchmarks.answering.prompts import answer_messages
+from benchmarks.cli import run_or_exit
 from benchmarks.data import iter_longmemeval, load_locomo
-from benchmarks.data.errors import DataMissingError, DatasetError
 from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 from benchmarks.memory_store import MemoryStore
 from benchmarks.metrics.judge import Judge, Verdict
@@ -42,13 +42,13 @@ from benchmarks.settings import (
     validate,
 )
 from benchmarks.subsets import select
-from benchmarks.summary import summarize_run
+from benchmarks.summary import format_summary, summarize_run
 from memsys.base import MemorySystem, Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone
 from memsys.llm.cache import ResponseCache
-from memsys.llm.errors import BackboneUnavailableError, CacheMissError, LLMError
+from memsys.llm.errors import LLMError
 from memsys.llm.factory import build_backbone
 from memsys.llm.replay import open_response_cache
 from memsys.llm.types import LLMRequest, LLMResponse, SamplingParams
@@ -330,20 +330,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error."""
-    try:
-        summary = run(cfg)
-    except (
-        ConfigError,
-        DataMissingError,
-        DatasetError,
-        BackboneUnavailableError,
-        CacheMissError,
-    ) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
-    from benchmarks.summary import format_summary
-
-    print(format_summary(summary))
+    print(format_summary(run_or_exit(run, cfg)))
 
 
 if __name__ == "__main__":

@@ -38,8 +38,8 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from benchmarks.cli import run_or_exit
 from benchmarks.data import SEGMENTATION_DATASETS, load_segmentation
-from benchmarks.data.errors import DataMissingError, DatasetError
 from benchmarks.data.paths import resolve_data_dir
 from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
@@ -50,11 +50,6 @@ from benchmarks.settings import CACHE_MODES, LOCATION_KEYS, ConfigError, run_id
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.kvstore import SQLiteKV
 from memsys.llm.accounting import Accounting
-from memsys.llm.errors import (
-    BackboneUnavailableError,
-    CacheMissError,
-    ProviderUnavailableError,
-)
 from memsys.llm.factory import build_backbone
 from memsys.llm.replay import open_response_cache
 from memsys.segment import Segmentation, Segmenter
@@ -316,18 +311,7 @@ def write_references(path: Path, dialogues: Sequence[SegmentationDialogue]) -> N
 @hydra.main(version_base="1.3", config_path="../conf", config_name="segment")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point: run, print the metrics JSON, exit 2 on a clear configuration error."""
-    try:
-        summary = run(cfg)
-    except (
-        ConfigError,
-        DataMissingError,
-        DatasetError,
-        BackboneUnavailableError,
-        ProviderUnavailableError,
-        CacheMissError,
-    ) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+    summary = run_or_exit(run, cfg)
     shown = ("dataset", "split", "segmenter", "extraction", *METRIC_NAMES, "n", "ci95", "run_dir")
     print(json.dumps({key: summary[key] for key in shown}, indent=2))
 

@@ -24,6 +24,23 @@ from memsys.types import Conversation, MemoryItem, Question, Retrieval
 
 MemoryT = TypeVar("MemoryT")
 
+#: How a method builds its memory: with its paper's LLM prompts, or their non-LLM substitutes.
+EXTRACTION_MODES = ("lite", "llm")
+
+
+def check_choices(*options: tuple[str, Any, Sequence[Any]]) -> None:
+    """Each ``(name, value, allowed)``: a ValueError naming the option whose value is not allowed.
+
+    >>> check_choices(("extraction", "llm", EXTRACTION_MODES))
+    >>> check_choices(("fusion", "mix", ("rerank", "slot3")))
+    Traceback (most recent call last):
+    ...
+    ValueError: fusion must be one of ('rerank', 'slot3'), got 'mix'
+    """
+    for name, value, allowed in options:
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
+
 
 @dataclass(frozen=True)
 class Services:

@@ -52,7 +52,7 @@ from typing import Any, TypeVar
 import networkx as nx
 import numpy as np
 
-from memsys.base import MemorySystem, Services
+from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.graph import count_kinds, graph_from_json, graph_to_json
 from memsys.nlp import PLACE_LABELS, resolve_time
 from memsys.propositions import (
@@ -305,14 +305,12 @@ class CAST(MemorySystem[CastMemory]):
         damping: float = 0.5,
     ) -> None:
         super().__init__(services)
-        for name, value, allowed in (
-            ("extraction", extraction, ("lite", "llm")),
+        check_choices(
+            ("extraction", extraction, EXTRACTION_MODES),
             ("participants", participants, ("all", "speakers")),
             ("missing_location", missing_location, ("unmet", "met")),
             ("fusion", fusion, ("rerank", "slot3")),
-        ):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        )
         if window < 0 or top_k < 1 or summary_messages < 1:
             raise ValueError("window must be >= 0, top_k and summary_messages >= 1")
         self.extraction = extraction

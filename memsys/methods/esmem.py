@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from memsys.base import MemorySystem, Services
+from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.embed import Embedder
 from memsys.llm.backbone import Backbone
 from memsys.llm.types import LLMRequest, SamplingParams
@@ -75,7 +75,6 @@ from memsys.segment.base import CostMeter, SegmentationCost, ask_many
 from memsys.segment.esmem import ESMemSegmenter, lite_annotation
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
 
-EXTRACTION_MODES = ("lite", "llm")
 SEGMENTATION_MODES = ("dynamic", "turn", "session")
 ANCHOR_INDEXES = ("boundary", "summary")
 CONTEXT_KINDS = ("raw", "summary")
@@ -327,8 +326,7 @@ class ESMem(MemorySystem[ESMemMemory]):
         retrieval: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(services)
-        if extraction not in EXTRACTION_MODES:
-            raise ValueError(f"extraction must be one of {EXTRACTION_MODES}, got {extraction!r}")
+        check_choices(("extraction", extraction, EXTRACTION_MODES))
         self.extraction = extraction
         self.uses_llm = extraction == "llm"
         self.construction = ConstructionOptions(**dict(construction or {}))

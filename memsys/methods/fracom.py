@@ -49,7 +49,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from memsys.base import MemorySystem, Services
+from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.graph import count_kinds, graph_from_json, graph_to_json
 from memsys.propositions import (
     Proposition,
@@ -103,7 +103,6 @@ FRAGMENT_SCHEMA: dict[str, Any] = {
 }
 FRAGMENT_MAX_TOKENS = 320
 LIGHT_PREDICATES = frozenset({"be", "have", "do"})
-EXTRACTION_MODES = ("lite", "llm")
 CONTEXT_MODES = ("propositions", "turns")
 
 
@@ -208,13 +207,11 @@ class FraCom(MemorySystem[FraComMemory]):
         query_extraction: str = "lite",
     ) -> None:
         super().__init__(services)
-        for name, value, allowed in (
+        check_choices(
             ("extraction", extraction, EXTRACTION_MODES),
             ("query_extraction", query_extraction, EXTRACTION_MODES),
             ("context", context, CONTEXT_MODES),
-        ):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        )
         if not 0.0 <= theta <= 1.0:
             raise ValueError(f"theta must be in [0, 1], got {theta}")
         self.extraction = extraction

@@ -81,7 +81,7 @@ from typing import Any
 
 import numpy as np
 
-from memsys.base import MemorySystem, Services
+from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.llm.backbone import Backbone
 from memsys.llm.jsonout import JSONReplyParser
 from memsys.llm.types import SamplingParams
@@ -120,7 +120,6 @@ from memsys.methods.hingemem_query import (
 )
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
 
-EXTRACTION_MODES = ("llm", "lite")
 MEMORY_KINDS = ("boundary", "text")
 
 
@@ -174,10 +173,9 @@ class HingeMem(MemorySystem[LongTermMemory]):
         retrieval: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(services)
-        if extraction not in EXTRACTION_MODES:
-            raise ValueError(f"extraction must be one of {EXTRACTION_MODES}, got {extraction!r}")
-        if memory not in MEMORY_KINDS:
-            raise ValueError(f"memory must be one of {MEMORY_KINDS}, got {memory!r}")
+        check_choices(
+            ("extraction", extraction, EXTRACTION_MODES), ("memory", memory, MEMORY_KINDS)
+        )
         self.extraction = extraction
         self.memory_kind = memory
         self.construction = ConstructionOptions(**dict(construction or {}))

@@ -49,14 +49,12 @@ from typing import Any
 
 from hydra.utils import instantiate
 
-from memsys.base import MemorySystem, Services
+from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.compression import COMPRESSIONS, LLMLINGUA2_MODEL, Compressor, build_compressor
 from memsys.kvstore import SQLiteKV
 from memsys.retrievers import RETRIEVER_KINDS, Retriever, build_retriever
 from memsys.segment.base import SegmentationCost, Segmenter
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session, Turn
-
-EXTRACTION_MODES = ("lite", "llm")
 
 
 def render_turns(turns: Sequence[Turn]) -> str:
@@ -148,8 +146,11 @@ class SeCom(MemorySystem[SeComMemory]):
         top_k: int | None = None,
     ) -> None:
         super().__init__(services)
-        if extraction not in EXTRACTION_MODES:
-            raise ValueError(f"extraction must be one of {EXTRACTION_MODES}, got {extraction!r}")
+        check_choices(
+            ("extraction", extraction, EXTRACTION_MODES),
+            ("compression", compression, COMPRESSIONS),
+            ("retriever", retriever, RETRIEVER_KINDS),
+        )
         segmenter_extraction = segmenter.get("extraction", "lite")
         if segmenter_extraction != extraction:
             raise ValueError(
@@ -157,10 +158,6 @@ class SeCom(MemorySystem[SeComMemory]):
                 f"{segmenter.get('_target_')} has extraction {segmenter_extraction} (a segmenter "
                 "config without the key is lite; method=secom_llm runs SeCom's LLM segmenter)"
             )
-        if compression not in COMPRESSIONS:
-            raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
-        if retriever not in RETRIEVER_KINDS:
-            raise ValueError(f"retriever must be one of {RETRIEVER_KINDS}, got {retriever!r}")
         if turns_per_exchange < 1 or (top_k is not None and top_k < 1):
             raise ValueError("turns_per_exchange and top_k must be >= 1")
         self.extraction = extraction

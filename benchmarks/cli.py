@@ -1,0 +1,38 @@
+"""What the runners' command lines do with an error a user can act on: one line, exit status 2.
+
+A wrong key, a missing dataset, a backbone that is down or a replay that diverged from its
+recording is the user's to fix; a traceback would only bury the message. Anything else is a
+bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+from omegaconf import DictConfig
+
+from benchmarks.data.errors import DataMissingError, DatasetError
+from benchmarks.settings import ConfigError
+from memsys.llm.errors import BackboneUnavailableError, CacheMissError, ProviderUnavailableError
+
+T = TypeVar("T")
+
+CLEAR_ERRORS = (
+    ConfigError,
+    DataMissingError,
+    DatasetError,
+    BackboneUnavailableError,
+    ProviderUnavailableError,
+    CacheMissError,
+)
+
+
+def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T:
+    """``run(cfg)``; on a clear error, print ``error: <message>`` to stderr and exit 2."""
+    try:
+        return run(cfg)
+    except CLEAR_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
