@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 
+from memsys.base import Services
+from memsys.embed import Embedder
+from memsys.llm import Accounting
+from memsys.nlp import NLP
 from memsys.types import Conversation, Question, Session, Turn
 
 #: One session: its date and its ``(speaker, text)`` lines.
@@ -32,3 +37,27 @@ def build_conversation(
         build_session(number, date, lines) for number, (date, lines) in enumerate(sessions, 1)
     )
     return Conversation(conversation_id, built, tuple(questions), speakers)
+
+
+def tiny_fixture() -> Conversation:
+    """The runner tests' hand-written conversation (tests/fixtures/tiny, 2 sessions, 8 turns)."""
+    from benchmarks.data import load_locomo
+    from benchmarks.data.paths import REPO_ROOT
+
+    (tiny,) = load_locomo(str(REPO_ROOT / "tests/fixtures/tiny"), "locomo/tiny_conversation.json")
+    return tiny
+
+
+def embedded_llm_services(cache: Path, embedder: Embedder, nlp: NLP) -> tuple[Services, Accounting]:
+    """Services whose construction backbone is the real embedded model (conf/backbone/embedded)."""
+    from hydra import compose, initialize_config_dir
+
+    from benchmarks.data.paths import REPO_ROOT
+    from memsys.llm import ResponseCache, build_backbone
+
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["backbone=embedded"])
+    accounting = Accounting()
+    backbone = build_backbone(cfg.backbone, cache=ResponseCache(cache), accounting=accounting)
+    services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
+    return services, accounting

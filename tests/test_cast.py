@@ -9,7 +9,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
-from dialogues import build_conversation
+from dialogues import build_conversation, embedded_llm_services, tiny_fixture
 from llm_fakes import make_backbone
 
 from memsys.base import Services
@@ -256,20 +256,8 @@ def test_llm_garbage_everywhere_falls_back_to_lite(embedder: Embedder, nlp: NLP)
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # SmolLM2 on 2 shared cores: up to 16 calls of several seconds
 def test_llm_mode_with_the_embedded_backbone(tmp_path: Path, embedder: Embedder, nlp: NLP) -> None:
-    from hydra import compose, initialize_config_dir
-
-    from benchmarks.data import load_locomo
-    from benchmarks.data.paths import REPO_ROOT
-    from memsys.llm import Accounting, ResponseCache, build_backbone
-
-    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["backbone=embedded"])
-    accounting = Accounting()
-    backbone = build_backbone(
-        cfg.backbone, cache=ResponseCache(tmp_path / "llm.sqlite"), accounting=accounting
-    )
-    (tiny,) = load_locomo(str(REPO_ROOT / "tests/fixtures/tiny"), "locomo/tiny_conversation.json")
-    services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
+    services, accounting = embedded_llm_services(tmp_path / "llm.sqlite", embedder, nlp)
+    tiny = tiny_fixture()
     cast = CAST(services, extraction="llm")
     memory = cast.load_memory(json.loads(json.dumps(cast.dump_memory(cast.construct(tiny)))))
     openie, summaries = memory.report["llm"]["openie"], memory.report["llm"]["summaries"]
