@@ -81,11 +81,11 @@ reproduce-table2:  ## Table 2 (default: offline lme30 setting, embedded SmolLM2 
 
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
 	$(PY) -m benchmarks.run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) progress=false
-	$(PY) -m benchmarks.report --dataset locomo --subset full --where answer.template=null --out results/retrieval_locomo
+	$(PY) -m benchmarks.report --dataset locomo --subset full --where answer.template=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
 
 reproduce-retrieval-lme:  ## the same on all of LongMemEval-S (session and turn recall, nDCG)
 	$(PY) -m benchmarks.run -m +experiment=retrieval dataset=longmemeval_s $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) progress=false
-	$(PY) -m benchmarks.report --dataset longmemeval_s --subset full --where answer.template=null --out results/retrieval_longmemeval
+	$(PY) -m benchmarks.report --dataset longmemeval_s --subset full --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --out results/retrieval_longmemeval
 
 reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}
 	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=false
