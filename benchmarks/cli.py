@@ -14,6 +14,7 @@ from typing import TypeVar
 from omegaconf import DictConfig
 
 from benchmarks.data.errors import DataMissingError, DatasetError
+from benchmarks.runlog import RunInProgressError
 from benchmarks.settings import ConfigError
 from memsys.llm.errors import BackboneUnavailableError, CacheMissError, ProviderUnavailableError
 
@@ -26,6 +27,7 @@ CLEAR_ERRORS = (
     BackboneUnavailableError,
     ProviderUnavailableError,
     CacheMissError,
+    RunInProgressError,
 )
 
 

@@ -32,7 +32,7 @@ from benchmarks.metrics.judge import Judge, Verdict
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.ranking import ranking_metrics
-from benchmarks.runlog import RecordLog
+from benchmarks.runlog import RecordLog, exclusive
 from benchmarks.settings import (
     ConfigError,
     RunSettings,
@@ -300,6 +300,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     identity = run_identity(cfg)
     run_dir = resolve_path(cfg.results_dir) / run_id(identity)
     run_dir.mkdir(parents=True, exist_ok=True)
+    with exclusive(run_dir):
+        return run_in(run_dir, cfg, settings, identity)
+
+
+def run_in(
+    run_dir: Path, cfg: DictConfig, settings: RunSettings, identity: dict[str, Any]
+) -> dict[str, Any]:
+    """:func:`run` once ``run_dir`` is held by this process."""
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
     harness = build_harness(cfg, settings, run_dir)
     conversations = select(

@@ -8,11 +8,36 @@ appends after the last complete record: no record is lost twice, none is duplica
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+
+class RunInProgressError(RuntimeError):
+    """Another process is writing the same run directory."""
+
+
+@contextmanager
+def exclusive(run_dir: Path) -> Iterator[None]:
+    """Hold ``run_dir`` for one process: two runs of one config would both answer the pending
+    questions and log them twice. The lock dies with its process, ``kill -9`` included."""
+    handle = (run_dir / ".lock").open("a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as error:
+        handle.close()
+        raise RunInProgressError(
+            f"{run_dir} is being written by another process running the same config; wait for "
+            "it to finish (or stop it and run again: the run resumes)"
+        ) from error
+    try:
+        yield
+    finally:
+        handle.close()
 
 
 class RecordLog:

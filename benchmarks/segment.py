@@ -45,7 +45,7 @@ from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
 from benchmarks.metrics.stats import bootstrap_ci
 from benchmarks.run import resolve_path
-from benchmarks.runlog import RecordLog
+from benchmarks.runlog import RecordLog, exclusive
 from benchmarks.settings import CACHE_MODES, LOCATION_KEYS, ConfigError, run_id
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.kvstore import SQLiteKV
@@ -247,6 +247,18 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     identity = segment_identity(cfg, settings)
     run_dir = resolve_path(cfg.results_dir) / run_id(identity)
     run_dir.mkdir(parents=True, exist_ok=True)
+    with exclusive(run_dir):
+        return segment_in(run_dir, cfg, settings, identity, started)
+
+
+def segment_in(
+    run_dir: Path,
+    cfg: DictConfig,
+    settings: SegmentSettings,
+    identity: dict[str, Any],
+    started: float,
+) -> dict[str, Any]:
+    """:func:`run` once ``run_dir`` is held by this process."""
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
     data_dir = resolve_data_dir(cfg.data_dir)
     cache_dir = resolve_path(cfg.cache_dir)

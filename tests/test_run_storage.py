@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.memory_store import MemoryStore, conversation_digest
-from benchmarks.runlog import RecordLog
+from benchmarks.runlog import RecordLog, RunInProgressError, exclusive
 from benchmarks.subsets import SubsetSpec, select, stratified_sample
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
@@ -117,3 +117,14 @@ def test_select_caps_questions_across_conversations() -> None:
     ] == ["c0", "c1", "c2"]
     with pytest.raises(ValueError, match=r"subset\.max_questions"):
         SubsetSpec("bad", None, 0)
+
+
+def test_a_run_directory_is_held_by_one_process_at_a_time(tmp_path: Path) -> None:
+    with (
+        exclusive(tmp_path),
+        pytest.raises(RunInProgressError, match="another process"),
+        exclusive(tmp_path),
+    ):
+        pass
+    with exclusive(tmp_path):  # released: the next run may go on
+        pass
