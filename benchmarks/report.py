@@ -42,8 +42,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import sys
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +110,8 @@ class Run:
     config: dict[str, Any]
     metrics: dict[str, Any]
     records: list[dict[str, Any]]
+    #: Method settings that tell this run from others of the same method (ablations), or "".
+    variant: str = ""
 
 
 @dataclass(frozen=True)
@@ -299,15 +303,15 @@ def method_name(method: dict[str, Any]) -> str:
     return f"{name} ({method['retriever']})" if method.get("retriever") else name
 
 
-def row_key(config: dict[str, Any]) -> RowKey:
-    """A run's row: method, backbone, extraction mode, and whether it answered at all."""
+def row_key(config: dict[str, Any], variant: str = "") -> RowKey:
+    """A run's row: method (and variant), backbone, extraction mode, whether it answered."""
     method = config.get("method", {})
     retrieval_only = config.get("answer", {}).get("template") is None
     return RowKey(
         retrieval_only=retrieval_only,
         backbone="" if retrieval_only else str(config.get("backbone", {}).get("name", "?")),
         baseline=str(method.get("_target_", "")).rsplit(".", 1)[0] == BASELINE_MODULE,
-        method=method_name(method),
+        method=f"{method_name(method)} [{variant}]" if variant else method_name(method),
         extraction=str(method.get("extraction") or ""),
     )
 
@@ -365,11 +369,32 @@ def differing_keys(a: Any, b: Any, prefix: str = "") -> list[str]:
     return [] if a == b else [prefix.rstrip(".")]
 
 
+def with_variants(runs: Sequence[Run]) -> list[Run]:
+    """Runs of one method that differ only in method settings (a paper's ablations) get their
+    differing settings as a variant label, so each keeps its own row; other clashes are left to
+    :func:`check_one_run_per_row`."""
+    groups: dict[RowKey, list[Run]] = defaultdict(list)
+    for run in runs:
+        groups[row_key(run.config)].append(run)
+    labelled = []
+    for group in groups.values():
+        keys = sorted(
+            {key for a in group for b in group for key in differing_keys(a.config, b.config)}
+        )
+        if len(group) == 1 or not all(key.startswith("method.") for key in keys):
+            labelled += group
+            continue
+        for run in group:
+            settings = (f"{key.rsplit('.', 1)[-1]}={lookup(run.config, key, '—')}" for key in keys)
+            labelled.append(dataclasses.replace(run, variant=", ".join(settings)))
+    return labelled
+
+
 def check_one_run_per_row(runs: Sequence[Run]) -> None:
     """Two runs on one row would have to be picked between silently; refuse instead."""
     seen: dict[RowKey, Run] = {}
     for run in runs:
-        key = row_key(run.config)
+        key = row_key(run.config, run.variant)
         if key in seen:
             first = seen[key]
             keys = ", ".join(differing_keys(first.config, run.config)) or "nothing"
@@ -461,7 +486,7 @@ def build_row(run: Run, categories: Sequence[str], longmemeval: bool) -> Row:
     recalls = [r["evidence_recall"] for r in run.records if r.get("evidence_recall") is not None]
     answers = [r["answering"] for r in run.records if r.get("answering")]
     return Row(
-        key=row_key(run.config),
+        key=row_key(run.config, run.variant),
         run=run,
         scores=score_cells(run, categories),
         evidence_recall=cell(recalls, int(run.config.get("seed", 0))),
@@ -682,7 +707,7 @@ def build_report(
     """Select, check and recompute: the whole table, ready to write."""
     if metric not in PRIMARY_METRICS:
         raise ReportError(f"--metric must be one of {list(PRIMARY_METRICS)}, got {metric!r}")
-    runs = load_runs(runs_dir, dataset, subset, where)
+    runs = with_variants(load_runs(runs_dir, dataset, subset, where))
     shared = shared_conditions(runs)
     check_one_run_per_row(runs)
     categories = category_order(runs)

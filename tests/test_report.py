@@ -171,10 +171,17 @@ def test_no_matching_run_names_the_folder_and_filters(
 
 def test_two_runs_on_one_row_name_the_key_that_differs(tmp_path: Path) -> None:
     write_run(tmp_path, "a", config(TURN_RAG), scored([1.0]))
-    write_run(tmp_path, "b", config(TURN_RAG | {"top_k": 10}), scored([1.0]))
-    with pytest.raises(ReportError, match=r"a and b both give the row .* differ in method\.top_k"):
+    write_run(tmp_path, "b", config(TURN_RAG, batch_size=4), scored([1.0]))
+    with pytest.raises(ReportError, match=r"a and b both give the row .* differ in batch_size"):
         build_report(tmp_path)
-    assert build_report(tmp_path, where={"method.top_k": 10}).rows[0].run.directory.name == "b"
+    assert build_report(tmp_path, where={"batch_size": 4}).rows[0].run.directory.name == "b"
+
+
+def test_ablations_of_one_method_get_rows_labelled_by_their_settings(tmp_path: Path) -> None:
+    write_run(tmp_path, "a", config(TURN_RAG), scored([1.0]))
+    write_run(tmp_path, "b", config(TURN_RAG | {"top_k": 10}), scored([0.5]))
+    labels = sorted(row.key.method for row in build_report(tmp_path).rows)
+    assert labels == ["TurnRAG (dense) [top_k=10]", "TurnRAG (dense) [top_k=50]"]
 
 
 def test_runs_under_different_conditions_are_refused(tmp_path: Path) -> None:
