@@ -71,7 +71,7 @@ from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.embed import Embedder
 from memsys.llm.backbone import Backbone
 from memsys.llm.types import LLMRequest, SamplingParams
-from memsys.segment.base import CostMeter, SegmentationCost, ask_many
+from memsys.segment.base import CostMeter, SegmentationCost, ask_many, summed_costs
 from memsys.segment.esmem import ESMemSegmenter, lite_annotation
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
 
@@ -375,7 +375,7 @@ class ESMem(MemorySystem[ESMemMemory]):
             "sessions": len(sessions),
             "events": len(events),
             "segmentation": {
-                **summed_cost(costs),
+                **summed_costs(costs),
                 "single_turn_sessions": single_turn,
                 "replies": segmenter.reply_counts(),
             },
@@ -504,17 +504,3 @@ class ESMem(MemorySystem[ESMemMemory]):
     def load_memory(self, payload: dict[str, Any]) -> ESMemMemory:
         events = [Event.from_json(event) for event in payload["events"]]
         return ESMemMemory(events, dict(payload["report"]))
-
-
-def summed_cost(costs: Sequence[SegmentationCost]) -> dict[str, Any]:
-    """The segmentation costs of all sessions added up, as JSON."""
-    total: Counter[str] = Counter()
-    fallbacks: Counter[str] = Counter()
-    for cost in costs:
-        data = cost.to_json()
-        fallbacks.update(data.pop("fallbacks"))
-        total.update(data)
-    summed: dict[str, Any] = {
-        key: round(value, 6) if isinstance(value, float) else value for key, value in total.items()
-    }
-    return {**summed, "fallbacks": dict(sorted(fallbacks.items()))}

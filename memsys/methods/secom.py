@@ -41,7 +41,6 @@ Readings taken where the paper is vague (each a config value):
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,7 +52,7 @@ from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.compression import COMPRESSIONS, LLMLINGUA2_MODEL, Compressor, build_compressor
 from memsys.kvstore import SQLiteKV
 from memsys.retrievers import RETRIEVER_KINDS, Retriever, build_retriever
-from memsys.segment.base import SegmentationCost, Segmenter
+from memsys.segment.base import Segmenter, summed_costs
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session, Turn
 
 
@@ -110,20 +109,6 @@ class SeComMemory:
             texts = [segment.index_text for segment in self.segments]
             self._retrievers[kind] = build_retriever(kind, texts, services.embedder)
         return self._retrievers[kind]
-
-
-def total_cost(costs: Sequence[SegmentationCost]) -> dict[str, Any]:
-    """The segmentation costs of all sessions summed (fallbacks counted by kind)."""
-    total: Counter[str] = Counter()
-    fallbacks: Counter[str] = Counter()
-    for cost in costs:
-        data = cost.to_json()
-        fallbacks.update(data.pop("fallbacks"))
-        total.update(data)
-    return {
-        **{key: round(value, 6) for key, value in total.items()},
-        "fallbacks": dict(sorted(fallbacks.items())),
-    }
 
 
 class SeCom(MemorySystem[SeComMemory]):
@@ -238,7 +223,7 @@ class SeCom(MemorySystem[SeComMemory]):
             for first, last in segmentation.segments:
                 turns = tuple(turn for group in groups[first : last + 1] for turn in group)
                 spans.append((session.timestamp, turns))
-        return spans, total_cost(costs)
+        return spans, summed_costs(costs)
 
     def compress(self, texts: Sequence[str]) -> tuple[list[str], dict[str, Any]]:
         """The index texts, and the compression's identity, token counts and cost."""

@@ -318,3 +318,18 @@ class Segmenter(ABC):
         if self.backbone is None:
             raise ValueError(f"{type(self).__name__} needs an LLM backbone; none was injected")
         return self.backbone
+
+
+def summed_costs(costs: Sequence[SegmentationCost]) -> dict[str, Any]:
+    """Several segmentation calls' costs added up, as JSON (fallbacks counted by kind): what a
+    memory method reports for segmenting a conversation session by session."""
+    total: Counter[str] = Counter()
+    fallbacks: Counter[str] = Counter()
+    for cost in costs:
+        data = cost.to_json()
+        fallbacks.update(data.pop("fallbacks"))
+        total.update(data)
+    return {
+        **{key: round(value, 6) for key, value in total.items()},
+        "fallbacks": dict(sorted(fallbacks.items())),
+    }
