@@ -4,6 +4,7 @@ and caches only successful replies."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,13 +38,15 @@ def server() -> Iterator[FakeChatServer]:
         yield running
 
 
-def http_backbone(base_url: str, cache: ResponseCache, concurrency: int = 4) -> Backbone:
+def http_backbone(
+    base_url: str, cache: ResponseCache, concurrency: int = 4, retry: RetryPolicy = TINY_BACKOFF
+) -> Backbone:
     provider = OpenAICompatConfig(model="fake", base_url=base_url, api_key_env=None).build()
     return Backbone(
         provider,
         cache=cache,
         accounting=Accounting(),
-        settings=BackboneSettings(concurrency=concurrency, retry=TINY_BACKOFF),
+        settings=BackboneSettings(concurrency=concurrency, retry=retry),
     )
 
 
@@ -118,7 +121,10 @@ def test_mixed_batch_under_faults_completes_in_order(
     server: FakeChatServer, tmp_path: Path
 ) -> None:
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    backbone = http_backbone(server.base_url, cache, concurrency=8)
+    # Concurrent requests take the scripted faults in arrival order, so one request may meet
+    # several in a row: allow more attempts than there are faults, and no early breaker.
+    patient = dataclasses.replace(TINY_BACKOFF, max_attempts=7, max_consecutive_failures=10)
+    backbone = http_backbone(server.base_url, cache, concurrency=8, retry=patient)
     server.script("429", "500", "drop", "malformed", "hang", "429")
     requests = [LLMRequest(ask(f"q{i}")) for i in range(20)]
     replies = backbone.complete_many(requests)

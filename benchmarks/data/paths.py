@@ -18,8 +18,11 @@ DATA_DIR_ENV = "MEMBENCH_DATA"
 
 
 def resolve_data_dir(configured: str | os.PathLike[str] | None = None) -> Path:
-    """Return the data directory: ``$MEMBENCH_DATA``, else ``configured``, else the default."""
-    chosen = os.environ.get(DATA_DIR_ENV) or configured or DEFAULT_DATA_DIR
+    """Return the data directory: ``configured``, else ``$MEMBENCH_DATA``, else the default.
+
+    An explicit path wins over the environment (the runners' config already reads the variable).
+    """
+    chosen = configured or os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
     path = Path(chosen).expanduser()
     if not path.is_absolute():
         path = REPO_ROOT / path
