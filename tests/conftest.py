@@ -14,7 +14,9 @@ import pytest
 from llm_fakes import free_port
 
 from benchmarks.data.paths import resolve_data_dir
+from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm.providers.llamacpp import locate_gguf
+from memsys.nlp import NLP
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +25,18 @@ def data_dir() -> Path:
     if not (path / "locomo" / "locomo10.json").exists():
         pytest.skip(f"datasets not found at {path}; run `make data`")
     return path
+
+
+@pytest.fixture(scope="session")
+def nlp() -> NLP:
+    """The lite extractors' spaCy pipeline, loaded once for the whole session."""
+    return NLP()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real MiniLM embedder with an in-memory cache, loaded once for the whole session."""
+    return Embedder(EmbedderConfig(), EmbeddingCache())
 
 
 STARTUP_TIMEOUT_S = 90.0

@@ -13,7 +13,7 @@ from dialogues import build_conversation, embedded_llm_services, tiny_fixture
 from llm_fakes import make_backbone
 
 from memsys.base import Services
-from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.embed import Embedder
 from memsys.graph import PageRank, count_kinds
 from memsys.llm import Completion, LLMRequest
 from memsys.methods.cast import CAST, SceneRule, aggregate_scenes, fuse, insert_at_slot
@@ -41,16 +41,6 @@ def conversation() -> Conversation:
 
 def question(text: str) -> Question:
     return Question(f"q:{text}", "tiny", text, "", "single_hop")
-
-
-@pytest.fixture(scope="module")
-def nlp() -> NLP:
-    return NLP()
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return Embedder(EmbedderConfig(), EmbeddingCache())
 
 
 def system(embedder: Embedder, nlp: NLP, **options: object) -> CAST:

@@ -15,7 +15,7 @@ from dialogues import build_conversation, embedded_llm_services, tiny_fixture
 from llm_fakes import make_backbone
 
 from memsys.base import Services
-from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.embed import Embedder
 from memsys.llm import Completion, LLMRequest
 from memsys.methods.fracom import FraCom, StoredProposition, compose
 from memsys.nlp import NLP
@@ -48,16 +48,6 @@ def conversation() -> Conversation:
 
 def question(text: str, evidence: tuple[str, ...] = ()) -> Question:
     return Question(f"q:{text}", "tiny", text, "", "single_hop", evidence)
-
-
-@pytest.fixture(scope="module")
-def nlp() -> NLP:
-    return NLP()
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return Embedder(EmbedderConfig(), EmbeddingCache())
 
 
 class PhraseEmbedder:
