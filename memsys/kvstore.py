@@ -207,3 +207,20 @@ def _move_aside(path: Path) -> Path:
         if companion.exists():
             companion.replace(target.with_name(target.name + suffix))
     return target
+
+
+class OptionalStore:
+    """Base of the caches that may run without a file (``_store`` is ``None`` then)."""
+
+    _store: SQLiteKV | None
+
+    def close(self) -> None:
+        """Close the SQLite connection (reopened on next use)."""
+        if self._store is not None:
+            self._store.close()
+
+    def integrity(self) -> dict[str, Any]:
+        """Corrupt rows dropped and a file moved aside, if any (see :mod:`memsys.kvstore`)."""
+        if self._store is None:
+            return {"corrupt_rows": 0, "moved_aside": None}
+        return self._store.integrity()

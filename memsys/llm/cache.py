@@ -16,9 +16,9 @@ import json
 import os
 from collections.abc import Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memsys.kvstore import SQLiteKV
+from memsys.kvstore import OptionalStore, SQLiteKV
 from memsys.llm.errors import CacheMissError
 from memsys.llm.types import Completion, LLMRequest, Message
 
@@ -56,7 +56,7 @@ def describe_request(model_id: str, messages: Sequence[Message], limit: int = 12
     return f"model={model_id} messages={len(messages)} last={preview!r}"
 
 
-class ResponseCache:
+class ResponseCache(OptionalStore):
     """Successful completions by request key, in a shared SQLite file.
 
     Only successful replies are ever stored: the backbone calls :meth:`put` after a provider
@@ -111,17 +111,6 @@ class ResponseCache:
         self._store.put(key, value.encode("utf-8"))
         if self.journal is not None:
             self.journal.record(key, model_id, request, completion)
-
-    def close(self) -> None:
-        """Close the SQLite connection (reopened on next use)."""
-        if self._store is not None:
-            self._store.close()
-
-    def integrity(self) -> dict[str, Any]:
-        """Corrupt rows dropped and a file moved aside, if any (see :mod:`memsys.kvstore`)."""
-        if self._store is None:
-            return {"corrupt_rows": 0, "moved_aside": None}
-        return self._store.integrity()
 
     def __len__(self) -> int:
         return 0 if self._store is None else len(self._store)
