@@ -172,6 +172,8 @@ class Row:
     context_tokens: float | None
     costs: dict[str, dict[str, int]]
     memories_loaded: bool
+    construction_s: float | None
+    embedding: dict[str, Any] | None
     answer_latency_s: float | None
     retrieve_latency_s: float | None
     longmemeval: LongMemEvalCells | None
@@ -494,6 +496,8 @@ def build_row(run: Run, categories: Sequence[str], longmemeval: bool) -> Row:
         context_tokens=mean_or_none([r["context_tokens"] for r in run.records]),
         costs=stage_costs(run),
         memories_loaded=run.metrics.get("construction", {}).get("loaded", 0) > 0,
+        construction_s=run.metrics.get("construction", {}).get("seconds"),
+        embedding=run.metrics.get("embedding"),
         answer_latency_s=mean_or_none([a["latency_s"] for a in answers if not a.get("cached")]),
         retrieve_latency_s=mean_or_none(
             [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
@@ -648,7 +652,9 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
         f"p = two-sided paired bootstrap on {tested} vs the best baseline of the same backbone",
         f"Source: predictions.jsonl of each run in {shown_path(runs_dir)}; construction costs from "
         "metrics.json (* = memories loaded from cache, cost of this run only); answer latency "
-        "over answers not served from the response cache",
+        "over answers not served from the response cache; texts embedded / asked: what the "
+        "embedding model encoded in the run's last invocation, of the texts the run asked for "
+        "(the rest came from the content-keyed cache: repeats, shared sessions, earlier runs)",
     ]
 
 
@@ -772,6 +778,13 @@ def fmt_costs(row: Row, what: str) -> str:
     return " / ".join(values)
 
 
+def fmt_embedding(counts: dict[str, Any] | None) -> str:
+    """``encoded / requested`` texts of the run's last invocation ("—" for runs before counts)."""
+    if not counts:
+        return "—"
+    return f"{counts['encoded']:,} / {counts['requested']:,}"
+
+
 def scope_label(scope: str) -> str:
     """``single_hop`` → ``Single-hop``."""
     return scope.replace("_", "-").capitalize()
@@ -849,6 +862,8 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
         "All evidence",
         "Context tokens",
         "Construction LLM calls",
+        "Construction (s)",
+        "Texts embedded / asked",
         "Retrieve latency (s)",
         "Run",
     ]
@@ -860,6 +875,8 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
             fmt_number(row.all_evidence_share),
             fmt_number(row.context_tokens, 1),
             str(row.costs["construction"]["calls"]) + ("*" if row.memories_loaded else ""),
+            fmt_number(row.construction_s, 0) + ("*" if row.memories_loaded else ""),
+            fmt_embedding(row.embedding),
             fmt_number(row.retrieve_latency_s),
             row.run.directory.name,
         ]
@@ -1066,6 +1083,9 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
         "evidence_all_share": rounded(row.all_evidence_share),
         "context_tokens_mean": rounded(row.context_tokens, 1),
         "construction_memories_loaded": row.memories_loaded,
+        "construction_s": rounded(row.construction_s, 1),
+        "texts_embedded": (row.embedding or {}).get("encoded"),
+        "texts_embedding_asked": (row.embedding or {}).get("requested"),
     }
     for stage in STAGES:
         record |= {f"{stage}_{key}": value for key, value in row.costs[stage].items()}

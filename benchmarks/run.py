@@ -327,6 +327,7 @@ def run_in(
         "llm_responses": harness.response_cache.integrity(),
         "embeddings": harness.services.embedder.cache.integrity(),
     }
+    summary["embedding"] = harness.services.embedder.counts()  # this invocation
     summary["accounting"] = Accounting.from_ledger(run_dir / "llm_calls.jsonl").summary()
     summary["accounting"]["this_invocation"] = harness.accounting.summary()
     if harness.judge is not None:

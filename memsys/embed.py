@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,17 +51,26 @@ def resolve_model(name: str) -> str:
     return name
 
 
+#: Vectors kept in memory in front of the SQLite store (~0.6 KB each for MiniLM): a few
+#: haystacks' worth, so a pass over all of LongMemEval-S (~190k distinct turns) stays bounded.
+MEMORY_VECTORS = 100_000
+
+
 class EmbeddingCache(OptionalStore):
     """Vectors by (model, text): an in-memory map in front of an optional SQLite store.
 
-    ``path=None`` keeps the cache in memory only (one process, one run). A stored vector that
-    fails its checksum or is not a unit-length float32 vector (every vector here is normalized,
-    so a wrong byte length or a damaged number shows) is dropped and read as a miss.
+    ``path=None`` keeps the cache in memory only (one process, one run), unbounded. With a store,
+    memory keeps the ``memory_vectors`` most recently used vectors and disk has them all. A stored
+    vector that fails its checksum or is not a unit-length float32 vector (every vector here is
+    normalized, so a wrong byte length or a damaged number shows) is dropped and read as a miss.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self._memory: dict[str, np.ndarray] = {}
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, memory_vectors: int = MEMORY_VECTORS
+    ) -> None:
+        self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
         self._store = SQLiteKV(path, table="embeddings") if path is not None else None
+        self._memory_vectors = memory_vectors
 
     @staticmethod
     def key(model: str, text: str) -> str:
@@ -68,7 +79,11 @@ class EmbeddingCache(OptionalStore):
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """Vectors found for ``keys`` (memory first, then disk, which then fills memory)."""
-        found = {key: self._memory[key] for key in keys if key in self._memory}
+        found = {}
+        for key in keys:
+            if key in self._memory:
+                self._memory.move_to_end(key)
+                found[key] = self._memory[key]
         missing = [key for key in keys if key not in found]
         if missing and self._store is not None:
             for key, raw in self._store.get_many(missing).items():
@@ -77,6 +92,7 @@ class EmbeddingCache(OptionalStore):
                     self._store.discard(key, raw, "not a unit-length float32 vector")
                     continue
                 self._memory[key] = found[key] = vector
+            self._trim()
         return found
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
@@ -87,6 +103,12 @@ class EmbeddingCache(OptionalStore):
                 (key, np.ascontiguousarray(vector, dtype=np.float32).tobytes())
                 for key, vector in items.items()
             )
+            self._trim()
+
+    def _trim(self) -> None:
+        """Forget the least recently used vectors beyond the bound (disk still has them)."""
+        while len(self._memory) > self._memory_vectors:
+            self._memory.popitem(last=False)
 
 
 def decode_vector(raw: bytes) -> np.ndarray | None:
@@ -107,8 +129,9 @@ def decode_vector(raw: bytes) -> np.ndarray | None:
 class Embedder:
     """Batched, normalized, cached sentence embeddings.
 
-    ``model_calls`` and ``texts_encoded`` count what actually reached the model, so callers and
-    tests can check that a second pass over the same texts costs nothing. The model loads on
+    ``model_calls``, ``texts_encoded`` and ``encode_seconds`` count what actually reached the model,
+    ``texts_requested`` what callers asked for, so callers and tests can check that a second pass
+    over the same texts costs nothing, and a run can report how much the content cache saved. The model loads on
     first need (a fully cached pass never loads it); ``model`` injects an already loaded
     SentenceTransformer for ``config.model`` so that several embedders share one copy.
     """
@@ -117,7 +140,9 @@ class Embedder:
         self.config = config
         self.cache = cache
         self.model_calls = 0
+        self.texts_requested = 0
         self.texts_encoded = 0
+        self.encode_seconds = 0.0
         self._model: Any = model
 
     @property
@@ -135,6 +160,7 @@ class Embedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` in order, shape ``(len(texts), dim)``, unit length."""
+        self.texts_requested += len(texts)
         keys = [EmbeddingCache.key(self.config.model, text) for text in texts]
         found = self.cache.get_many(keys)
         todo = {key: text for key, text in zip(keys, texts, strict=True) if key not in found}
@@ -147,14 +173,26 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([found[key] for key in keys]).astype(np.float32, copy=False)
 
+    def counts(self) -> dict[str, Any]:
+        """Texts asked for, texts the model encoded (each distinct uncached text once) and its time."""
+        return {
+            "requested": self.texts_requested,
+            "encoded": self.texts_encoded,
+            "model_calls": self.model_calls,
+            "encode_seconds": round(self.encode_seconds, 3),
+        }
+
     def _encode_with_model(self, texts: list[str]) -> np.ndarray:
-        vectors = self.model().encode(
+        model = self.model()
+        started = time.perf_counter()
+        vectors = model.encode(
             texts,
             batch_size=self.config.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
+        self.encode_seconds += time.perf_counter() - started
         self.model_calls += 1
         self.texts_encoded += len(texts)
         return np.asarray(vectors, dtype=np.float32)

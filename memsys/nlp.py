@@ -15,6 +15,7 @@ date with ``dateparser`` (preferring the past, as conversations report what happ
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,13 +54,20 @@ class Entity:
     end: int
 
 
-class NLP:
-    """A lazily loaded spaCy pipeline with a per-text memo (turns recur across methods)."""
+#: Parsed texts kept in memory: several haystacks' turns (one LongMemEval-S haystack has ~500),
+#: so a run over all 499 questions (~190k distinct turns) stays bounded.
+MEMO_SIZE = 20_000
 
-    def __init__(self, packages: Sequence[str] = SPACY_PACKAGES) -> None:
+
+class NLP:
+    """A lazily loaded spaCy pipeline with a bounded per-text memo (turns recur across a
+    conversation's extraction steps and across neighbouring questions)."""
+
+    def __init__(self, packages: Sequence[str] = SPACY_PACKAGES, memo_size: int = MEMO_SIZE) -> None:
         self._packages = tuple(packages)
         self._pipeline: Any = None
-        self._docs: dict[str, Any] = {}
+        self._docs: OrderedDict[str, Any] = OrderedDict()
+        self._memo_size = memo_size
         self._lock = threading.Lock()
 
     @property
@@ -76,12 +84,20 @@ class NLP:
         return f"{meta['lang']}_{meta['name']}-{meta['version']}"
 
     def parse(self, texts: Sequence[str]) -> list[Any]:
-        """spaCy ``Doc`` objects for ``texts``, batched; each distinct text is parsed once."""
+        """spaCy ``Doc`` objects for ``texts``, batched; each distinct text is parsed once while
+        it stays among the ``memo_size`` most recently used."""
         todo = list(dict.fromkeys(text for text in texts if text not in self._docs))
-        if todo:
-            for text, doc in zip(todo, self.pipeline.pipe(todo, batch_size=256), strict=True):
-                self._docs[text] = doc
-        return [self._docs[text] for text in texts]
+        parsed = dict(zip(todo, self.pipeline.pipe(todo, batch_size=256), strict=True))
+        docs = []
+        for text in texts:
+            doc = parsed.get(text)
+            if doc is None:
+                doc = self._docs.pop(text)
+            self._docs[text] = doc  # (re)inserted as the most recent
+            docs.append(doc)
+        while len(self._docs) > self._memo_size:
+            self._docs.popitem(last=False)
+        return docs
 
     def entities(self, text: str) -> list[Entity]:
         """Named entities of ``text``."""

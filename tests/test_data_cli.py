@@ -3,9 +3,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
+from dialogues import build_conversation
+
 from benchmarks.data import paths
+from benchmarks.data.stats import ContentDedupe
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -64,3 +68,27 @@ def test_stats_without_data_says_where_it_looked(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert str(tmp_path / "nowhere" / "locomo" / "locomo10.json") in result.stderr
     assert "make data" in result.stderr
+
+
+def test_content_dedupe_counts_each_distinct_session_and_turn_once() -> None:
+    first, second = datetime(2023, 5, 1), datetime(2023, 6, 1)
+    shared = [("A", "hi"), ("B", "yo")]
+    haystacks = [
+        build_conversation(
+            [(first, shared), (first, [("A", "x")])], ("A", "B"), conversation_id="q1"
+        ),
+        # the shared session on another date is the same content; "A: hi" alone is a new session
+        build_conversation(
+            [(second, shared), (first, [("A", "hi")])], ("A", "B"), conversation_id="q2"
+        ),
+    ]
+    dedupe = ContentDedupe()
+    assert [c.conversation_id for c in dedupe.observe(haystacks)] == ["q1", "q2"]
+    assert dedupe.summary() == {
+        "sessions": 4,
+        "unique_sessions": 3,
+        "sessions_unique_share": 0.75,
+        "turns": 6,
+        "unique_turns": 3,
+        "turns_unique_share": 0.5,
+    }

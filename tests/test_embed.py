@@ -62,6 +62,21 @@ def test_persistent_cache_serves_a_fresh_process_without_loading_the_model(
     assert not reader.is_loaded
 
 
+def test_memory_in_front_of_the_store_is_bounded_and_disk_keeps_everything(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    texts = ["first text", "second text", "third text"]
+    cached = Embedder(
+        EmbedderConfig(),
+        EmbeddingCache(tmp_path / "embeddings.sqlite", memory_vectors=2),
+        model=embedder.model(),
+    )
+    expected = cached.encode(texts)
+    assert len(cached.cache._memory) == 2
+    np.testing.assert_array_equal(cached.encode(texts), expected)  # the evicted one from disk
+    assert cached.counts()["encoded"] == 3 and cached.counts()["requested"] == 6
+
+
 def test_cache_keys_separate_models() -> None:
     assert EmbeddingCache.key("all-MiniLM-L6-v2", "hi") != EmbeddingCache.key("other", "hi")
 

@@ -15,6 +15,16 @@ def test_pipeline_finds_people_places_and_dates() -> None:
     assert nlp.parse(["Hi there."])[0] is nlp.parse(["Hi there."])[0]  # parsed once
 
 
+def test_memo_keeps_only_the_most_recently_used_texts() -> None:
+    nlp = NLP(memo_size=2)
+    first = nlp.parse(["One.", "Two."])
+    assert nlp.parse(["One."])[0] is first[0]  # "One." is now the most recent
+    nlp.parse(["Three.", "Three."])  # evicts "Two." (least recent), keeps "One."
+    assert nlp.parse(["One."])[0] is first[0]
+    assert nlp.parse(["Two."])[0] is not first[1]  # parsed again
+    assert len(nlp._docs) == 2
+
+
 def test_missing_pipeline_says_how_to_install() -> None:
     with pytest.raises(OSError, match="spacy download en_core_web_sm"):
         load_pipeline(("no_such_pipeline",))

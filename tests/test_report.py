@@ -377,7 +377,8 @@ def test_table2_experiment_composes_the_lme30_grid() -> None:
     assert cfg.answer.template == "uniform" and cfg.answer.context_budget == 1024
     methods = sweep_values(cfg.hydra.sweeper.params.method)
     table1 = sweep_values(compose_with_hydra(["+experiment=table1"]).hydra.sweeper.params.method)
-    assert methods == table1
+    # SeCom without its CPU compression on ~115k-token haystacks; every other row as in Table 1
+    assert methods == ["secom_no_denoise" if m == "secom" else m for m in table1]
 
 
 def test_judge_check_flags_a_judge_that_accepts_unrelated_answers(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,42 @@ def qa_stats(conversations: Iterable[Conversation]) -> dict[str, Any]:
     return {**counts, "categories": dict(sorted(categories.items()))}
 
 
+class ContentDedupe:
+    """How much of the sessions' and turns' content recurs across conversations.
+
+    LongMemEval builds each question's haystack from a shared pool, so a cache keyed by content
+    (embeddings, LLM replies) does each distinct session and turn once; ``*_unique_share`` is the
+    part of the work left. Content is ``speaker: text`` per turn, as the methods index it.
+    :meth:`observe` counts a stream as it passes, so the archive is read once.
+    """
+
+    def __init__(self) -> None:
+        self.sessions: set[bytes] = set()
+        self.turns: set[bytes] = set()
+        self.counts: Counter[str] = Counter()
+
+    def observe(self, conversations: Iterable[Conversation]) -> Iterator[Conversation]:
+        for conversation in conversations:
+            for session in conversation.sessions:
+                lines = [f"{turn.speaker}: {turn.text}" for turn in session.turns]
+                self.counts["sessions"] += 1
+                self.counts["turns"] += len(lines)
+                self.sessions.add(hashlib.sha256("\n".join(lines).encode()).digest())
+                self.turns.update(hashlib.sha256(line.encode()).digest() for line in lines)
+            yield conversation
+
+    def summary(self) -> dict[str, Any]:
+        sessions, turns = self.counts["sessions"], self.counts["turns"]
+        return {
+            "sessions": sessions,
+            "unique_sessions": len(self.sessions),
+            "sessions_unique_share": round(len(self.sessions) / max(sessions, 1), 4),
+            "turns": turns,
+            "unique_turns": len(self.turns),
+            "turns_unique_share": round(len(self.turns) / max(turns, 1), 4),
+        }
+
+
 def segmentation_stats(name: str, data_dir: str | Path | None) -> dict[str, Any]:
     """Dialogue, utterance and boundary counts for every split the data folder has."""
     splits = {}
@@ -53,8 +90,10 @@ def all_stats(data_dir: str | Path | None = None) -> dict[str, Any]:
     locomo, locomo_notes = read_locomo(data_file(LOCOMO_FILE, data_dir))
     stats: dict[str, Any] = {"locomo": {**qa_stats(locomo), "notes": locomo_notes}}
     for variant in ("oracle", "s"):
+        content = ContentDedupe()
         stats[f"longmemeval_{variant}"] = {
-            **qa_stats(iter_longmemeval(variant, data_dir)),
+            **qa_stats(content.observe(iter_longmemeval(variant, data_dir))),
+            "content": content.summary(),
             "notes": longmemeval_notes(variant),
         }
     for name in ("dialseg711", "tiage", "superdialseg"):
