@@ -63,7 +63,9 @@ class NLP:
     """A lazily loaded spaCy pipeline with a bounded per-text memo (turns recur across a
     conversation's extraction steps and across neighbouring questions)."""
 
-    def __init__(self, packages: Sequence[str] = SPACY_PACKAGES, memo_size: int = MEMO_SIZE) -> None:
+    def __init__(
+        self, packages: Sequence[str] = SPACY_PACKAGES, memo_size: int = MEMO_SIZE
+    ) -> None:
         self._packages = tuple(packages)
         self._pipeline: Any = None
         self._docs: OrderedDict[str, Any] = OrderedDict()
