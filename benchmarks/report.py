@@ -174,6 +174,7 @@ class Row:
     memories_loaded: bool
     construction_s: float | None
     embedding: dict[str, Any] | None
+    invocation: dict[str, Any]
     answer_latency_s: float | None
     retrieve_latency_s: float | None
     longmemeval: LongMemEvalCells | None
@@ -498,6 +499,7 @@ def build_row(run: Run, categories: Sequence[str], longmemeval: bool) -> Row:
         memories_loaded=run.metrics.get("construction", {}).get("loaded", 0) > 0,
         construction_s=run.metrics.get("construction", {}).get("seconds"),
         embedding=run.metrics.get("embedding"),
+        invocation=run.metrics.get("invocation", {}),
         answer_latency_s=mean_or_none([a["latency_s"] for a in answers if not a.get("cached")]),
         retrieve_latency_s=mean_or_none(
             [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
@@ -654,7 +656,8 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
         "metrics.json (* = memories loaded from cache, cost of this run only); answer latency "
         "over answers not served from the response cache; texts embedded / asked: what the "
         "embedding model encoded in the run's last invocation, of the texts the run asked for "
-        "(the rest came from the content-keyed cache: repeats, shared sessions, earlier runs)",
+        "(the rest came from the content-keyed cache: repeats, shared sessions, earlier runs); "
+        "wall time and peak resident memory of the run's last invocation",
     ]
 
 
@@ -865,6 +868,8 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
         "Construction (s)",
         "Texts embedded / asked",
         "Retrieve latency (s)",
+        "Wall (s)",
+        "Peak RSS (MB)",
         "Run",
     ]
     body = [
@@ -878,6 +883,8 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
             fmt_number(row.construction_s, 0) + ("*" if row.memories_loaded else ""),
             fmt_embedding(row.embedding),
             fmt_number(row.retrieve_latency_s),
+            fmt_number(row.invocation.get("wall_s"), 0),
+            fmt_number(row.invocation.get("peak_rss_mb"), 0),
             row.run.directory.name,
         ]
         for row in report.retrieval_only
@@ -1086,6 +1093,8 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
         "construction_s": rounded(row.construction_s, 1),
         "texts_embedded": (row.embedding or {}).get("encoded"),
         "texts_embedding_asked": (row.embedding or {}).get("requested"),
+        "wall_s": row.invocation.get("wall_s"),
+        "peak_rss_mb": row.invocation.get("peak_rss_mb"),
     }
     for stage in STAGES:
         record |= {f"{stage}_{key}": value for key, value in row.costs[stage].items()}

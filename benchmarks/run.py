@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import resource
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -308,6 +309,7 @@ def run_in(
     run_dir: Path, cfg: DictConfig, settings: RunSettings, identity: dict[str, Any]
 ) -> dict[str, Any]:
     """:func:`run` once ``run_dir`` is held by this process."""
+    started = time.perf_counter()
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
     harness = build_harness(cfg, settings, run_dir)
     conversations = select(
@@ -328,6 +330,12 @@ def run_in(
         "embeddings": harness.services.embedder.cache.integrity(),
     }
     summary["embedding"] = harness.services.embedder.counts()  # this invocation
+    # The process's peak so far: the jobs of a multirun in one process share it. Linux: KiB.
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    summary["invocation"] = {
+        "wall_s": round(time.perf_counter() - started, 1),
+        "peak_rss_mb": round(peak_rss),
+    }
     summary["accounting"] = Accounting.from_ledger(run_dir / "llm_calls.jsonl").summary()
     summary["accounting"]["this_invocation"] = harness.accounting.summary()
     if harness.judge is not None:

@@ -72,6 +72,9 @@ def test_retrieval_only_calls_no_llm(tmp_path: Path, shared_cache: Path) -> None
     records = read_records(Path(summary["run_dir"]))
     assert all(r["prediction"] is None and r["scores"] == {} for r in records)
     assert summary["evidence_recall"]["mean"] == 1.0  # both sessions fit the budget
+    embedding = summary["embedding"]  # 2 sessions and 6 questions, each asked once
+    assert embedding["requested"] >= 8 and embedding["encoded"] <= embedding["requested"]
+    assert summary["invocation"]["wall_s"] > 0 and summary["invocation"]["peak_rss_mb"] > 100
     assert "backbone" not in (Path(summary["run_dir"]) / "config.yaml").read_text()
 
 
