@@ -301,9 +301,14 @@ def no_match_message(
 
 
 def method_name(method: dict[str, Any]) -> str:
-    """Display name: the class of ``_target_``, plus the retriever, e.g. ``TurnRAG (dense)``."""
+    """Display name: the class of ``_target_``, plus the retriever and, for methods that compress
+    (SeCom), the compressor, e.g. ``TurnRAG (dense)``, ``SeCom (dense, no compression)``."""
     name = str(method.get("_target_", "?")).rsplit(".", 1)[-1]
-    return f"{name} ({method['retriever']})" if method.get("retriever") else name
+    details = [str(method["retriever"])] if method.get("retriever") else []
+    if "compression" in method:
+        compressor = method["compression"]
+        details.append("no compression" if compressor == "none" else f"{compressor} compression")
+    return f"{name} ({', '.join(details)})" if details else name
 
 
 def row_key(config: dict[str, Any], variant: str = "") -> RowKey:

@@ -13,7 +13,14 @@ import yaml
 from test_sweeps import compose_with_hydra, sweep_values
 
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
-from benchmarks.report import LONGMEMEVAL_TYPES, ReportError, build_report, main, render_markdown
+from benchmarks.report import (
+    LONGMEMEVAL_TYPES,
+    ReportError,
+    build_report,
+    main,
+    method_name,
+    render_markdown,
+)
 from benchmarks.summary import longmemeval_summary
 from memsys.types import LONGMEMEVAL_CATEGORIES
 
@@ -121,6 +128,15 @@ def test_retrieval_rows_show_construction_embedding_and_invocation_costs(tmp_pat
     assert (shown["Wall (s)"], shown["Peak RSS (MB)"]) == ("61", "812")
     table = read_table(out)
     assert (table.loc[0, "texts_embedded"], table.loc[0, "peak_rss_mb"]) == (1900, 812)
+
+
+def test_row_names_show_the_retriever_and_the_compressor() -> None:
+    secom = {"_target_": "memsys.methods.secom.SeCom", "retriever": "dense"}
+    assert method_name({**secom, "compression": "none"}) == "SeCom (dense, no compression)"
+    assert (
+        method_name({**secom, "compression": "self_info"}) == "SeCom (dense, self_info compression)"
+    )
+    assert method_name(TURN_RAG) == "TurnRAG (dense)" and method_name(ZERO) == "ZeroHistory"
 
 
 def test_hand_computed_mean_and_interval(tmp_path: Path) -> None:
