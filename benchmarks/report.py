@@ -172,9 +172,9 @@ class Row:
     context_tokens: float | None
     costs: dict[str, dict[str, int]]
     memories_loaded: bool
-    construction_s: float | None
-    embedding: dict[str, Any] | None
-    invocation: dict[str, Any]
+    #: The run's summed invocation costs (``metrics.json`` ``invocations``), or ``{}`` when they
+    #: do not cover every question (runs from before the ledger, killed invocations).
+    invocations: dict[str, Any]
     answer_latency_s: float | None
     retrieve_latency_s: float | None
     longmemeval: LongMemEvalCells | None
@@ -489,6 +489,12 @@ def longmemeval_cells(run: Run) -> LongMemEvalCells:
     )
 
 
+def complete_invocations(run: Run) -> dict[str, Any]:
+    """The run's summed invocation costs when they account for every logged question, else {}."""
+    invocations = run.metrics.get("invocations", {})
+    return invocations if invocations.get("questions") == len(run.records) else {}
+
+
 def build_row(run: Run, categories: Sequence[str], longmemeval: bool) -> Row:
     """Every number of one row, recomputed from the run's files."""
     recalls = [r["evidence_recall"] for r in run.records if r.get("evidence_recall") is not None]
@@ -502,9 +508,7 @@ def build_row(run: Run, categories: Sequence[str], longmemeval: bool) -> Row:
         context_tokens=mean_or_none([r["context_tokens"] for r in run.records]),
         costs=stage_costs(run),
         memories_loaded=run.metrics.get("construction", {}).get("loaded", 0) > 0,
-        construction_s=run.metrics.get("construction", {}).get("seconds"),
-        embedding=run.metrics.get("embedding"),
-        invocation=run.metrics.get("invocation", {}),
+        invocations=complete_invocations(run),
         answer_latency_s=mean_or_none([a["latency_s"] for a in answers if not a.get("cached")]),
         retrieve_latency_s=mean_or_none(
             [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
@@ -659,10 +663,10 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
         f"p = two-sided paired bootstrap on {tested} vs the best baseline of the same backbone",
         f"Source: predictions.jsonl of each run in {shown_path(runs_dir)}; construction costs from "
         "metrics.json (* = memories loaded from cache, cost of this run only); answer latency "
-        "over answers not served from the response cache; texts embedded / asked: what the "
-        "embedding model encoded in the run's last invocation, of the texts the run asked for "
-        "(the rest came from the content-keyed cache: repeats, shared sessions, earlier runs); "
-        "wall time and peak resident memory of the run's last invocation",
+        "over answers not served from the response cache; construction (s), texts embedded / "
+        "asked (what the embedding model encoded, of the texts the run asked for: the rest came "
+        "from the content-keyed cache), wall time and peak resident memory are summed (peak: "
+        "maximum) over the run's invocations, and shown only where those cover every question",
     ]
 
 
@@ -787,7 +791,7 @@ def fmt_costs(row: Row, what: str) -> str:
 
 
 def fmt_embedding(counts: dict[str, Any] | None) -> str:
-    """``encoded / requested`` texts of the run's last invocation ("—" for runs before counts)."""
+    """``encoded / requested`` texts over the run's invocations ("—" where not all are known)."""
     if not counts:
         return "—"
     return f"{counts['encoded']:,} / {counts['requested']:,}"
@@ -885,11 +889,11 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
             fmt_number(row.all_evidence_share),
             fmt_number(row.context_tokens, 1),
             str(row.costs["construction"]["calls"]) + ("*" if row.memories_loaded else ""),
-            fmt_number(row.construction_s, 0) + ("*" if row.memories_loaded else ""),
-            fmt_embedding(row.embedding),
+            fmt_number(row.invocations.get("construction_s"), 0),
+            fmt_embedding(row.invocations.get("embedding")),
             fmt_number(row.retrieve_latency_s),
-            fmt_number(row.invocation.get("wall_s"), 0),
-            fmt_number(row.invocation.get("peak_rss_mb"), 0),
+            fmt_number(row.invocations.get("wall_s"), 0),
+            fmt_number(row.invocations.get("peak_rss_mb"), 0),
             row.run.directory.name,
         ]
         for row in report.retrieval_only
@@ -1095,11 +1099,11 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
         "evidence_all_share": rounded(row.all_evidence_share),
         "context_tokens_mean": rounded(row.context_tokens, 1),
         "construction_memories_loaded": row.memories_loaded,
-        "construction_s": rounded(row.construction_s, 1),
-        "texts_embedded": (row.embedding or {}).get("encoded"),
-        "texts_embedding_asked": (row.embedding or {}).get("requested"),
-        "wall_s": row.invocation.get("wall_s"),
-        "peak_rss_mb": row.invocation.get("peak_rss_mb"),
+        "construction_s": row.invocations.get("construction_s"),
+        "texts_embedded": row.invocations.get("embedding", {}).get("encoded"),
+        "texts_embedding_asked": row.invocations.get("embedding", {}).get("requested"),
+        "wall_s": row.invocations.get("wall_s"),
+        "peak_rss_mb": row.invocations.get("peak_rss_mb"),
     }
     for stage in STAGES:
         record |= {f"{stage}_{key}": value for key, value in row.costs[stage].items()}

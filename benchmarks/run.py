@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import resource
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ from benchmarks.metrics.judge import Judge, Verdict
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.ranking import ranking_metrics
-from benchmarks.runlog import RecordLog, exclusive
+from benchmarks.runlog import RecordLog, exclusive, summarize_invocations
 from benchmarks.settings import (
     ConfigError,
     RunSettings,
@@ -309,17 +311,19 @@ def run_in(
     run_dir: Path, cfg: DictConfig, settings: RunSettings, identity: dict[str, Any]
 ) -> dict[str, Any]:
     """:func:`run` once ``run_dir`` is held by this process."""
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat()
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
     harness = build_harness(cfg, settings, run_dir)
     conversations = select(
         conversations_source(settings, resolve_data_dir(cfg.data_dir)), settings.subset
     )
+    answered_before = len(harness.log.done())
     try:
         construction = answer_pending(harness, conversations, run_dir.name, cfg.progress)
     finally:
         harness.close()
-    summary = summarize_run(harness.log.records(), settings)
+    records = harness.log.records()
+    summary = summarize_run(records, settings)
     summary["run_dir"] = str(run_dir)
     summary["construction"] = {
         **construction,
@@ -329,13 +333,20 @@ def run_in(
         "llm_responses": harness.response_cache.integrity(),
         "embeddings": harness.services.embedder.cache.integrity(),
     }
-    summary["embedding"] = harness.services.embedder.counts()  # this invocation
     # The process's peak so far: the jobs of a multirun in one process share it. Linux: KiB.
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    summary["invocation"] = {
+    invocation = {
+        "started": f"{started_at} pid {os.getpid()}",
+        "questions": len(records) - answered_before,
         "wall_s": round(time.perf_counter() - started, 1),
         "peak_rss_mb": round(peak_rss),
+        "construction_s": round(construction["seconds"], 1),
+        "embedding": harness.services.embedder.counts(),
     }
+    invocations = RecordLog(run_dir / "invocations.jsonl", key="started")
+    invocations.append([invocation])
+    summary["invocation"] = invocation
+    summary["invocations"] = summarize_invocations(invocations.records())
     summary["accounting"] = Accounting.from_ledger(run_dir / "llm_calls.jsonl").summary()
     summary["accounting"]["this_invocation"] = harness.accounting.summary()
     if harness.judge is not None:

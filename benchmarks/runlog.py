@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,24 @@ class RecordLog:
                 handle.flush()
                 os.fsync(handle.fileno())
                 self._records[item_id] = record
+
+
+def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A run's cost over its finished invocations (``invocations.jsonl``): wall time, questions
+    and embedding work summed, the highest peak memory. ``questions`` equal to the run's records
+    means every question's cost is in the sums (a killed invocation never logs its own)."""
+    embedding = [entry.get("embedding", {}) for entry in invocations]
+    return {
+        "count": len(invocations),
+        "questions": sum(entry["questions"] for entry in invocations),
+        "wall_s": round(sum(entry["wall_s"] for entry in invocations), 1),
+        "peak_rss_mb": max((entry["peak_rss_mb"] for entry in invocations), default=None),
+        "construction_s": round(sum(entry["construction_s"] for entry in invocations), 1),
+        "embedding": {
+            key: round(sum(counts.get(key, 0) for counts in embedding), 3)
+            for key in ("requested", "encoded", "encode_seconds")
+        },
+    }
 
 
 def _drop_partial_tail(path: Path) -> int:

@@ -110,22 +110,29 @@ def test_writes_md_csv_tex_png_with_the_header(tmp_path: Path) -> None:
     )
 
 
-def test_retrieval_rows_show_construction_embedding_and_invocation_costs(tmp_path: Path) -> None:
+def test_retrieval_rows_show_costs_only_when_the_invocations_cover_every_question(
+    tmp_path: Path,
+) -> None:
     runs = tmp_path / "runs"
     directory = write_run(runs, "b", config(TURN_RAG, template=None), scored([None] * 4))  # type: ignore[list-item]
     metrics = json.loads((directory / "metrics.json").read_text())
-    metrics["construction"]["seconds"] = 12.4
-    metrics["embedding"] = {"requested": 2500, "encoded": 1900, "model_calls": 3}
-    metrics["invocation"] = {"wall_s": 61.0, "peak_rss_mb": 812}
-    (directory / "metrics.json").write_text(json.dumps(metrics))
+    embedding = {"requested": 2500, "encoded": 1900, "encode_seconds": 9.5}
+    costs = {"construction_s": 12.4, "embedding": embedding, "wall_s": 61.0, "peak_rss_mb": 812}
     out = tmp_path / "retrieval"
-    assert main(["--runs", str(runs), "--out", str(out)]) == 0
-    header, row = markdown_section(
-        out.with_suffix(".md").read_text(), "Retrieval only (answer=none)"
+    shown = {}
+    for questions in (3, 4):  # a killed invocation left one question's cost out; then all four
+        metrics["invocations"] = {**costs, "count": 2, "questions": questions}
+        (directory / "metrics.json").write_text(json.dumps(metrics))
+        assert main(["--runs", str(runs), "--out", str(out)]) == 0
+        markdown = out.with_suffix(".md").read_text()
+        header, row = markdown_section(markdown, "Retrieval only (answer=none)")
+        shown[questions] = dict(zip(header, row, strict=True))
+    assert shown[3]["Wall (s)"] == shown[3]["Texts embedded / asked"] == "—"
+    assert (
+        shown[4]["Construction (s)"] == "12"
+        and shown[4]["Texts embedded / asked"] == "1,900 / 2,500"
     )
-    shown = dict(zip(header, row, strict=True))
-    assert shown["Construction (s)"] == "12" and shown["Texts embedded / asked"] == "1,900 / 2,500"
-    assert (shown["Wall (s)"], shown["Peak RSS (MB)"]) == ("61", "812")
+    assert (shown[4]["Wall (s)"], shown[4]["Peak RSS (MB)"]) == ("61", "812")
     table = read_table(out)
     assert (table.loc[0, "texts_embedded"], table.loc[0, "peak_rss_mb"]) == (1900, 812)
 
