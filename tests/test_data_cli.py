@@ -49,6 +49,9 @@ def test_stats_json_reports_every_dataset(data_dir: Path) -> None:
     assert s["questions"] == 499 and s["abstention"] == 30
     assert s["categories"]["temporal_reasoning"] == 132
     assert any("gpt4_7a0daae1" in note for note in s["notes"])
+    content = s["content"]  # haystacks share sessions: the content caches do 77% of the work
+    assert (content["sessions"], content["unique_sessions"]) == (23806, 18437)
+    assert (content["turns"], content["unique_turns"]) == (246189, 189264)
     assert stats["dialseg711"]["test"]["dialogues"] == 711
     assert stats["dialseg711"]["test"]["utterances"] == 19350
     assert {k: v["dialogues"] for k, v in stats["tiage"].items()} == {
