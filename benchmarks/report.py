@@ -786,8 +786,13 @@ def fmt_costs(row: Row, what: str) -> str:
         else str(c[what])
         for c in (row.costs[stage] for stage in STAGES)
     ]
-    values[0] += "*" if row.memories_loaded else ""
+    values[0] = starred(values[0], row)
     return " / ".join(values)
+
+
+def starred(text: str, row: Row) -> str:
+    """A cost of this run only: ``*`` where its memories came from the cache (built earlier)."""
+    return text + "*" if row.memories_loaded and text != "—" else text
 
 
 def fmt_embedding(counts: dict[str, Any] | None) -> str:
@@ -888,11 +893,11 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
             fmt_cell(row.evidence_recall),
             fmt_number(row.all_evidence_share),
             fmt_number(row.context_tokens, 1),
-            str(row.costs["construction"]["calls"]) + ("*" if row.memories_loaded else ""),
-            fmt_number(row.invocations.get("construction_s"), 0),
-            fmt_embedding(row.invocations.get("embedding")),
+            starred(str(row.costs["construction"]["calls"]), row),
+            starred(fmt_number(row.invocations.get("construction_s"), 0), row),
+            starred(fmt_embedding(row.invocations.get("embedding")), row),
             fmt_number(row.retrieve_latency_s),
-            fmt_number(row.invocations.get("wall_s"), 0),
+            starred(fmt_number(row.invocations.get("wall_s"), 0), row),
             fmt_number(row.invocations.get("peak_rss_mb"), 0),
             row.run.directory.name,
         ]
