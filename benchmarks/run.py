@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import resource
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -269,13 +270,16 @@ def build_record(
 
 
 def answer_pending(
-    harness: Harness, conversations: Iterable[Conversation], name: str, progress: bool
-) -> dict[str, Any]:
-    """Construct (or load) each memory and log every question not logged yet; construction
-    counts and time."""
+    harness: Harness,
+    conversations: Iterable[Conversation],
+    name: str,
+    progress: bool,
+    construction: dict[str, Any],
+) -> None:
+    """Construct (or load) each memory and log every question not logged yet; count memories
+    built and loaded, and construction time, into ``construction`` as it goes."""
     settings = harness.settings
     done = harness.log.done()
-    construction: dict[str, Any] = {"built": 0, "loaded": 0, "seconds": 0.0}
     bar = tqdm(desc=f"{name} questions", unit="q", disable=not progress, file=sys.stderr)
     for conversation in conversations:
         pending = [q for q in conversation.questions if q.question_id not in done]
@@ -294,7 +298,6 @@ def answer_pending(
             harness.log.append(answer_batch(harness, memory, batch, session_of))
             bar.update(len(batch))
     bar.close()
-    return construction
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -318,10 +321,22 @@ def run_in(
         conversations_source(settings, resolve_data_dir(cfg.data_dir)), settings.subset
     )
     answered_before = len(harness.log.done())
+    construction: dict[str, Any] = {"built": 0, "loaded": 0, "seconds": 0.0}
+    invocations = RecordLog(run_dir / "invocations.jsonl", key="started")
     try:
-        construction = answer_pending(harness, conversations, run_dir.name, cfg.progress)
-    finally:
+        answer_pending(harness, conversations, run_dir.name, cfg.progress, construction)
+    finally:  # an interrupted invocation (Ctrl-C, SIGTERM, an error) logs its cost too
         harness.close()
+        invocation = {
+            "started": f"{started_at} pid {os.getpid()}",
+            "questions": len(harness.log.done()) - answered_before,
+            "wall_s": round(time.perf_counter() - started, 1),
+            # The process's peak so far (a multirun's jobs in one process share it). Linux: KiB.
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "construction_s": round(construction["seconds"], 1),
+            "embedding": harness.services.embedder.counts(),
+        }
+        invocations.append([invocation])
     records = harness.log.records()
     summary = summarize_run(records, settings)
     summary["run_dir"] = str(run_dir)
@@ -333,18 +348,6 @@ def run_in(
         "llm_responses": harness.response_cache.integrity(),
         "embeddings": harness.services.embedder.cache.integrity(),
     }
-    # The process's peak so far: the jobs of a multirun in one process share it. Linux: KiB.
-    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    invocation = {
-        "started": f"{started_at} pid {os.getpid()}",
-        "questions": len(records) - answered_before,
-        "wall_s": round(time.perf_counter() - started, 1),
-        "peak_rss_mb": round(peak_rss),
-        "construction_s": round(construction["seconds"], 1),
-        "embedding": harness.services.embedder.counts(),
-    }
-    invocations = RecordLog(run_dir / "invocations.jsonl", key="started")
-    invocations.append([invocation])
     summary["invocation"] = invocation
     summary["invocations"] = summarize_invocations(invocations.records())
     summary["accounting"] = Accounting.from_ledger(run_dir / "llm_calls.jsonl").summary()
@@ -357,7 +360,9 @@ def run_in(
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error."""
+    """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error.
+    SIGTERM exits like Ctrl-C, through the run's cleanup (caches closed, cost logged)."""
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     print(format_summary(run_or_exit(run, cfg)))
 
 

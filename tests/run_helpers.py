@@ -84,8 +84,10 @@ def kill_when(
     results: Path,
     ready: Callable[[Path], bool],
     timeout_s: float = 240.0,
+    signal_number: int = signal.SIGKILL,
 ) -> Path:
-    """SIGKILL ``process`` as soon as ``ready(run_dir)`` holds; return the run directory.
+    """Send ``signal_number`` (SIGKILL) to ``process`` as soon as ``ready(run_dir)`` holds;
+    return the run directory once the process has ended.
 
     Fails (AssertionError) when the process ends first or the moment never comes, so a test
     cannot pass without having killed the run where it meant to.
@@ -103,6 +105,6 @@ def kill_when(
         assert run_dir is not None, f"the moment to kill never came within {timeout_s}s"
     finally:
         if process.poll() is None:
-            os.kill(process.pid, signal.SIGKILL)
+            os.kill(process.pid, signal_number)
         process.wait()
     return run_dir

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -130,6 +131,33 @@ def test_cli_reports_a_bad_key_and_exits_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "config key 'answer.template'" in result.stderr
+
+
+def test_a_terminated_invocation_logs_its_cost_and_the_resumed_run_covers_every_question(
+    tmp_path: Path,
+) -> None:
+    # a cache of its own: replies cached by other tests would let the run end before the signal
+    overrides = [
+        *fixture_overrides(tmp_path / "runs", tmp_path / "cache"),
+        "method=turn_rag_bm25",
+        "batch_size=1",
+    ]
+    process = start_cli(overrides, tmp_path / "hydra")
+
+    def two_answers_logged(run_dir: Path) -> bool:
+        log_file = run_dir / "predictions.jsonl"
+        return log_file.exists() and len(log_file.read_text().splitlines()) >= 2
+
+    run_dir = kill_when(
+        process, tmp_path / "runs", two_answers_logged, signal_number=signal.SIGTERM
+    )
+    assert process.returncode == 128 + signal.SIGTERM
+    (terminated,) = [json.loads(line) for line in (run_dir / "invocations.jsonl").open()]
+    logged = len((run_dir / "predictions.jsonl").read_text().splitlines())
+    assert 2 <= terminated["questions"] == logged < 6 and terminated["wall_s"] > 0
+    resumed = run(compose_config(overrides))
+    assert resumed["invocation"]["questions"] == 6 - logged
+    assert resumed["invocations"]["count"] == 2 and resumed["invocations"]["questions"] == 6
 
 
 def test_resume_after_kill_matches_an_uninterrupted_run(tmp_path: Path) -> None:
