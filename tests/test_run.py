@@ -133,6 +133,12 @@ def test_cli_reports_a_bad_key_and_exits_2(tmp_path: Path) -> None:
     assert "config key 'answer.template'" in result.stderr
 
 
+def two_answers_logged(run_dir: Path) -> bool:
+    """The moment to interrupt a run: two questions logged, four still to come."""
+    log_file = run_dir / "predictions.jsonl"
+    return log_file.exists() and len(log_file.read_text().splitlines()) >= 2
+
+
 def test_a_terminated_invocation_logs_its_cost_and_the_resumed_run_covers_every_question(
     tmp_path: Path,
 ) -> None:
@@ -143,10 +149,6 @@ def test_a_terminated_invocation_logs_its_cost_and_the_resumed_run_covers_every_
         "batch_size=1",
     ]
     process = start_cli(overrides, tmp_path / "hydra")
-
-    def two_answers_logged(run_dir: Path) -> bool:
-        log_file = run_dir / "predictions.jsonl"
-        return log_file.exists() and len(log_file.read_text().splitlines()) >= 2
 
     run_dir = kill_when(
         process, tmp_path / "runs", two_answers_logged, signal_number=signal.SIGTERM
@@ -168,10 +170,6 @@ def test_resume_after_kill_matches_an_uninterrupted_run(tmp_path: Path) -> None:
         "batch_size=1",
     ]
     process = start_cli(overrides, tmp_path / "hydra")
-
-    def two_answers_logged(run_dir: Path) -> bool:
-        log_file = run_dir / "predictions.jsonl"
-        return log_file.exists() and len(log_file.read_text().splitlines()) >= 2
 
     log_file = kill_when(process, tmp_path / "killed", two_answers_logged) / "predictions.jsonl"
     killed_lines = len(log_file.read_text().splitlines())
