@@ -173,7 +173,7 @@ class Row:
     costs: dict[str, dict[str, int]]
     memories_loaded: bool
     #: The run's summed invocation costs (``metrics.json`` ``invocations``), or ``{}`` when they
-    #: do not cover every question (runs from before the ledger, killed invocations).
+    #: do not cover every question (runs from before the ledger, SIGKILLed invocations).
     invocations: dict[str, Any]
     answer_latency_s: float | None
     retrieve_latency_s: float | None

@@ -88,9 +88,9 @@ class RecordLog:
 
 
 def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """A run's cost over its finished invocations (``invocations.jsonl``): wall time, questions
+    """A run's cost over its logged invocations (``invocations.jsonl``): wall time, questions
     and embedding work summed, the highest peak memory. ``questions`` equal to the run's records
-    means every question's cost is in the sums (a killed invocation never logs its own)."""
+    means every question's cost is in the sums (only a SIGKILLed invocation leaves no line)."""
     embedding = [entry.get("embedding", {}) for entry in invocations]
     return {
         "count": len(invocations),
