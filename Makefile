@@ -29,6 +29,8 @@ RETRIEVAL_METHODS ?=
 # Table 2 questions (the lite methods take 15-90 s per question to construct: hours on all 499).
 LME_RETRIEVAL_METHODS ?= full_history,turn_rag_bm25,turn_rag_dense,session_rag_bm25,session_rag_dense,esmem,secom_no_denoise,hingemem,fracom,cast
 LME_RETRIEVAL_SUBSET ?= full
+# Processes constructing memories in each retrieval-only run (results do not depend on it).
+WORKERS ?= 1
 
 # Segmentation table: lite segmenters on all three test sets, LLM segmenters on a small subset.
 SEG_DATASETS ?= dialseg711,tiage,superdialseg
@@ -85,11 +87,11 @@ reproduce-table2:  ## Table 2 (default: offline lme30 setting, embedded SmolLM2 
 	$(PY) -m benchmarks.report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(BUDGET) --out results/table2
 
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
-	$(PY) -m benchmarks.run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) progress=false
+	$(PY) -m benchmarks.run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) workers=$(WORKERS) progress=false
 	$(PY) -m benchmarks.report --dataset locomo --subset full --where answer.template=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
 
 reproduce-retrieval-lme:  ## the same on LongMemEval-S (session and turn recall, nDCG)
-	$(PY) -m benchmarks.run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) progress=false
+	$(PY) -m benchmarks.run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) progress=false
 	$(PY) -m benchmarks.report --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --out results/retrieval_longmemeval$(if $(filter-out full,$(LME_RETRIEVAL_SUBSET)),_$(LME_RETRIEVAL_SUBSET))
 
 reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}

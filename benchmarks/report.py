@@ -666,7 +666,8 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
         "over answers not served from the response cache; construction (s), texts embedded / "
         "asked (what the embedding model encoded, of the texts the run asked for: the rest came "
         "from the content-keyed cache), wall time and peak resident memory are summed (peak: "
-        "maximum) over the run's invocations, and shown only where those cover every question",
+        "maximum; with worker processes, the parent's plus each worker's) over the run's "
+        "invocations, and shown only where those cover every question",
     ]
 
 
@@ -802,6 +803,14 @@ def fmt_embedding(counts: dict[str, Any] | None) -> str:
     return f"{counts['encoded']:,} / {counts['requested']:,}"
 
 
+def fmt_wall(invocations: dict[str, Any]) -> str:
+    """Wall seconds over the run's invocations, with the most worker processes any of them used
+    (a run's wall time is comparable with another's only at the same count)."""
+    wall = fmt_number(invocations.get("wall_s"), 0)
+    workers = invocations.get("workers", 1)
+    return f"{wall} ({workers} workers)" if workers > 1 and wall != "—" else wall
+
+
 def scope_label(scope: str) -> str:
     """``single_hop`` → ``Single-hop``."""
     return scope.replace("_", "-").capitalize()
@@ -897,7 +906,7 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
             starred(fmt_number(row.invocations.get("construction_s"), 0), row),
             starred(fmt_embedding(row.invocations.get("embedding")), row),
             fmt_number(row.retrieve_latency_s),
-            starred(fmt_number(row.invocations.get("wall_s"), 0), row),
+            starred(fmt_wall(row.invocations), row),
             fmt_number(row.invocations.get("peak_rss_mb"), 0),
             row.run.directory.name,
         ]
@@ -1108,6 +1117,7 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
         "texts_embedded": row.invocations.get("embedding", {}).get("encoded"),
         "texts_embedding_asked": row.invocations.get("embedding", {}).get("requested"),
         "wall_s": row.invocations.get("wall_s"),
+        "workers": row.invocations.get("workers"),
         "peak_rss_mb": row.invocations.get("peak_rss_mb"),
     }
     for stage in STAGES:

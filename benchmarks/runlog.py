@@ -89,8 +89,9 @@ class RecordLog:
 
 def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A run's cost over its logged invocations (``invocations.jsonl``): wall time, questions
-    and embedding work summed, the highest peak memory. ``questions`` equal to the run's records
-    means every question's cost is in the sums (only a SIGKILLed invocation leaves no line)."""
+    and embedding work summed, the highest peak memory and worker count. ``questions`` equal to
+    the run's records means every question's cost is in the sums (only a SIGKILLed invocation
+    leaves no line)."""
     embedding = [entry.get("embedding", {}) for entry in invocations]
     return {
         "count": len(invocations),
@@ -98,6 +99,7 @@ def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, An
         "wall_s": round(sum(entry["wall_s"] for entry in invocations), 1),
         "peak_rss_mb": max((entry["peak_rss_mb"] for entry in invocations), default=None),
         "construction_s": round(sum(entry["construction_s"] for entry in invocations), 1),
+        "workers": max((entry.get("workers", 1) for entry in invocations), default=1),
         "embedding": {
             key: round(sum(counts.get(key, 0) for counts in embedding), 3)
             for key in ("requested", "encoded", "encode_seconds")

@@ -42,9 +42,9 @@ from benchmarks.cli import run_or_exit
 from benchmarks.data import SEGMENTATION_DATASETS, load_segmentation
 from benchmarks.data.paths import resolve_data_dir
 from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
+from benchmarks.harness import resolve_path
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
 from benchmarks.metrics.stats import bootstrap_ci
-from benchmarks.run import resolve_path
 from benchmarks.runlog import RecordLog, exclusive
 from benchmarks.settings import CACHE_MODES, LOCATION_KEYS, ConfigError, run_id
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache

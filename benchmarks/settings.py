@@ -17,7 +17,8 @@ from omegaconf.errors import OmegaConfBaseException
 from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.subsets import SubsetSpec
 
-#: Keys that say where things live or how to display them: not part of a run's identity.
+#: Keys that say where things live, how to display them or how many processes do the work: not
+#: part of a run's identity.
 LOCATION_KEYS = (
     "data_dir",
     "cache_dir",
@@ -25,6 +26,7 @@ LOCATION_KEYS = (
     "llm_cache_mode",
     "llm_cache_journal",
     "progress",
+    "workers",
     "hydra",
 )
 DATASETS = {"locomo": (None,), "longmemeval": ("s", "oracle")}
@@ -56,6 +58,9 @@ class RunSettings:
     batch_size: int
     seed: int
     llm_cache_mode: str
+    #: Whether the run needs a backbone: it answers, or its method extracts with an LLM.
+    calls_llm: bool
+    workers: int
 
 
 def _get(cfg: DictConfig, key: str) -> Any:
@@ -110,12 +115,22 @@ def validate(cfg: DictConfig) -> RunSettings:
         else None,
         seed=_positive_int(cfg, "seed", allow_zero=True),
     )
+    template = _choice(cfg, "answer.template", (*TEMPLATES, None))
+    calls_llm = template is not None or OmegaConf.select(cfg, "method.extraction") == "llm"
+    workers = _positive_int(cfg, "workers")
+    if workers > 1 and calls_llm:
+        raise ConfigError(
+            "workers",
+            f"expected 1 for a run that calls an LLM, got {workers}: worker processes are for "
+            "retrieval-only runs of lite methods (answer=none); LLM calls are concurrent already, "
+            "batch_size at a time",
+        )
     return RunSettings(
         dataset=dataset,
         variant=variant,
         dataset_file=str(_get(cfg, "dataset.file")) if dataset == "locomo" else None,
         subset=subset,
-        template=_choice(cfg, "answer.template", (*TEMPLATES, None)),
+        template=template,
         context_budget=_positive_int(cfg, "answer.context_budget"),
         answer_max_tokens=_positive_int(cfg, "answer.max_tokens", allow_zero=True),
         judge_enabled=_choice(cfg, "judge.enabled", (True, False)),
@@ -123,6 +138,8 @@ def validate(cfg: DictConfig) -> RunSettings:
         batch_size=_positive_int(cfg, "batch_size"),
         seed=subset.seed,
         llm_cache_mode=_choice(cfg, "llm_cache_mode", CACHE_MODES),
+        calls_llm=calls_llm,
+        workers=workers,
     )
 
 

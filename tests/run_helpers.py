@@ -6,11 +6,13 @@ Imported as a plain module: pytest puts ``tests/`` on ``sys.path`` (no ``tests/_
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -108,3 +110,39 @@ def kill_when(
             os.kill(process.pid, signal_number)
         process.wait()
     return run_dir
+
+
+def longmemeval_item(question_id: str, question: str, answer_session: list[dict]) -> dict:
+    """One LongMemEval instance: a filler session, then ``answer_session`` (its evidence)."""
+    filler = [
+        {"role": "user", "content": "Any tips for baking sourdough bread?"},
+        {"role": "assistant", "content": "Use a mature starter."},
+    ]
+    return {
+        "question_id": question_id,
+        "question_type": "single-session-user",
+        "question": question,
+        "answer": "Lisbon",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/02 (Tue) 09:00"],
+        "haystack_session_ids": ["filler_1", "answer_1"],
+        "haystack_sessions": [filler, answer_session],
+        "answer_session_ids": ["answer_1"],
+    }
+
+
+def write_longmemeval_oracle(data_dir: Path, items: dict[str, dict]) -> Path:
+    """``items`` (file name: instance) as the oracle variant's archive under ``data_dir``, which
+    a run then reads with ``data_dir=<data_dir> dataset=longmemeval_oracle``."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:xz") as tar:
+        for name, item in items.items():
+            data = json.dumps(item).encode()
+            info = tarfile.TarInfo(f"lme_jsons/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (data_dir / "longmemeval").mkdir(parents=True, exist_ok=True)
+    (data_dir / "longmemeval" / "longmemeval_oracle_lme_jsons.tar.xz").write_bytes(
+        buffer.getvalue()
+    )
+    return data_dir

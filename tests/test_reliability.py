@@ -45,8 +45,9 @@ from benchmarks.data.segmentation import (
     read_tiage_official,
     read_topic_id_txt,
 )
+from benchmarks.harness import instantiate_method
 from benchmarks.metrics.judge import LOCOMO_INSTRUCTION
-from benchmarks.run import instantiate_method, run
+from benchmarks.run import run
 from benchmarks.settings import CACHE_MODES, ConfigError, validate
 from benchmarks.summary import format_summary
 from memsys.base import Services

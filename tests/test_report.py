@@ -135,6 +135,15 @@ def test_retrieval_rows_show_costs_only_when_the_invocations_cover_every_questio
     assert (shown[4]["Wall (s)"], shown[4]["Peak RSS (MB)"]) == ("61", "812")
     table = read_table(out)
     assert (table.loc[0, "texts_embedded"], table.loc[0, "peak_rss_mb"]) == (1900, 812)
+    # A run done by worker processes says how many: its wall time compares only at that count.
+    metrics["invocations"] = {**costs, "count": 2, "questions": 4, "workers": 2}
+    (directory / "metrics.json").write_text(json.dumps(metrics))
+    assert main(["--runs", str(runs), "--out", str(out)]) == 0
+    header, row = markdown_section(
+        out.with_suffix(".md").read_text(), "Retrieval only (answer=none)"
+    )
+    assert dict(zip(header, row, strict=True))["Wall (s)"] == "61 (2 workers)"
+    assert read_table(out).loc[0, "workers"] == 2
 
 
 def test_row_names_show_the_retriever_and_the_compressor() -> None:

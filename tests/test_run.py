@@ -20,7 +20,8 @@ from run_helpers import (
 )
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.run import instantiate_method, run
+from benchmarks.harness import instantiate_method
+from benchmarks.run import run
 from benchmarks.settings import ConfigError, validate
 
 

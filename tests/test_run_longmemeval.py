@@ -2,34 +2,14 @@
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
-from run_helpers import compose_config
+from run_helpers import compose_config, longmemeval_item, write_longmemeval_oracle
 
 from benchmarks.run import run
 from benchmarks.summary import longmemeval_summary
-
-
-def _item(question_id: str, question: str, answer_session: list[dict]) -> dict:
-    filler = [
-        {"role": "user", "content": "Any tips for baking sourdough bread?"},
-        {"role": "assistant", "content": "Use a mature starter."},
-    ]
-    return {
-        "question_id": question_id,
-        "question_type": "single-session-user",
-        "question": question,
-        "answer": "Lisbon",
-        "question_date": "2023/06/01 (Thu) 10:00",
-        "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/02 (Tue) 09:00"],
-        "haystack_session_ids": ["filler_1", "answer_1"],
-        "haystack_sessions": [filler, answer_session],
-        "answer_session_ids": ["answer_1"],
-    }
 
 
 @pytest.fixture
@@ -43,21 +23,10 @@ def lme_dir(tmp_path: Path) -> Path:
         {"role": "assistant", "content": "Congratulations on the move!", "has_answer": False},
     ]
     items = {
-        "2_q1.json": _item("q1", "Which city did I move to?", evidence),
-        "2_q2_abs.json": _item("q2_abs", "Which city did my sister move to?", evidence),
+        "2_q1.json": longmemeval_item("q1", "Which city did I move to?", evidence),
+        "2_q2_abs.json": longmemeval_item("q2_abs", "Which city did my sister move to?", evidence),
     }
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:xz") as tar:
-        for name, item in items.items():
-            data = json.dumps(item).encode()
-            info = tarfile.TarInfo(f"lme_jsons/{name}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    (tmp_path / "longmemeval").mkdir()
-    (tmp_path / "longmemeval" / "longmemeval_oracle_lme_jsons.tar.xz").write_bytes(
-        buffer.getvalue()
-    )
-    return tmp_path
+    return write_longmemeval_oracle(tmp_path, items)
 
 
 def test_retrieval_metrics_per_question(

@@ -1,0 +1,262 @@
+"""One run's machinery, shared by the serial runner and its worker processes: build the
+services, method, answerer and judge from config; construct (or load) a conversation's memory;
+retrieve, answer, judge and score its questions into one JSON record each.
+
+Nothing here writes the run's log: the process that holds the run directory does
+(:mod:`benchmarks.run`), so worker processes (:mod:`benchmarks.workers`) can use all of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from benchmarks.answering.context import render_context
+from benchmarks.answering.prompts import answer_messages
+from benchmarks.data.paths import REPO_ROOT
+from benchmarks.memory_store import MemoryStore
+from benchmarks.metrics.judge import Judge, Verdict
+from benchmarks.metrics.qa import QAPrediction, score_prediction
+from benchmarks.metrics.retrieval import evidence_recall
+from benchmarks.ranking import ranking_metrics
+from benchmarks.settings import ConfigError, RunSettings, check_method_options
+from memsys.base import MemorySystem, Services
+from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.llm.accounting import Accounting
+from memsys.llm.backbone import Backbone
+from memsys.llm.cache import ResponseCache
+from memsys.llm.errors import LLMError
+from memsys.llm.factory import build_backbone
+from memsys.llm.replay import open_response_cache
+from memsys.llm.types import LLMRequest, LLMResponse, SamplingParams
+from memsys.tokens import TokenCounter
+from memsys.types import Conversation, Question
+
+
+@dataclass
+class Harness:
+    """Everything one run shares: services, the method, its judge, the stores."""
+
+    settings: RunSettings
+    system: MemorySystem[Any]
+    services: Services
+    answerer: Backbone | None
+    judge: Judge | None
+    accounting: Accounting
+    response_cache: ResponseCache
+    memories: MemoryStore
+
+    def close(self) -> None:
+        """Close the SQLite caches, so that the files are whole on disk when a run ends."""
+        self.response_cache.close()
+        self.services.embedder.cache.close()
+
+
+def resolve_path(path: str) -> Path:
+    """Relative paths are relative to the repository root (Hydra may run jobs elsewhere)."""
+    candidate = Path(path).expanduser()
+    return candidate if candidate.is_absolute() else REPO_ROOT / candidate
+
+
+def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harness:
+    """Instantiate services, method, answerer and judge from config."""
+    cache_dir = resolve_path(cfg.cache_dir)
+    accounting = Accounting(ledger=run_dir / "llm_calls.jsonl")
+    response_cache = open_response_cache(
+        cache_dir, settings.llm_cache_mode, OmegaConf.select(cfg, "llm_cache_journal")
+    )
+    embedder = Embedder(
+        EmbedderConfig(model=cfg.embedder.model, batch_size=cfg.embedder.batch_size),
+        EmbeddingCache(cache_dir / "embeddings.sqlite"),
+    )
+    backbone = (
+        build_backbone(cfg.backbone, cache=response_cache, accounting=accounting)
+        if settings.calls_llm
+        else None
+    )
+    services = Services(
+        embedder=embedder,
+        tokens=TokenCounter(),
+        backbone=backbone.with_stage("construction") if backbone else None,
+        cache_dir=cache_dir,
+    )
+    system = instantiate_method(cfg.method, services)
+    judge = None
+    if settings.judge_enabled and backbone is not None:
+        judge_backbone = backbone
+        if cfg.judge.backbone is not None:
+            judge_backbone = build_backbone(
+                cfg.judge.backbone, cache=response_cache, accounting=accounting
+            )
+        judge = Judge(judge_backbone)
+    return Harness(
+        settings=settings,
+        system=system,
+        services=services,
+        answerer=backbone,
+        judge=judge,
+        accounting=accounting,
+        response_cache=response_cache,
+        memories=MemoryStore(cache_dir / "memories"),
+    )
+
+
+def instantiate_method(method: DictConfig, services: Services) -> MemorySystem[Any]:
+    """The configured method; a bad option is a :class:`ConfigError` naming its key."""
+    check_method_options(method)
+    try:
+        return instantiate(method, services=services, _convert_="partial")
+    except Exception as error:  # Hydra wraps the method's own error; name the key it came from
+        cause = error.__cause__ or error
+        raise ConfigError(
+            "method", f"cannot instantiate {method.get('_target_')}: {cause}"
+        ) from error
+
+
+def answer_batch(
+    harness: Harness, memory: Any, questions: Sequence[Question], session_of: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Retrieve, answer, judge and score a batch of questions; one record each, in order.
+
+    ``session_of`` maps the conversation's turn ids to session ids (LongMemEval's session-level
+    retrieval metrics).
+    """
+    settings = harness.settings
+    prepared = []
+    harness.system.prepare_queries(questions)
+    for question in questions:
+        started = time.perf_counter()
+        retrieval = harness.system.retrieve(memory, question)
+        retrieved_s = time.perf_counter() - started
+        context = render_context(retrieval.items, harness.services.tokens, settings.context_budget)
+        messages = (
+            answer_messages(settings.template, question, context.text, seed=settings.seed)
+            if settings.template
+            else None
+        )
+        prepared.append(
+            (
+                question,
+                retrieval,
+                context,
+                messages,
+                retrieved_s,
+                time.perf_counter() - started - retrieved_s,
+            )
+        )
+
+    replies: list[LLMResponse | LLMError | None] = [None] * len(prepared)
+    if harness.answerer is not None and settings.template:
+        params = SamplingParams(max_tokens=settings.answer_max_tokens)
+        requests = [LLMRequest(tuple(messages), params) for _, _, _, messages, _, _ in prepared]
+        replies = list(
+            harness.answerer.complete_many(requests, stage="answering", return_exceptions=True)
+        )
+
+    verdicts: dict[int, Verdict] = {}
+    if harness.judge is not None:
+        answered = [i for i, reply in enumerate(replies) if isinstance(reply, LLMResponse)]
+        graded = harness.judge.grade_many([(prepared[i][0], replies[i].text) for i in answered])  # type: ignore[union-attr]
+        verdicts = dict(zip(answered, graded, strict=True))
+
+    records = []
+    for i, (question, retrieval, context, _, retrieved_s, render_s) in enumerate(prepared):
+        record = build_record(
+            question, retrieval, context, replies[i], verdicts.get(i), retrieved_s, render_s
+        )
+        if settings.dataset == "longmemeval":
+            record["ranking"] = ranking_metrics(question, retrieval, session_of)
+        records.append(record)
+    return records
+
+
+def build_record(
+    question, retrieval, context, reply, verdict, retrieved_s, render_s
+) -> dict[str, Any]:
+    """One question's JSON line: prediction, gold, provenance, costs and every score."""
+    record: dict[str, Any] = {
+        "question_id": question.question_id,
+        "conversation_id": question.conversation_id,
+        "category": question.category,
+        "question": question.question,
+        "answer": question.answer,
+        "adversarial_answer": question.adversarial_answer,
+        "is_abstention": question.is_abstention,
+        "evidence": list(question.evidence),
+        "retrieved_turn_ids": list(context.turn_ids),
+        "retrieved_items": len(retrieval.items),
+        "context_items": len(context.items),
+        "context_tokens": context.tokens,
+        "evidence_recall": evidence_recall(question.evidence, context.turn_ids)
+        if question.evidence
+        else None,
+        "evidence_recall_all_retrieved": (
+            evidence_recall(question.evidence, retrieval.turn_ids) if question.evidence else None
+        ),
+        "latency_s": {"retrieve": round(retrieved_s, 6), "render": round(render_s, 6)},
+        "prediction": None,
+        "failure": None,
+        "scores": {},
+    }
+    if isinstance(reply, LLMError):
+        record["failure"] = f"answer: {reply}"
+    elif isinstance(reply, LLMResponse):
+        record["prediction"] = reply.text.strip()
+        record["answering"] = {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "latency_s": round(reply.latency_s, 6),
+            "cached": reply.cached,
+        }
+        prediction = QAPrediction(
+            question.question_id,
+            question.category,
+            record["prediction"],
+            question.answer,
+            question.adversarial_answer,
+        )
+        record["scores"] = score_prediction(prediction)
+    if verdict is not None:
+        record["scores"]["judge_acc"] = None if verdict.correct is None else float(verdict.correct)
+        record["judging"] = {
+            "prompt_tokens": verdict.prompt_tokens,
+            "completion_tokens": verdict.completion_tokens,
+            "latency_s": round(verdict.latency_s, 6),
+            "attempts": verdict.attempts,
+            "error": verdict.error,
+        }
+    return record
+
+
+def new_construction_counts() -> dict[str, Any]:
+    """Memories built and loaded, and the seconds spent getting them, for one invocation."""
+    return {"built": 0, "loaded": 0, "seconds": 0.0}
+
+
+def construct_memory(
+    harness: Harness, conversation: Conversation, construction: dict[str, Any]
+) -> Any:
+    """The conversation's memory, from the memory cache or built now; counted in
+    ``construction`` (see :func:`new_construction_counts`)."""
+    started = time.perf_counter()
+    memory, loaded = harness.memories.load_or_build(harness.system, conversation)
+    construction["loaded" if loaded else "built"] += 1
+    construction["seconds"] += time.perf_counter() - started
+    return memory
+
+
+def answer_conversation(
+    harness: Harness, memory: Any, conversation: Conversation, pending: Sequence[Question]
+) -> Iterator[list[dict[str, Any]]]:
+    """The records of ``pending`` (questions of ``conversation``), one batch at a time, so the
+    caller can log each batch as soon as it is answered."""
+    session_of = {turn.turn_id: turn.session_id for turn in conversation.turns}
+    batch_size = harness.settings.batch_size
+    for start in range(0, len(pending), batch_size):
+        yield answer_batch(harness, memory, pending[start : start + batch_size], session_of)

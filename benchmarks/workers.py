@@ -1,0 +1,274 @@
+"""``workers=N``: construct memories and answer a run's questions in N worker processes.
+
+A retrieval-only run of a lite method spends its time constructing memories (embedding, parsing,
+graph building), one conversation at a time and much of it on one core; N processes build N
+memories at once. Each worker builds its own harness from the run's resolved config (the caches
+it shares with the others are SQLite in WAL mode and atomically renamed files). The parent holds
+the run directory and alone writes the log, in the dataset's order, the order a serial run writes
+it (the bootstrap reads records in that order): a run's results do not depend on how many
+workers produced them, and a run interrupted with one count resumes with another.
+
+Runs that call an LLM keep to one process (``settings.validate`` says so): their LLM calls are
+concurrent already, a batch at a time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import resource
+import signal
+import sys
+import traceback
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from benchmarks.harness import (
+    Harness,
+    answer_conversation,
+    build_harness,
+    construct_memory,
+    new_construction_counts,
+)
+from benchmarks.settings import validate
+from memsys.types import Conversation
+
+#: One unit of work: a conversation and the ids of its questions not logged yet.
+Task = tuple[Conversation, list[str]]
+
+
+def peak_rss_mb() -> int:
+    """This process's peak resident memory so far, in MB (Linux reports KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (a container's or ``taskset``'s share, not the host's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@dataclass
+class Outcome:
+    """A worker's reply to one task: the records, and what producing them cost."""
+
+    records: list[dict[str, Any]]
+    construction: dict[str, Any]
+    embedding: dict[str, float]
+    rebuilt_corrupt: int
+    pid: int
+    peak_rss_mb: int
+
+
+@dataclass
+class Failure:
+    """A worker's reply when its task raised: where, and the traceback."""
+
+    conversation_id: str
+    pid: int
+    traceback: str
+
+
+class WorkerError(RuntimeError):
+    """A worker raised, or died, while working on a conversation."""
+
+
+@dataclass
+class WorkerUsage:
+    """What the workers did, for the invocation ledger (empty in a serial run)."""
+
+    embedding: Counter[str] = field(default_factory=Counter)
+    peak_rss_mb: dict[int, int] = field(default_factory=dict)
+    rebuilt_corrupt: int = 0
+
+    def add(self, outcome: Outcome) -> None:
+        self.embedding.update(outcome.embedding)
+        self.peak_rss_mb[outcome.pid] = max(
+            outcome.peak_rss_mb, self.peak_rss_mb.get(outcome.pid, 0)
+        )
+        self.rebuilt_corrupt += outcome.rebuilt_corrupt
+
+    def embedding_with(self, counts: dict[str, Any]) -> dict[str, Any]:
+        """The parent's embedder ``counts`` plus the workers'."""
+        return {key: round(value + self.embedding[key], 3) for key, value in counts.items()}
+
+    def total_peak_rss_mb(self) -> int:
+        """Every worker's peak, summed: an upper bound on their memory in use at once."""
+        return sum(self.peak_rss_mb.values())
+
+
+class WorkerPool:
+    """N spawned processes, one task at a time each, over a pipe apiece.
+
+    A context manager: leaving it normally lets the idle workers exit; leaving it by an exception
+    (Ctrl-C, SIGTERM through ``sys.exit``, a worker's error) terminates them mid-task, since what
+    they were doing is not logged and will be redone on resume.
+    """
+
+    def __init__(self, workers: int, config: dict[str, Any], run_dir: Path) -> None:
+        context = multiprocessing.get_context("spawn")  # fork would copy torch's thread pools
+        threads = max(1, available_cores() // workers)
+        self._workers: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
+        for _ in range(workers):
+            ours, theirs = context.Pipe()
+            process = context.Process(
+                target=_serve, args=(theirs, config, str(run_dir), threads), daemon=True
+            )
+            process.start()
+            theirs.close()
+            self._workers.append((process, ours))
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, error_type: type[BaseException] | None, *_: object) -> None:
+        for process, connection in self._workers:
+            if error_type is not None:
+                process.terminate()
+            connection.close()  # an idle worker reads end-of-file and exits
+        for process, _ in self._workers:
+            process.join(timeout=60)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+
+    def map_ordered(self, tasks: Iterable[Task], window: int) -> Iterator[Outcome]:
+        """Each task's outcome, in task order; at most ``window`` tasks handed out or done and
+        waiting their turn, so a streamed dataset stays streamed.
+
+        A task that fails raises its :class:`WorkerError` in its turn: the outcomes before it
+        are yielded first (they are logged, not lost), and no task is handed out after it."""
+        tasks = iter(tasks)
+        idle = list(self._workers)
+        busy: dict[Connection, tuple[int, Any, str]] = {}
+        done: dict[int, Outcome | WorkerError] = {}
+        handed_out = yielded = 0
+        exhausted = failed = False
+        while True:
+            while idle and not (exhausted or failed) and handed_out - yielded < window:
+                task = next(tasks, None)
+                if task is None:
+                    exhausted = True
+                    break
+                worker = idle.pop()
+                worker[1].send(task)
+                busy[worker[1]] = (handed_out, worker, task[0].conversation_id)
+                handed_out += 1
+            if not busy:
+                return
+            for connection in wait(list(busy)):
+                number, worker, conversation_id = busy.pop(connection)  # type: ignore[index]
+                try:
+                    done[number] = _receive(connection, worker[0], conversation_id)
+                except WorkerError as error:
+                    done[number], failed = error, True
+                else:
+                    idle.append(worker)
+            while yielded in done:
+                result = done.pop(yielded)
+                if isinstance(result, WorkerError):
+                    raise result
+                yield result
+                yielded += 1
+
+
+def _receive(
+    connection: Connection, process: multiprocessing.process.BaseProcess, conversation_id: str
+) -> Outcome:
+    """A worker's outcome, or a :class:`WorkerError` that names the conversation and the cause."""
+    try:
+        reply = connection.recv()
+    except EOFError:
+        process.join(timeout=5)
+        raise WorkerError(
+            f"worker pid {process.pid} died (exit code {process.exitcode}) while working on "
+            f"conversation {conversation_id}; out of memory? Try fewer workers. What was logged "
+            "stays: run again to resume"
+        ) from None
+    if isinstance(reply, Failure):
+        raise WorkerError(
+            f"worker pid {reply.pid} failed on conversation {reply.conversation_id}:\n"
+            f"{reply.traceback}"
+        )
+    return reply
+
+
+def _serve(connection: Connection, config: dict[str, Any], run_dir: str, threads: int) -> None:
+    """A worker's life: build a harness, then answer tasks until the parent closes the pipe."""
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # Ctrl-C reaches the whole group; the parent decides
+    _exit_with_parent()
+    _limit_threads(threads)
+    harness: Harness | None = None
+    setup_failure = ""
+    try:
+        cfg = OmegaConf.create(config)
+        harness = build_harness(cfg, validate(cfg), Path(run_dir))
+    except Exception:  # reported as the reply to the first task, where the parent listens
+        setup_failure = traceback.format_exc()
+    try:
+        while True:
+            try:
+                conversation, question_ids = connection.recv()
+            except EOFError:
+                return
+            try:
+                if harness is None:
+                    raise RuntimeError(f"worker setup failed:\n{setup_failure}")
+                reply: Outcome | Failure = _answer(harness, conversation, question_ids)
+            except Exception:
+                reply = Failure(conversation.conversation_id, os.getpid(), traceback.format_exc())
+            connection.send(reply)
+    finally:
+        if harness is not None:
+            harness.close()
+
+
+def _answer(harness: Harness, conversation: Conversation, question_ids: list[str]) -> Outcome:
+    """One task: the conversation's memory, then the records of the named questions."""
+    before = harness.services.embedder.counts()
+    rebuilt_before = harness.memories.rebuilt_corrupt
+    construction = new_construction_counts()
+    memory = construct_memory(harness, conversation, construction)
+    wanted = set(question_ids)
+    pending = [q for q in conversation.questions if q.question_id in wanted]
+    records = [
+        record
+        for batch in answer_conversation(harness, memory, conversation, pending)
+        for record in batch
+    ]
+    after = harness.services.embedder.counts()
+    return Outcome(
+        records=records,
+        construction=construction,
+        embedding={key: after[key] - before[key] for key in after},
+        rebuilt_corrupt=harness.memories.rebuilt_corrupt - rebuilt_before,
+        pid=os.getpid(),
+        peak_rss_mb=peak_rss_mb(),
+    )
+
+
+def _exit_with_parent() -> None:
+    """Linux: the kernel sends this worker SIGTERM when the parent dies, even by SIGKILL, so a
+    killed run leaves no worker constructing memories nobody will log."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _limit_threads(threads: int) -> None:
+    """Give each worker its share of the cores (torch and BLAS would each take all of them)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(threads)
+    threadpool_limits(threads)
