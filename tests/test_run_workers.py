@@ -154,7 +154,7 @@ def test_no_worker_outlives_an_interrupted_run(
         process,
         tmp_path / "runs",
         lambda run_dir: (
-            (run_dir / "predictions.jsonl").exists() and len(_processes_with(marker)) == 3
+            (run_dir / "predictions.jsonl").exists() and len(_processes_with(marker)) >= 3
         ),
         signal_number=signal_number,
     )
