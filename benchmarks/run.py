@@ -115,8 +115,8 @@ def answer_pending_in_workers(
     with WorkerPool(settings.workers, config, run_dir) as pool:
         for outcome in pool.map_ordered(tasks(), window=2 * settings.workers):
             log.append(outcome.records)
-            for key in ("built", "loaded", "seconds"):
-                construction[key] += outcome.construction[key]
+            for key, value in outcome.construction.items():
+                construction[key] += value
             usage.add(outcome)
             bar.update(len(outcome.records))
     bar.close()
