@@ -35,6 +35,7 @@ from memsys.llm.errors import LLMError
 from memsys.llm.factory import build_backbone
 from memsys.llm.replay import open_response_cache
 from memsys.llm.types import LLMRequest, LLMResponse, SamplingParams
+from memsys.nlp import NLP, ParseCache
 from memsys.tokens import TokenCounter
 from memsys.types import Conversation, Question
 
@@ -56,6 +57,12 @@ class Harness:
         """Close the SQLite caches, so that the files are whole on disk when a run ends."""
         self.response_cache.close()
         self.services.embedder.cache.close()
+        self.services.nlp.cache.close()
+
+    def work_counts(self) -> dict[str, dict[str, Any]]:
+        """What this process's embedder and parser have done so far (texts asked, texts they
+        had to process, seconds), for the invocation ledger."""
+        return {"embedding": self.services.embedder.counts(), "parsing": self.services.nlp.counts()}
 
 
 def resolve_path(path: str) -> Path:
@@ -84,6 +91,7 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
         embedder=embedder,
         tokens=TokenCounter(),
         backbone=backbone.with_stage("construction") if backbone else None,
+        nlp=NLP(cache=ParseCache(cache_dir / "parses.sqlite")),
         cache_dir=cache_dir,
     )
     system = instantiate_method(cfg.method, services)

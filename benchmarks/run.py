@@ -164,7 +164,7 @@ def run_in(
             # worker's: an upper bound on the memory in use at once.
             "peak_rss_mb": peak_rss_mb() + usage.total_peak_rss_mb(),
             "construction_s": round(construction["seconds"], 1),
-            "embedding": usage.embedding_with(harness.services.embedder.counts()),
+            **usage.work_with(harness.work_counts()),
             "workers": settings.workers,
         }
         invocations.append([invocation])
@@ -178,6 +178,7 @@ def run_in(
     summary["caches"] = {
         "llm_responses": harness.response_cache.integrity(),
         "embeddings": harness.services.embedder.cache.integrity(),
+        "parses": harness.services.nlp.cache.integrity(),
     }
     summary["invocation"] = invocation
     summary["invocations"] = summarize_invocations(invocations.records())

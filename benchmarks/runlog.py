@@ -87,12 +87,18 @@ class RecordLog:
                 self._records[item_id] = record
 
 
+#: The work counters an invocation logs, and the keys of each that add up across invocations.
+WORK_COUNTS = {
+    "embedding": ("requested", "encoded", "encode_seconds"),
+    "parsing": ("requested", "parsed", "parse_seconds"),
+}
+
+
 def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A run's cost over its logged invocations (``invocations.jsonl``): wall time, questions
-    and embedding work summed, the highest peak memory and worker count. ``questions`` equal to
-    the run's records means every question's cost is in the sums (only a SIGKILLed invocation
-    leaves no line)."""
-    embedding = [entry.get("embedding", {}) for entry in invocations]
+    and embedding and parsing work summed, the highest peak memory and worker count.
+    ``questions`` equal to the run's records means every question's cost is in the sums (only a
+    SIGKILLed invocation leaves no line); invocations logged before parses were counted add 0."""
     return {
         "count": len(invocations),
         "questions": sum(entry["questions"] for entry in invocations),
@@ -100,9 +106,12 @@ def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, An
         "peak_rss_mb": max((entry["peak_rss_mb"] for entry in invocations), default=None),
         "construction_s": round(sum(entry["construction_s"] for entry in invocations), 1),
         "workers": max((entry.get("workers", 1) for entry in invocations), default=1),
-        "embedding": {
-            key: round(sum(counts.get(key, 0) for counts in embedding), 3)
-            for key in ("requested", "encoded", "encode_seconds")
+        **{
+            kind: {
+                key: round(sum(entry.get(kind, {}).get(key, 0) for entry in invocations), 3)
+                for key in keys
+            }
+            for kind, keys in WORK_COUNTS.items()
         },
     }
 

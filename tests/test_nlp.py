@@ -1,10 +1,31 @@
 from __future__ import annotations
 
+import zlib
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from memsys.nlp import NLP, load_pipeline, resolve_time
+from memsys.kvstore import SQLiteKV
+from memsys.nlp import NLP, ParseCache, load_pipeline, resolve_time
+
+TURNS = [
+    "Caroline went to the LGBTQ support group yesterday and it was powerful.",
+    "I moved from Sweden four years ago; my kids love the beach near Boston.",
+    "Yeah, we gave up on the bitter war over the garden. Bye Melanie!",
+]
+
+
+def annotations(doc: Any) -> tuple[Any, ...]:
+    """Everything the lite extractors read off a parse."""
+    tokens = [
+        (t.text, t.whitespace_, t.lemma_, t.pos_, t.tag_, t.dep_, t.head.i, t.ent_iob_)
+        + (t.ent_type_, t.is_sent_start, str(t.morph), t.lower_)
+        for t in doc
+    ]
+    entities = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
+    return tokens, entities, [c.text for c in doc.noun_chunks], [s.text for s in doc.sents]
 
 
 def test_pipeline_finds_people_places_and_dates() -> None:
@@ -23,6 +44,44 @@ def test_memo_keeps_only_the_most_recently_used_texts() -> None:
     assert nlp.parse(["One."])[0] is first[0]
     assert nlp.parse(["Two."])[0] is not first[1]  # parsed again
     assert len(nlp._docs) == 2
+
+
+def test_parse_cache_serves_a_fresh_process_the_same_parses(tmp_path: Path) -> None:
+    path = tmp_path / "parses.sqlite"
+    writer = NLP(cache=ParseCache(path))
+    expected = [annotations(doc) for doc in writer.parse([*TURNS, TURNS[0]])]
+    counts = writer.counts()
+    assert (counts["requested"], counts["parsed"]) == (4, 3) and counts["parse_seconds"] > 0
+    reader = NLP(cache=ParseCache(path))
+    assert [annotations(doc) for doc in reader.parse([*TURNS, TURNS[0]])] == expected
+    assert (reader.counts()["requested"], reader.counts()["parsed"]) == (4, 0)
+
+
+def overwrite(store: SQLiteKV, key: str, value: bytes) -> None:
+    """Replace a row with an intact one (its checksum matches) holding ``value``."""
+    with store._lock:
+        store._connect().execute(f"DELETE FROM {store.table} WHERE key = ?", (key,))
+    store.put(key, value)
+
+
+def test_a_damaged_or_mismatched_parse_is_dropped_and_parsed_again(tmp_path: Path) -> None:
+    path = tmp_path / "parses.sqlite"
+    writer = NLP(cache=ParseCache(path))
+    writer.parse(TURNS)
+    store = SQLiteKV(path, table="parses")
+    first, second, third = (ParseCache.key(writer.identity, text) for text in TURNS)
+    overwrite(store, first, b"not zlib")
+    overwrite(store, second, zlib.compress(b"\x00 not a serialized doc"))
+    overwrite(store, third, zlib.compress(writer.parse([TURNS[1]])[0].to_bytes()))  # turn 2's parse
+
+    reader = NLP(cache=ParseCache(path))
+    assert [annotations(doc) for doc in reader.parse(TURNS)] == [
+        annotations(doc) for doc in writer.parse(TURNS)
+    ]
+    assert reader.counts()["parsed"] == 3 and reader.cache.integrity()["corrupt_rows"] == 3
+    again = NLP(cache=ParseCache(path))  # the reader stored good parses in their place
+    again.parse(TURNS)
+    assert again.counts()["parsed"] == 0
 
 
 def test_missing_pipeline_says_how_to_install() -> None:

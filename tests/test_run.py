@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,6 +83,22 @@ def test_retrieval_only_calls_no_llm(tmp_path: Path, shared_cache: Path) -> None
     assert again["invocations"]["peak_rss_mb"] >= invocation["peak_rss_mb"]
     assert again["invocations"]["embedding"]["encoded"] == invocation["embedding"]["encoded"]
     assert "backbone" not in (Path(summary["run_dir"]) / "config.yaml").read_text()
+
+
+def test_a_lite_method_parses_each_text_once_per_machine(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    overrides = ["method=fracom", "answer=none"]
+    first = run(compose_config([*fixture_overrides(tmp_path / "a", cache), *overrides]))
+    parsing = first["invocation"]["parsing"]
+    assert 0 < parsing["parsed"] <= parsing["requested"] and parsing["parse_seconds"] > 0
+    shutil.rmtree(cache / "memories")  # memories gone: the next run constructs them again ...
+    again = run(compose_config([*fixture_overrides(tmp_path / "b", cache), *overrides]))
+    assert again["construction"]["built"] == first["construction"]["built"] > 0
+    assert again["invocation"]["parsing"]["parsed"] == 0  # ... from the stored parses
+    assert again["invocation"]["parsing"]["requested"] == parsing["requested"]
+    records = [stable(r) for r in read_records(Path(first["run_dir"]))]
+    assert [stable(r) for r in read_records(Path(again["run_dir"]))] == records
+    assert again["caches"]["parses"] == {"corrupt_rows": 0, "moved_aside": None}
 
 
 @pytest.mark.parametrize("method", sorted(p.stem for p in (CONF / "method").glob("*.yaml")))
