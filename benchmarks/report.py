@@ -665,7 +665,9 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
         "metrics.json (* = memories loaded from cache, cost of this run only); answer latency "
         "over answers not served from the response cache; construction (s), texts embedded / "
         "asked (what the embedding model encoded, of the texts the run asked for: the rest came "
-        "from the content-keyed cache), wall time and peak resident memory are summed (peak: "
+        "from the content-keyed cache), texts parsed / asked (the same for the lite extractors' "
+        "spaCy parses; — for runs begun before parses were counted), wall time and peak resident "
+        "memory are summed (peak: "
         "maximum; with worker processes, the parent's plus each worker's) over the run's "
         "invocations, and shown only where those cover every question",
     ]
@@ -796,11 +798,12 @@ def starred(text: str, row: Row) -> str:
     return text + "*" if row.memories_loaded and text != "—" else text
 
 
-def fmt_embedding(counts: dict[str, Any] | None) -> str:
-    """``encoded / requested`` texts over the run's invocations ("—" where not all are known)."""
+def fmt_work(counts: dict[str, Any] | None, done: str) -> str:
+    """``<done> / requested`` texts over the run's invocations, ``done`` being the count of texts
+    the model processed (``encoded``, ``parsed``); "—" where not all are known."""
     if not counts:
         return "—"
-    return f"{counts['encoded']:,} / {counts['requested']:,}"
+    return f"{counts[done]:,} / {counts['requested']:,}"
 
 
 def fmt_wall(invocations: dict[str, Any]) -> str:
@@ -890,6 +893,7 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
         "Construction LLM calls",
         "Construction (s)",
         "Texts embedded / asked",
+        "Texts parsed / asked",
         "Retrieve latency (s)",
         "Wall (s)",
         "Peak RSS (MB)",
@@ -904,7 +908,8 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
             fmt_number(row.context_tokens, 1),
             starred(str(row.costs["construction"]["calls"]), row),
             starred(fmt_number(row.invocations.get("construction_s"), 0), row),
-            starred(fmt_embedding(row.invocations.get("embedding")), row),
+            starred(fmt_work(row.invocations.get("embedding"), "encoded"), row),
+            starred(fmt_work(row.invocations.get("parsing"), "parsed"), row),
             fmt_number(row.retrieve_latency_s),
             starred(fmt_wall(row.invocations), row),
             fmt_number(row.invocations.get("peak_rss_mb"), 0),
@@ -1116,6 +1121,8 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
         "construction_s": row.invocations.get("construction_s"),
         "texts_embedded": row.invocations.get("embedding", {}).get("encoded"),
         "texts_embedding_asked": row.invocations.get("embedding", {}).get("requested"),
+        "texts_parsed": row.invocations.get("parsing", {}).get("parsed"),
+        "texts_parsing_asked": row.invocations.get("parsing", {}).get("requested"),
         "wall_s": row.invocations.get("wall_s"),
         "workers": row.invocations.get("workers"),
         "peak_rss_mb": row.invocations.get("peak_rss_mb"),

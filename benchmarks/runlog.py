@@ -98,7 +98,8 @@ def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, An
     """A run's cost over its logged invocations (``invocations.jsonl``): wall time, questions
     and embedding and parsing work summed, the highest peak memory and worker count.
     ``questions`` equal to the run's records means every question's cost is in the sums (only a
-    SIGKILLed invocation leaves no line); invocations logged before parses were counted add 0."""
+    SIGKILLed invocation leaves no line). A kind of work some invocation did not log (parsing
+    before it was counted) is left out rather than summed over the others."""
     return {
         "count": len(invocations),
         "questions": sum(entry["questions"] for entry in invocations),
@@ -107,11 +108,9 @@ def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, An
         "construction_s": round(sum(entry["construction_s"] for entry in invocations), 1),
         "workers": max((entry.get("workers", 1) for entry in invocations), default=1),
         **{
-            kind: {
-                key: round(sum(entry.get(kind, {}).get(key, 0) for entry in invocations), 3)
-                for key in keys
-            }
+            kind: {key: round(sum(entry[kind][key] for entry in invocations), 3) for key in keys}
             for kind, keys in WORK_COUNTS.items()
+            if all(kind in entry for entry in invocations)
         },
     }
 

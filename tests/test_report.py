@@ -133,16 +133,21 @@ def test_retrieval_rows_show_costs_only_when_the_invocations_cover_every_questio
         and shown[4]["Texts embedded / asked"] == "1,900 / 2,500"
     )
     assert (shown[4]["Wall (s)"], shown[4]["Peak RSS (MB)"]) == ("61", "812")
+    assert shown[4]["Texts parsed / asked"] == "—"  # not logged by these invocations
     table = read_table(out)
     assert (table.loc[0, "texts_embedded"], table.loc[0, "peak_rss_mb"]) == (1900, 812)
     # A run done by worker processes says how many: its wall time compares only at that count.
-    metrics["invocations"] = {**costs, "count": 2, "questions": 4, "workers": 2}
+    parsing = {"requested": 1200, "parsed": 310, "parse_seconds": 4.0}
+    metrics["invocations"] = {**costs, "count": 2, "questions": 4, "workers": 2, "parsing": parsing}
     (directory / "metrics.json").write_text(json.dumps(metrics))
     assert main(["--runs", str(runs), "--out", str(out)]) == 0
     header, row = markdown_section(
         out.with_suffix(".md").read_text(), "Retrieval only (answer=none)"
     )
-    assert dict(zip(header, row, strict=True))["Wall (s)"] == "61 (2 workers)"
+    cells = dict(zip(header, row, strict=True))
+    assert (cells["Wall (s)"], cells["Texts parsed / asked"]) == ("61 (2 workers)", "310 / 1,200")
+    table = read_table(out)
+    assert (table.loc[0, "texts_parsed"], table.loc[0, "texts_parsing_asked"]) == (310, 1200)
     assert read_table(out).loc[0, "workers"] == 2
 
 

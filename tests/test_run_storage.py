@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.memory_store import MemoryStore, conversation_digest
-from benchmarks.runlog import RecordLog, RunInProgressError, exclusive
+from benchmarks.runlog import RecordLog, RunInProgressError, exclusive, summarize_invocations
 from benchmarks.subsets import SubsetSpec, select, stratified_sample
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
@@ -128,3 +128,33 @@ def test_a_run_directory_is_held_by_one_process_at_a_time(tmp_path: Path) -> Non
         pass
     with exclusive(tmp_path):  # released: the next run may go on
         pass
+
+
+def test_invocation_costs_add_up_leaving_out_work_some_invocation_did_not_log() -> None:
+    older = {  # logged before parses were counted
+        "questions": 3,
+        "wall_s": 10.5,
+        "peak_rss_mb": 900,
+        "construction_s": 8.0,
+        "embedding": {"requested": 10, "encoded": 4, "encode_seconds": 1.5, "model_calls": 1},
+    }
+    newer = {
+        "questions": 2,
+        "wall_s": 5.0,
+        "peak_rss_mb": 700,
+        "construction_s": 4.5,
+        "workers": 2,
+        "embedding": {"requested": 6, "encoded": 1, "encode_seconds": 0.25, "model_calls": 1},
+        "parsing": {"requested": 40, "parsed": 12, "parse_seconds": 0.5},
+    }
+    assert summarize_invocations([older, newer]) == {
+        "count": 2,
+        "questions": 5,
+        "wall_s": 15.5,
+        "peak_rss_mb": 900,
+        "construction_s": 12.5,
+        "workers": 2,
+        "embedding": {"requested": 16, "encoded": 5, "encode_seconds": 1.75},
+    }
+    assert summarize_invocations([newer])["parsing"] == newer["parsing"]
+    assert summarize_invocations([])["questions"] == 0
