@@ -13,7 +13,7 @@ from benchmarks.runlog import RecordLog, RunInProgressError, exclusive, summariz
 from benchmarks.subsets import SubsetSpec, select, stratified_sample
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
-from memsys.methods.baselines import FullHistory, TurnRAG
+from memsys.methods.baselines import FullHistory, SessionRAG, TurnRAG
 from memsys.types import Conversation, Question, Session, Turn
 
 
@@ -88,6 +88,23 @@ def test_memory_key_ignores_retrieval_settings(tmp_path: Path, services: Service
         FullHistory(services), conversation
     )
     assert conversation_digest(conversation) != conversation_digest(_conversation("other"))
+
+
+@pytest.mark.parametrize("system_class", [TurnRAG, SessionRAG])
+def test_ranked_baselines_embed_their_items_at_construction_not_at_retrieval(
+    tmp_path: Path, services: Services, system_class: type[TurnRAG | SessionRAG]
+) -> None:
+    store, system, embedder = MemoryStore(tmp_path), system_class(services), services.embedder
+    memory, loaded = store.load_or_build(system, _conversation())
+    asked_at_construction = embedder.texts_requested
+    assert not loaded and asked_at_construction == len(memory.items) > 0
+    question = Question("c1:q0", "c1", "Who said hello?", "Ana", "single_hop")
+    assert system.retrieve(memory, question).items  # the question is all retrieval embeds
+    assert embedder.texts_requested == asked_at_construction + 1
+    again, loaded = store.load_or_build(system, _conversation())  # loaded: indexed on load
+    assert loaded and embedder.texts_requested == 2 * asked_at_construction + 1
+    system.retrieve(again, question)
+    assert embedder.texts_requested == 2 * asked_at_construction + 2
 
 
 def test_stratified_sample_is_deterministic_and_proportional() -> None:
