@@ -119,7 +119,8 @@ class NLP:
     persistent :class:`ParseCache`.
 
     ``texts_requested`` counts texts callers asked for, ``texts_parsed`` and ``parse_seconds``
-    what the pipeline itself parsed, so a run can report what the caches saved.
+    what the pipeline itself parsed, so a run can report what the caches saved. ``pipeline``
+    injects an already loaded spaCy pipeline so that several instances share one copy.
     """
 
     def __init__(
@@ -127,9 +128,10 @@ class NLP:
         packages: Sequence[str] = SPACY_PACKAGES,
         memo_size: int = MEMO_SIZE,
         cache: ParseCache | None = None,
+        pipeline: Any = None,
     ) -> None:
         self._packages = tuple(packages)
-        self._pipeline: Any = None
+        self._pipeline: Any = pipeline
         self._docs: OrderedDict[str, Any] = OrderedDict()
         self._memo_size = memo_size
         self._lock = threading.Lock()

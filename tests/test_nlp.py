@@ -46,13 +46,13 @@ def test_memo_keeps_only_the_most_recently_used_texts() -> None:
     assert len(nlp._docs) == 2
 
 
-def test_parse_cache_serves_a_fresh_process_the_same_parses(tmp_path: Path) -> None:
+def test_parse_cache_serves_a_fresh_process_the_same_parses(tmp_path: Path, nlp: NLP) -> None:
     path = tmp_path / "parses.sqlite"
-    writer = NLP(cache=ParseCache(path))
+    writer = NLP(cache=ParseCache(path), pipeline=nlp.pipeline)
     expected = [annotations(doc) for doc in writer.parse([*TURNS, TURNS[0]])]
     counts = writer.counts()
     assert (counts["requested"], counts["parsed"]) == (4, 3) and counts["parse_seconds"] > 0
-    reader = NLP(cache=ParseCache(path))
+    reader = NLP(cache=ParseCache(path))  # its own pipeline: a vocabulary without the strings
     assert [annotations(doc) for doc in reader.parse([*TURNS, TURNS[0]])] == expected
     assert (reader.counts()["requested"], reader.counts()["parsed"]) == (4, 0)
 
@@ -64,9 +64,11 @@ def overwrite(store: SQLiteKV, key: str, value: bytes) -> None:
     store.put(key, value)
 
 
-def test_a_damaged_or_mismatched_parse_is_dropped_and_parsed_again(tmp_path: Path) -> None:
+def test_a_damaged_or_mismatched_parse_is_dropped_and_parsed_again(
+    tmp_path: Path, nlp: NLP
+) -> None:
     path = tmp_path / "parses.sqlite"
-    writer = NLP(cache=ParseCache(path))
+    writer = NLP(cache=ParseCache(path), pipeline=nlp.pipeline)
     writer.parse(TURNS)
     store = SQLiteKV(path, table="parses")
     first, second, third = (ParseCache.key(writer.identity, text) for text in TURNS)
@@ -74,12 +76,14 @@ def test_a_damaged_or_mismatched_parse_is_dropped_and_parsed_again(tmp_path: Pat
     overwrite(store, second, zlib.compress(b"\x00 not a serialized doc"))
     overwrite(store, third, zlib.compress(writer.parse([TURNS[1]])[0].to_bytes()))  # turn 2's parse
 
-    reader = NLP(cache=ParseCache(path))
+    reader = NLP(cache=ParseCache(path), pipeline=nlp.pipeline)
     assert [annotations(doc) for doc in reader.parse(TURNS)] == [
         annotations(doc) for doc in writer.parse(TURNS)
     ]
     assert reader.counts()["parsed"] == 3 and reader.cache.integrity()["corrupt_rows"] == 3
-    again = NLP(cache=ParseCache(path))  # the reader stored good parses in their place
+    again = NLP(
+        cache=ParseCache(path), pipeline=nlp.pipeline
+    )  # the reader stored good parses in their place
     again.parse(TURNS)
     assert again.counts()["parsed"] == 0
 
