@@ -57,6 +57,7 @@ from matplotlib.figure import Figure
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
+from benchmarks.runlog import summarize_invocations
 from benchmarks.summary import SCORE_NAMES, longmemeval_scores
 from memsys.types import LOCOMO_CATEGORIES
 
@@ -225,7 +226,8 @@ def dataset_name(config: dict[str, Any]) -> str:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """Per-question records in file order (the order the run's bootstrap saw them)."""
+    """The lines of a JSONL file in order: a run's per-question records (the order its bootstrap
+    saw them), or its invocation ledger."""
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
@@ -254,7 +256,8 @@ def load_runs(
     """The finished runs under ``runs_dir`` that pass the filters, sorted by directory name.
 
     A matching run without ``metrics.json`` has not finished (the runner writes it last); it is
-    skipped with a warning rather than compared on a partial question set.
+    skipped with a warning rather than compared on a partial question set. Costs are summed from
+    the run's invocation ledger where it has one.
     """
     where = where or {}
     configs = {
@@ -271,6 +274,9 @@ def load_runs(
             )
             continue
         metrics = json.loads((directory / "metrics.json").read_text())
+        ledger = directory / "invocations.jsonl"
+        if ledger.exists():  # summed anew: metrics.json holds the sums of the code that wrote it
+            metrics["invocations"] = summarize_invocations(read_records(ledger))
         runs.append(Run(directory, config, metrics, read_records(directory / "predictions.jsonl")))
     if not runs:
         raise ReportError(no_match_message(runs_dir, dataset, subset, where, configs.values()))

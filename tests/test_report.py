@@ -151,6 +151,36 @@ def test_retrieval_rows_show_costs_only_when_the_invocations_cover_every_questio
     assert read_table(out).loc[0, "workers"] == 2
 
 
+def test_costs_are_summed_from_the_invocation_ledger_where_a_run_has_one(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    directory = write_run(runs, "b", config(TURN_RAG, template=None), scored([None] * 4))  # type: ignore[list-item]
+    metrics = json.loads((directory / "metrics.json").read_text())
+    embedding = {"requested": 20, "encoded": 5, "encode_seconds": 1.0}
+    parsing = {"requested": 40, "parsed": 9, "parse_seconds": 2.0}
+    # metrics.json as an older version summed it: parsing counted although one invocation
+    # (logged before parses were counted) has none.
+    metrics["invocations"] = {
+        "count": 2, "questions": 4, "wall_s": 9.0, "peak_rss_mb": 700, "construction_s": 6.0,
+        "embedding": embedding, "parsing": parsing,
+    }  # fmt: skip
+    (directory / "metrics.json").write_text(json.dumps(metrics))
+    ledger = [
+        {"questions": 1, "wall_s": 4.0, "peak_rss_mb": 700, "construction_s": 3.0},
+        {"questions": 3, "wall_s": 5.0, "peak_rss_mb": 600, "construction_s": 3.0},
+    ]
+    ledger[0]["embedding"], ledger[1]["embedding"] = embedding, embedding
+    ledger[1]["parsing"] = parsing
+    (directory / "invocations.jsonl").write_text("".join(json.dumps(e) + "\n" for e in ledger))
+    out = tmp_path / "retrieval"
+    assert main(["--runs", str(runs), "--out", str(out)]) == 0
+    header, row = markdown_section(
+        out.with_suffix(".md").read_text(), "Retrieval only (answer=none)"
+    )
+    cells = dict(zip(header, row, strict=True))
+    assert (cells["Texts embedded / asked"], cells["Texts parsed / asked"]) == ("10 / 40", "—")
+    assert (cells["Wall (s)"], cells["Peak RSS (MB)"]) == ("9", "700")
+
+
 def test_row_names_show_the_retriever_and_the_compressor() -> None:
     secom = {"_target_": "memsys.methods.secom.SeCom", "retriever": "dense"}
     assert method_name({**secom, "compression": "none"}) == "SeCom (dense, no compression)"
