@@ -52,6 +52,7 @@ def test_parse_cache_serves_a_fresh_process_the_same_parses(tmp_path: Path, nlp:
     expected = [annotations(doc) for doc in writer.parse([*TURNS, TURNS[0]])]
     counts = writer.counts()
     assert (counts["requested"], counts["parsed"]) == (4, 3) and counts["parse_seconds"] > 0
+    assert all(doc.tensor.size == 0 for doc in writer.parse(TURNS))  # kept without the tensor
     reader = NLP(cache=ParseCache(path))  # its own pipeline: a vocabulary without the strings
     assert [annotations(doc) for doc in reader.parse([*TURNS, TURNS[0]])] == expected
     assert (reader.counts()["requested"], reader.counts()["parsed"]) == (4, 0)
