@@ -11,7 +11,7 @@ name and version are part of every memory's identity through :attr:`NLP.identity
 Parsing is the lite extractors' stand-in for LLM processing and their main cost (~70% of
 FraCom's construction), so like embeddings it is done once per text per machine: a
 :class:`ParseCache` keeps each parse, serialized, in SQLite keyed by pipeline and text, and
-every method, question and worker process reads it back (~50x cheaper than parsing).
+every method, question and worker process reads it back (~45x cheaper than parsing).
 
 Relative dates ("yesterday", "last Friday", "two weeks ago") are resolved against the session
 date with ``dateparser`` (preferring the past, as conversations report what happened).
@@ -77,7 +77,7 @@ NOT_STORED = ("tensor", "user_data")
 
 class ParseCache(OptionalStore):
     """Serialized spaCy parses by (pipeline, text) in SQLite (zlib-compressed ``Doc.to_bytes``,
-    ~6 KB a LongMemEval turn); ``path=None`` stores nothing. A stored parse that does not decode,
+    ~5 KB a LongMemEval turn, ~7 KB with SQLite's pages); ``path=None`` stores nothing. A stored parse that does not decode,
     or decodes to another text, is dropped and read as a miss."""
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
