@@ -77,8 +77,8 @@ NOT_STORED = ("tensor", "user_data")
 
 class ParseCache(OptionalStore):
     """Serialized spaCy parses by (pipeline, text) in SQLite (zlib-compressed ``Doc.to_bytes``,
-    ~5 KB a LongMemEval turn, ~7 KB with SQLite's pages); ``path=None`` stores nothing. A stored parse that does not decode,
-    or decodes to another text, is dropped and read as a miss."""
+    ~5 KB a LongMemEval turn, ~7 KB with SQLite's pages); ``path=None`` stores nothing. A stored
+    parse that does not decode, or decodes to another text, is dropped and read as a miss."""
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self._store = SQLiteKV(path, table="parses") if path is not None else None
@@ -201,6 +201,18 @@ class NLP:
         """Named entities of ``text``."""
         (doc,) = self.parse([text])
         return [Entity(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
+
+
+def annotations(doc: Any) -> tuple[Any, ...]:
+    """Everything the lite extractors read off a parse, comparable with ``==`` (to check that a
+    stored parse is the parse it was stored from)."""
+    tokens = [
+        (t.text, t.whitespace_, t.lemma_, t.pos_, t.tag_, t.dep_, t.head.i, t.ent_iob_)
+        + (t.ent_type_, t.is_sent_start, str(t.morph), t.lower_)
+        for t in doc
+    ]
+    entities = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
+    return tokens, entities, [c.text for c in doc.noun_chunks], [s.text for s in doc.sents]
 
 
 def without_tensor(doc: Any) -> Any:

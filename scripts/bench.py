@@ -8,7 +8,8 @@ conversation's turns, per query, query embedding excluded), then the output of e
 script as it printed it: model services (cache-hit overhead, HTTP concurrency, embedding
 throughput; ``bench_llm.py``), harness overhead per question (``bench_harness.py``),
 personalized PageRank (``bench_ppr.py``), segmentation scoring
-(``bench_segmentation_scoring.py``) and the spaCy parse cache (``bench_parse_cache.py``). Each script's docstring says what it measures and how.
+(``bench_segmentation_scoring.py``) and the spaCy parse cache (``bench_parse_cache.py``). Each
+script's docstring says what it measures and how.
 """
 
 from __future__ import annotations

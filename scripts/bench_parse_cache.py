@@ -4,7 +4,7 @@ The lite extractors (FraCom, CAST, HingeMem) parse every turn; across 499 haysta
 ~23% of their turns, and across methods and worker processes, :class:`memsys.nlp.ParseCache`
 makes each distinct turn one parse per machine. Timed here, per turn: parsing (the pipeline, in
 the batches the extractors use), storing (serialize, compress, SQLite write) and loading (SQLite
-read, decompress, deserialize, in a fresh process's cache), with the stored size, and a check that
+read, decompress, deserialize, through a second instance's cache), with the stored size, and a check that
 every loaded parse carries the same annotations as the parse it was stored from.
 
     .venv/bin/python scripts/bench_parse_cache.py [--haystacks 4]
@@ -17,21 +17,9 @@ import itertools
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from benchmarks.data.longmemeval import iter_longmemeval
-from memsys.nlp import NLP, ParseCache, load_pipeline
-
-
-def annotations(doc: Any) -> tuple[Any, ...]:
-    """Everything the lite extractors read off a parse."""
-    tokens = [
-        (t.text, t.whitespace_, t.lemma_, t.pos_, t.tag_, t.dep_, t.head.i, t.ent_iob_)
-        + (t.ent_type_, t.is_sent_start, str(t.morph))
-        for t in doc
-    ]
-    entities = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
-    return tokens, entities, [chunk.text for chunk in doc.noun_chunks]
+from memsys.nlp import NLP, ParseCache, annotations, load_pipeline
 
 
 def main() -> None:

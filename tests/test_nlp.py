@@ -3,29 +3,17 @@ from __future__ import annotations
 import zlib
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from memsys.kvstore import SQLiteKV
-from memsys.nlp import NLP, ParseCache, load_pipeline, resolve_time
+from memsys.nlp import NLP, ParseCache, annotations, load_pipeline, resolve_time
 
 TURNS = [
     "Caroline went to the LGBTQ support group yesterday and it was powerful.",
     "I moved from Sweden four years ago; my kids love the beach near Boston.",
     "Yeah, we gave up on the bitter war over the garden. Bye Melanie!",
 ]
-
-
-def annotations(doc: Any) -> tuple[Any, ...]:
-    """Everything the lite extractors read off a parse."""
-    tokens = [
-        (t.text, t.whitespace_, t.lemma_, t.pos_, t.tag_, t.dep_, t.head.i, t.ent_iob_)
-        + (t.ent_type_, t.is_sent_start, str(t.morph), t.lower_)
-        for t in doc
-    ]
-    entities = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
-    return tokens, entities, [c.text for c in doc.noun_chunks], [s.text for s in doc.sents]
 
 
 def test_pipeline_finds_people_places_and_dates() -> None:
