@@ -31,7 +31,6 @@ default (``None`` = every core, for an idle machine). Each text is compressed on
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 import os
 import re
@@ -43,7 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from memsys.kvstore import SQLiteKV
+from memsys.kvstore import SQLiteKV, content_key
 from memsys.llm.providers.llamacpp import BUILD_HINT, locate_gguf
 
 COMPRESSIONS: tuple[str, ...] = ("none", "self_info", "llmlingua2")
@@ -106,7 +105,7 @@ class CachedCompressor(Compressor):
     def compress_many(self, texts: Sequence[str]) -> list[str]:
         """Each distinct text reaches the model once per cache (memory, then SQLite)."""
         prefix = json.dumps(self.identity(), sort_keys=True)
-        keys = [hashlib.sha256(f"{prefix}\x00{text}".encode()).hexdigest() for text in texts]
+        keys = [content_key(prefix, text) for text in texts]
         missing = [key for key in dict.fromkeys(keys) if key not in self._memory]
         if missing and self.store is not None:
             stored = self.store.get_many(missing)

