@@ -242,6 +242,14 @@ def build_record(
     return record
 
 
+def failed(record: dict[str, Any]) -> bool:
+    """Whether a question's answer or verdict failed (a dead server, garbage that survived the
+    retries): the next run of the config asks it again, so a flaky endpoint costs one rerun,
+    not a hole in the results. A verdict whose unparseable reply is in the response cache
+    fails the same way again."""
+    return bool(record.get("failure") or (record.get("judging") or {}).get("error"))
+
+
 def new_construction_counts() -> dict[str, Any]:
     """Memories built and loaded, and the seconds spent getting them, for one invocation."""
     return {"built": 0, "loaded": 0, "seconds": 0.0}

@@ -57,7 +57,7 @@ from matplotlib.figure import Figure
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
-from benchmarks.runlog import summarize_invocations
+from benchmarks.runlog import latest_records, summarize_invocations
 from benchmarks.summary import SCORE_NAMES, longmemeval_scores
 from memsys.types import LOCOMO_CATEGORIES
 
@@ -226,8 +226,9 @@ def dataset_name(config: dict[str, Any]) -> str:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """The lines of a JSONL file in order: a run's per-question records (the order its bootstrap
-    saw them), or its invocation ledger."""
+    """The lines of a JSONL file in order: a run's per-question records (a retried question's
+    lines too: :func:`benchmarks.runlog.latest_records` keeps its last), or its invocation
+    ledger."""
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
@@ -277,7 +278,9 @@ def load_runs(
         ledger = directory / "invocations.jsonl"
         if ledger.exists():  # summed anew: metrics.json holds the sums of the code that wrote it
             metrics["invocations"] = summarize_invocations(read_records(ledger))
-        runs.append(Run(directory, config, metrics, read_records(directory / "predictions.jsonl")))
+        predictions = read_records(directory / "predictions.jsonl")
+        records = list(latest_records(predictions, "question_id").values())
+        runs.append(Run(directory, config, metrics, records))
     if not runs:
         raise ReportError(no_match_message(runs_dir, dataset, subset, where, configs.values()))
     return runs

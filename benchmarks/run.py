@@ -1,8 +1,9 @@
 """``python -m benchmarks.run [method=...] [backbone=...] [dataset=...] [subset=...]``.
 
 For each conversation: construct the memory (or load it from the memory cache), then for each
-question not yet in the run's log: retrieve, render the context, answer, judge, score, and append
-one JSON line. The run directory is named by a hash of the config (minus locations), so running
+question not yet in the run's log, or logged as failed (:func:`benchmarks.harness.failed`):
+retrieve, render the context, answer, judge, score, and append one JSON line (a failed
+question's new line supersedes its old one). The run directory is named by a hash of the config (minus locations), so running
 the same config again resumes; ``metrics.json`` is rewritten from the log at the end. With
 ``workers=N`` (retrieval-only runs of lite methods) N processes construct and answer, and this
 one logs their records in the same order (:mod:`benchmarks.workers`).
@@ -33,6 +34,7 @@ from benchmarks.harness import (
     answer_conversation,
     build_harness,
     construct_memory,
+    failed,
     new_construction_counts,
     resolve_path,
 )
@@ -139,11 +141,11 @@ def run_in(
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat()
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
     harness = build_harness(cfg, settings, run_dir)
-    log = RecordLog(run_dir / "predictions.jsonl")
+    log = RecordLog(run_dir / "predictions.jsonl", retryable=failed)
     conversations = select(
         conversations_source(settings, resolve_data_dir(cfg.data_dir)), settings.subset
     )
-    answered_before = len(log.done())
+    answered_before = len(log)
     construction = new_construction_counts()
     usage = WorkerUsage()  # stays empty with one process
     invocations = RecordLog(run_dir / "invocations.jsonl", key="started")
@@ -158,7 +160,8 @@ def run_in(
         harness.close()
         invocation = {
             "started": f"{started_at} pid {os.getpid()}",
-            "questions": len(log.done()) - answered_before,
+            "questions": len(log) - answered_before,
+            "retried": log.superseded,  # failed questions asked again (their lines superseded)
             "wall_s": round(time.perf_counter() - started, 1),
             # This process's peak so far (a multirun's jobs in one process share it), plus each
             # worker's: an upper bound on the memory in use at once.

@@ -4,6 +4,10 @@ Each record is written as one line with a single ``write`` of the full line, the
 fsynced, so after a crash the file holds whole lines plus at most one partial last line. Opening
 the log drops that partial tail (truncating the file to its last newline), so a resumed run
 appends after the last complete record: no record is lost twice, none is duplicated.
+
+A log may name records worth another try (``retryable``: a question whose answer or verdict
+failed): those ids stay pending, and the record a later run appends for one supersedes it. The
+file stays append-only; readers keep each id's last line (:func:`latest_records`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -41,24 +45,22 @@ def exclusive(run_dir: Path) -> Iterator[None]:
 
 
 class RecordLog:
-    """The records of one run, keyed by the field ``key`` (``question_id``, a dialogue ``id``)."""
+    """The records of one run, keyed by the field ``key`` (``question_id``, a dialogue ``id``);
+    ``retryable`` picks the records a later append may supersede."""
 
-    def __init__(self, path: Path, key: str = "question_id") -> None:
+    def __init__(
+        self,
+        path: Path,
+        key: str = "question_id",
+        retryable: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
         self.path = path
         self.key = key
+        self.retryable = retryable or (lambda record: False)
+        self.superseded = 0  # records this instance replaced by appending another for the id
         path.parent.mkdir(parents=True, exist_ok=True)
         self.repaired_bytes = _drop_partial_tail(path)
-        self._records: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            with path.open(encoding="utf-8") as handle:
-                for line_number, line in enumerate(handle, start=1):
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as error:
-                        raise ValueError(
-                            f"{path}:{line_number}: corrupt record ({error})"
-                        ) from error
-                    self._records[str(record[key])] = record
+        self._records = latest_records(_read_lines(path), key) if path.exists() else {}
 
     def __contains__(self, item_id: str) -> bool:
         return item_id in self._records
@@ -66,25 +68,51 @@ class RecordLog:
     def __getitem__(self, item_id: str) -> dict[str, Any]:
         return self._records[item_id]
 
+    def __len__(self) -> int:
+        """Ids with a record (a superseded one counted once)."""
+        return len(self._records)
+
     def done(self) -> set[str]:
-        """Ids that already have a record."""
-        return set(self._records)
+        """Ids that need no more work: they have a record, and it is not retryable."""
+        return {key for key, record in self._records.items() if not self.retryable(record)}
 
     def records(self) -> list[dict[str, Any]]:
-        """All records in file order."""
+        """Each id's latest record, in the order the ids were first logged."""
         return list(self._records.values())
 
     def append(self, records: Iterable[dict[str, Any]]) -> None:
-        """Write records durably; a record for an id already logged is an error."""
+        """Write records durably; a record for an id already logged is an error unless the
+        logged one is retryable (the new one then supersedes it)."""
         with self.path.open("a", encoding="utf-8") as handle:
             for record in records:
                 item_id = str(record[self.key])
-                if item_id in self._records:
+                logged = self._records.get(item_id)
+                if logged is not None and not self.retryable(logged):
                     raise ValueError(f"{self.path}: {self.key} {item_id} is already logged")
                 handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
                 handle.flush()
                 os.fsync(handle.fileno())
+                self.superseded += logged is not None
                 self._records[item_id] = record
+
+
+def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON lines of ``path``; a line that does not parse is an error naming it."""
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{line_number}: corrupt record ({error})") from error
+
+
+def latest_records(records: Iterable[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    """Each ``key``'s last record, in the order the keys first appear: a retried question
+    keeps its place (and so its place in a bootstrap) with its new record."""
+    latest: dict[str, dict[str, Any]] = {}
+    for record in records:
+        latest[str(record[key])] = record
+    return latest
 
 
 #: The work counters an invocation logs, and the keys of each that add up across invocations.

@@ -148,10 +148,12 @@ def longmemeval_summary(records: Sequence[dict[str, Any]], seed: int) -> dict[st
 def format_summary(summary: dict[str, Any]) -> str:
     """The one-screen summary printed at the end of a run."""
     failures = ", ".join(f"{stage} {count}" for stage, count in summary["failures"].items())
+    retried = summary.get("invocation", {}).get("retried", 0)
     lines = [
         f"run {summary['run_dir']}",
         f"dataset {summary['dataset']} ({summary['subset']}), template {summary['template']}, "
-        f"{summary['questions']} questions, failures: {failures}",
+        f"{summary['questions']} questions, failures: {failures}"
+        + (f" (this invocation asked {retried} failed question(s) again)" if retried else ""),
     ]
     for name, cell in summary["scores"].items():
         if cell["mean"] is not None:

@@ -47,7 +47,9 @@ from benchmarks.data.segmentation import (
 )
 from benchmarks.harness import instantiate_method
 from benchmarks.metrics.judge import LOCOMO_INSTRUCTION
+from benchmarks.report import load_runs
 from benchmarks.run import run
+from benchmarks.runlog import latest_records
 from benchmarks.settings import CACHE_MODES, ConfigError, validate
 from benchmarks.summary import format_summary
 from memsys.base import Services
@@ -237,6 +239,41 @@ def test_failing_backbone_gives_failure_lines_and_counts(
     answering = summary["accounting"]["stages"]["answering"]
     assert (answering["failed"], answering["retries"]) == (3, 4)
     assert "failures: answer 3, judge 1" in format_summary(summary)
+
+
+def test_a_rerun_asks_the_failed_questions_again(tmp_path: Path, server: FakeChatServer) -> None:
+    """Failed answers are not cached, so once the endpoint is back a rerun answers them; their new
+    lines supersede the failure lines (same ids, same places), and every reader sees six."""
+    server.on(QUESTIONS["dog"], "500")
+    server.on(QUESTIONS["bowl"], "malformed")
+    server.on([QUESTIONS["beach"], JUDGE], reply="I would rather not say.")
+    server.on(JUDGE, reply=CORRECT)
+    overrides = [
+        *fixture_overrides(tmp_path / "runs", tmp_path / "cache"),
+        "method=turn_rag_bm25",
+        *server_backbone(server),
+    ]
+    first = run(compose_config(overrides))
+    assert first["failures"] == {"answer": 2, "judge": 1}
+    run_dir = Path(first["run_dir"])
+    order = [r["question_id"] for r in read_records(run_dir)]
+
+    server.clear()  # the endpoint is back; beach's unparseable verdict stays in the cache
+    server.on(JUDGE, reply=CORRECT)
+    second = run(compose_config(overrides))
+    assert second["failures"] == {"answer": 0, "judge": 1}
+    assert second["invocation"]["retried"] == 3 and second["invocation"]["questions"] == 0
+    answering = second["accounting"]["this_invocation"]["stages"]["answering"]
+    assert (answering["calls"], answering["cache_hits"]) == (3, 1)  # beach's answer: cached
+    assert "asked 3 failed question(s) again" in format_summary(second)
+    lines = read_records(run_dir)
+    assert len(lines) == 9  # 6 + 3 superseding lines, appended
+    latest = by_question(list(latest_records(lines, "question_id").values()))
+    assert latest["dog"]["prediction"] and latest["bowl"]["scores"]["judge_acc"] == 1.0
+    assert [
+        r["question_id"] for r in load_runs(tmp_path / "runs", "locomo", "full")[0].records
+    ] == order
+    assert second["questions"] == 6 and second["invocations"]["questions"] == 6
 
 
 def test_breaker_stops_the_cli_with_a_clear_message_and_a_rerun_resumes(

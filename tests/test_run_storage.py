@@ -36,6 +36,35 @@ def test_log_drops_a_partial_last_line_and_refuses_duplicates(tmp_path: Path) ->
         reopened.append([{"question_id": "q2", "x": 9}])
 
 
+def test_log_lets_a_retryable_record_be_superseded_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "predictions.jsonl"
+
+    def failed(record: dict) -> bool:
+        return record["failure"] is not None
+
+    log = RecordLog(path, retryable=failed)
+    log.append(
+        [
+            {"question_id": f"q{i}", "failure": "answer: HTTP 500" if i == 2 else None}
+            for i in (1, 2, 3)
+        ]
+    )
+    assert log.done() == {"q1", "q3"} and len(log) == 3
+    with pytest.raises(ValueError, match="question_id q1 is already logged"):
+        log.append([{"question_id": "q1", "failure": None}])
+
+    reopened = RecordLog(path, retryable=failed)
+    reopened.append([{"question_id": "q2", "failure": None}])
+    assert reopened.superseded == 1 and reopened.done() == {"q1", "q2", "q3"}
+    again = RecordLog(path, retryable=failed)
+    assert [(r["question_id"], r["failure"]) for r in again.records()] == [
+        ("q1", None),
+        ("q2", None),
+        ("q3", None),
+    ]
+    assert len(path.read_text().splitlines()) == 4  # append-only: the failure line stays
+
+
 def test_log_with_a_corrupt_middle_line_names_it(tmp_path: Path) -> None:
     path = tmp_path / "predictions.jsonl"
     path.write_text('{"question_id": "q1"}\nnot json\n')
