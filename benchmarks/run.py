@@ -3,10 +3,11 @@
 For each conversation: construct the memory (or load it from the memory cache), then for each
 question not yet in the run's log, or logged as failed (:func:`benchmarks.harness.failed`):
 retrieve, render the context, answer, judge, score, and append one JSON line (a failed
-question's new line supersedes its old one). The run directory is named by a hash of the config (minus locations), so running
-the same config again resumes; ``metrics.json`` is rewritten from the log at the end. With
-``workers=N`` (retrieval-only runs of lite methods) N processes construct and answer, and this
-one logs their records in the same order (:mod:`benchmarks.workers`).
+question's new line supersedes its old one). The run directory is named by a hash of the config
+(minus locations), so running the same config again resumes; ``metrics.json`` is rewritten from
+the log at the end. With ``workers=N`` (retrieval-only runs of lite methods) N processes
+construct and answer, and this one logs their records in the same order
+(:mod:`benchmarks.workers`).
 """
 
 from __future__ import annotations
