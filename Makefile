@@ -31,6 +31,12 @@ LME_RETRIEVAL_METHODS ?= full_history,turn_rag_bm25,turn_rag_dense,session_rag_b
 LME_RETRIEVAL_SUBSET ?= full
 # Processes constructing memories in each retrieval-only run (results do not depend on it).
 WORKERS ?= 1
+# The LongMemEval-S retrieval runs are committed beside their table (hours of compute each, built
+# over several sittings, on whichever machine a sitting gets): a run resumes from its committed
+# log, so an unfinished one goes on where it stopped and a finished one only reports again.
+# LME_RETRIEVAL_RUNS=results/runs recomputes every run from scratch in the scratch folder.
+LME_RETRIEVAL_TABLE = results/retrieval_longmemeval$(if $(filter-out full,$(LME_RETRIEVAL_SUBSET)),_$(LME_RETRIEVAL_SUBSET))
+LME_RETRIEVAL_RUNS ?= $(LME_RETRIEVAL_TABLE)_runs
 
 # Segmentation table: lite segmenters on all three test sets, LLM segmenters on a small subset.
 SEG_DATASETS ?= dialseg711,tiage,superdialseg
@@ -91,8 +97,8 @@ reproduce-retrieval:  ## evidence recall and context size of every method, lite,
 	$(PY) -m benchmarks.report --dataset locomo --subset full --where answer.template=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
 
 reproduce-retrieval-lme:  ## the same on LongMemEval-S (session and turn recall, nDCG)
-	$(PY) -m benchmarks.run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) progress=false
-	$(PY) -m benchmarks.report --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --out results/retrieval_longmemeval$(if $(filter-out full,$(LME_RETRIEVAL_SUBSET)),_$(LME_RETRIEVAL_SUBSET))
+	$(PY) -m benchmarks.run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=false
+	$(PY) -m benchmarks.report --runs $(LME_RETRIEVAL_RUNS) --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --out $(LME_RETRIEVAL_TABLE)
 
 reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}
 	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=false

@@ -55,7 +55,7 @@ import numpy as np
 import yaml
 from matplotlib.figure import Figure
 
-from benchmarks.data.paths import REPO_ROOT
+from benchmarks.data.paths import REPO_ROOT, shown_path
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.runlog import latest_records, summarize_invocations
 from benchmarks.summary import SCORE_NAMES, longmemeval_scores
@@ -260,14 +260,10 @@ def load_runs(
     skipped with a warning rather than compared on a partial question set. Costs are summed from
     the run's invocation ledger where it has one.
     """
-    where = where or {}
-    configs = {
-        path.parent: yaml.safe_load(path.read_text())
-        for path in sorted(runs_dir.glob("*/config.yaml"))
-    }
+    configs = run_configs(runs_dir)
     runs = []
     for directory, config in configs.items():
-        if not matches(config, dataset, subset, where):
+        if not matches(config, dataset, subset, where or {}):
             continue
         if not (directory / "metrics.json").exists():
             print(
@@ -282,8 +278,39 @@ def load_runs(
         records = list(latest_records(predictions, "question_id").values())
         runs.append(Run(directory, config, metrics, records))
     if not runs:
-        raise ReportError(no_match_message(runs_dir, dataset, subset, where, configs.values()))
+        raise ReportError(
+            no_match_message(runs_dir, dataset, subset, where or {}, configs.values())
+        )
     return runs
+
+
+def run_configs(runs_dir: Path) -> dict[Path, dict[str, Any]]:
+    """Every run directory under ``runs_dir`` with its ``config.yaml``, by directory name."""
+    return {
+        path.parent: yaml.safe_load(path.read_text())
+        for path in sorted(runs_dir.glob("*/config.yaml"))
+    }
+
+
+def unfinished_runs_line(
+    runs_dir: Path, dataset: str, subset: str, where: dict[str, Any] | None = None
+) -> str | None:
+    """Name the matching runs left out because they have not finished, with how far they got,
+    so a table built over several sittings says what it is still waiting for."""
+    unfinished = []
+    for directory, config in run_configs(runs_dir).items():
+        if (
+            matches(config, dataset, subset, where or {})
+            and not (directory / "metrics.json").exists()
+        ):
+            log = directory / "predictions.jsonl"
+            logged = len(latest_records(read_records(log), "question_id")) if log.exists() else 0
+            key = row_key(config)
+            label = f"{key.method}, {key.extraction}" if key.extraction else key.method
+            unfinished.append(f"{label} ({logged} questions logged, run {directory.name})")
+    if not unfinished:
+        return None
+    return f"Not in the table, unfinished (a rerun resumes them): {'; '.join(unfinished)}"
 
 
 def no_match_message(
@@ -713,13 +740,6 @@ def judge_check(runs: Sequence[Run]) -> str | None:
     )
 
 
-def shown_path(path: Path) -> str:
-    """A path relative to the repository when inside it, so committed headers do not name a
-    machine's home directory."""
-    resolved = path.resolve()
-    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
-
-
 def in_repo(path: Path) -> Path:
     """Relative paths are relative to the repository root, where the runner writes results."""
     return path if path.is_absolute() else REPO_ROOT / path
@@ -745,10 +765,10 @@ def build_report(
     rows = sorted((build_row(run, categories, longmemeval) for run in runs), key=row_order)
     for tested in (metric, "judge_acc") if longmemeval else (metric,):
         add_p_values(rows, tested)
-    check = judge_check(runs)
+    notes = [judge_check(runs), unfinished_runs_line(runs_dir, dataset, subset, where)]
     return Report(
         title or default_title(longmemeval),
-        header_lines(shared, metric, runs_dir) + ([check] if check else []),
+        header_lines(shared, metric, runs_dir) + [note for note in notes if note],
         metric,
         categories,
         rows,

@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from benchmarks.cli import run_or_exit
 from benchmarks.data import iter_longmemeval, load_locomo
-from benchmarks.data.paths import resolve_data_dir
+from benchmarks.data.paths import resolve_data_dir, shown_path
 from benchmarks.harness import (
     Harness,
     answer_conversation,
@@ -174,7 +174,7 @@ def run_in(
         invocations.append([invocation])
     records = log.records()
     summary = summarize_run(records, settings)
-    summary["run_dir"] = str(run_dir)
+    summary["run_dir"] = shown_path(run_dir)
     summary["construction"] = {
         **construction,
         "corrupt_memories_rebuilt": harness.memories.rebuilt_corrupt + usage.rebuilt_corrupt,

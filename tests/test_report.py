@@ -181,6 +181,25 @@ def test_costs_are_summed_from_the_invocation_ledger_where_a_run_has_one(tmp_pat
     assert (cells["Wall (s)"], cells["Peak RSS (MB)"]) == ("9", "700")
 
 
+def test_unfinished_runs_are_left_out_and_named_with_their_progress(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    write_run(runs, "done", config(TURN_RAG, template=None), scored([None] * 4))  # type: ignore[list-item]
+    partial = write_run(runs, "partial", config(NEW_METHOD, template=None), scored([None] * 3))  # type: ignore[list-item]
+    (partial / "metrics.json").unlink()  # the runner writes it last: this run was interrupted
+    with (partial / "predictions.jsonl").open("a") as log:  # a failed question asked again
+        log.write(json.dumps(record(2, "single_hop", None)) + "\n")
+    other = write_run(runs, "other", config(ZERO, subset={"name": "full"}), scored([1.0]))
+    (other / "metrics.json").unlink()  # another subset: not this table's business
+
+    report = build_report(runs)
+
+    assert [row.run.directory.name for row in report.rows] == ["done"]
+    assert report.header[-1] == (
+        "Not in the table, unfinished (a rerun resumes them): "
+        "ESMem, llm (3 questions logged, run partial)"
+    )
+
+
 def test_row_names_show_the_retriever_and_the_compressor() -> None:
     secom = {"_target_": "memsys.methods.secom.SeCom", "retriever": "dense"}
     assert method_name({**secom, "compression": "none"}) == "SeCom (dense, no compression)"

@@ -29,6 +29,13 @@ def resolve_data_dir(configured: str | os.PathLike[str] | None = None) -> Path:
     return path.resolve()
 
 
+def shown_path(path: Path) -> str:
+    """A path relative to the repository when inside it, so committed files (table headers, a
+    run's ``metrics.json``) do not name a machine's home directory."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
+
+
 def data_file(relative: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
     """Return the path of one dataset file, raising a fetch hint when it is absent."""
     path = resolve_data_dir(data_dir) / relative
