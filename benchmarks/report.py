@@ -260,12 +260,9 @@ def load_runs(
     skipped with a warning rather than compared on a partial question set. Costs are summed from
     the run's invocation ledger where it has one.
     """
-    configs = run_configs(runs_dir)
     runs = []
-    for directory, config in configs.items():
-        if not matches(config, dataset, subset, where or {}):
-            continue
-        if not (directory / "metrics.json").exists():
+    for directory, config in matching_runs(runs_dir, dataset, subset, where):
+        if not is_finished(directory):
             print(
                 f"warning: skipping unfinished run {directory} (no metrics.json)", file=sys.stderr
             )
@@ -278,9 +275,8 @@ def load_runs(
         records = list(latest_records(predictions, "question_id").values())
         runs.append(Run(directory, config, metrics, records))
     if not runs:
-        raise ReportError(
-            no_match_message(runs_dir, dataset, subset, where or {}, configs.values())
-        )
+        configs = run_configs(runs_dir).values()
+        raise ReportError(no_match_message(runs_dir, dataset, subset, where or {}, configs))
     return runs
 
 
@@ -292,22 +288,36 @@ def run_configs(runs_dir: Path) -> dict[Path, dict[str, Any]]:
     }
 
 
+def matching_runs(
+    runs_dir: Path, dataset: str, subset: str, where: dict[str, Any] | None
+) -> list[tuple[Path, dict[str, Any]]]:
+    """The run directories under ``runs_dir`` (finished or not) whose config passes the filters."""
+    return [
+        (directory, config)
+        for directory, config in run_configs(runs_dir).items()
+        if matches(config, dataset, subset, where or {})
+    ]
+
+
+def is_finished(directory: Path) -> bool:
+    """Whether a run has finished: the runner writes ``metrics.json`` last."""
+    return (directory / "metrics.json").exists()
+
+
 def unfinished_runs_line(
     runs_dir: Path, dataset: str, subset: str, where: dict[str, Any] | None = None
 ) -> str | None:
     """Name the matching runs left out because they have not finished, with how far they got,
     so a table built over several sittings says what it is still waiting for."""
     unfinished = []
-    for directory, config in run_configs(runs_dir).items():
-        if (
-            matches(config, dataset, subset, where or {})
-            and not (directory / "metrics.json").exists()
-        ):
-            log = directory / "predictions.jsonl"
-            logged = len(latest_records(read_records(log), "question_id")) if log.exists() else 0
-            key = row_key(config)
-            label = f"{key.method}, {key.extraction}" if key.extraction else key.method
-            unfinished.append(f"{label} ({logged} questions logged, run {directory.name})")
+    for directory, config in matching_runs(runs_dir, dataset, subset, where):
+        if is_finished(directory):
+            continue
+        log = directory / "predictions.jsonl"
+        logged = len(latest_records(read_records(log), "question_id")) if log.exists() else 0
+        key = row_key(config)
+        label = f"{key.method}, {key.extraction}" if key.extraction else key.method
+        unfinished.append(f"{label} ({logged} questions logged, run {directory.name})")
     if not unfinished:
         return None
     return f"Not in the table, unfinished (a rerun resumes them): {'; '.join(unfinished)}"
