@@ -59,6 +59,7 @@ from benchmarks.data.paths import REPO_ROOT, shown_path
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.runlog import latest_records, summarize_invocations
 from benchmarks.summary import SCORE_NAMES, longmemeval_scores
+from memsys.methods import PAPER_NAMES
 from memsys.types import LOCOMO_CATEGORIES
 
 BASELINE_MODULE = "memsys.methods.baselines"
@@ -347,9 +348,11 @@ def no_match_message(
 
 
 def method_name(method: dict[str, Any]) -> str:
-    """Display name: the class of ``_target_``, plus the retriever and, for methods that compress
-    (SeCom), the compressor, e.g. ``TurnRAG (dense)``, ``SeCom (dense, no compression)``."""
-    name = str(method.get("_target_", "?")).rsplit(".", 1)[-1]
+    """Display name: the class of ``_target_`` (as its paper spells it), plus the retriever and,
+    for methods that compress (SeCom), the compressor, e.g. ``TurnRAG (dense)``,
+    ``SeCom (dense, no compression)``, ``ES-Mem``."""
+    class_name = str(method.get("_target_", "?")).rsplit(".", 1)[-1]
+    name = PAPER_NAMES.get(class_name, class_name)
     details = [str(method["retriever"])] if method.get("retriever") else []
     if "compression" in method:
         compressor = method["compression"]

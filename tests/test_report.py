@@ -196,7 +196,7 @@ def test_unfinished_runs_are_left_out_and_named_with_their_progress(tmp_path: Pa
     assert [row.run.directory.name for row in report.rows] == ["done"]
     assert report.header[-1] == (
         "Not in the table, unfinished (a rerun resumes them): "
-        "ESMem, llm (3 questions logged, run partial)"
+        "ES-Mem, llm (3 questions logged, run partial)"
     )
 
 
@@ -207,6 +207,7 @@ def test_row_names_show_the_retriever_and_the_compressor() -> None:
         method_name({**secom, "compression": "self_info"}) == "SeCom (dense, self_info compression)"
     )
     assert method_name(TURN_RAG) == "TurnRAG (dense)" and method_name(ZERO) == "ZeroHistory"
+    assert method_name({"_target_": "memsys.methods.esmem.ESMem"}) == "ES-Mem"
 
 
 def test_hand_computed_mean_and_interval(tmp_path: Path) -> None:
@@ -245,11 +246,11 @@ def test_p_value_against_the_best_baseline_of_the_same_backbone(tmp_path: Path) 
     out = tmp_path / "table1"
     assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     table = read_table(out).set_index("method")
-    assert table.loc["ESMem", "p_value_baseline"] == "TurnRAG (dense)"
-    assert table.loc["ESMem", "p_value_questions"] == 5
+    assert table.loc["ES-Mem", "p_value_baseline"] == "TurnRAG (dense)"
+    assert table.loc["ES-Mem", "p_value_questions"] == 5
     expected = paired_bootstrap_pvalue(method, best[:5])
-    assert table.loc["ESMem", "p_value"] == round(expected, 4)
-    assert table.loc["ESMem", "extraction"] == "llm"
+    assert table.loc["ES-Mem", "p_value"] == round(expected, 4)
+    assert table.loc["ES-Mem", "extraction"] == "llm"
     assert pd.isna(table.loc["ZeroHistory", "p_value"]) and table.loc["TurnRAG (dense)", "baseline"]
     markdown = (tmp_path / "table1.md").read_text()
     assert f"{expected:.4f} (vs TurnRAG (dense))" in markdown
