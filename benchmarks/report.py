@@ -59,10 +59,12 @@ from benchmarks.data.paths import REPO_ROOT, shown_path
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.runlog import latest_records, summarize_invocations
 from benchmarks.summary import SCORE_NAMES, longmemeval_scores
-from memsys.methods import PAPER_NAMES
 from memsys.types import LOCOMO_CATEGORIES
 
 BASELINE_MODULE = "memsys.methods.baselines"
+#: Methods whose papers spell them in a way a class name cannot (as ``SEGMENTER_NAMES`` in
+#: ``benchmarks.segmentation_table``); every other method is shown by its class name.
+METHOD_NAMES = {"ESMem": "ES-Mem"}
 PRIMARY_METRICS = ("f1_set", "f1_locomo")
 STAGES = ("construction", "answering", "judging")
 COST_KEYS = ("calls", "prompt_tokens", "completion_tokens")
@@ -352,7 +354,7 @@ def method_name(method: dict[str, Any]) -> str:
     for methods that compress (SeCom), the compressor, e.g. ``TurnRAG (dense)``,
     ``SeCom (dense, no compression)``, ``ES-Mem``."""
     class_name = str(method.get("_target_", "?")).rsplit(".", 1)[-1]
-    name = PAPER_NAMES.get(class_name, class_name)
+    name = METHOD_NAMES.get(class_name, class_name)
     details = [str(method["retriever"])] if method.get("retriever") else []
     if "compression" in method:
         compressor = method["compression"]
