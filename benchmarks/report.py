@@ -263,8 +263,9 @@ def load_runs(
     skipped with a warning rather than compared on a partial question set. Costs are summed from
     the run's invocation ledger where it has one.
     """
+    configs = run_configs(runs_dir)
     runs = []
-    for directory, config in matching_runs(runs_dir, dataset, subset, where):
+    for directory, config in matching_runs(configs, dataset, subset, where):
         if not is_finished(directory):
             print(
                 f"warning: skipping unfinished run {directory} (no metrics.json)", file=sys.stderr
@@ -278,8 +279,8 @@ def load_runs(
         records = list(latest_records(predictions, "question_id").values())
         runs.append(Run(directory, config, metrics, records))
     if not runs:
-        configs = run_configs(runs_dir).values()
-        raise ReportError(no_match_message(runs_dir, dataset, subset, where or {}, configs))
+        found = configs.values()
+        raise ReportError(no_match_message(runs_dir, dataset, subset, where or {}, found))
     return runs
 
 
@@ -292,12 +293,12 @@ def run_configs(runs_dir: Path) -> dict[Path, dict[str, Any]]:
 
 
 def matching_runs(
-    runs_dir: Path, dataset: str, subset: str, where: dict[str, Any] | None
+    configs: dict[Path, dict[str, Any]], dataset: str, subset: str, where: dict[str, Any] | None
 ) -> list[tuple[Path, dict[str, Any]]]:
-    """The run directories under ``runs_dir`` (finished or not) whose config passes the filters."""
+    """The run directories of ``configs`` (finished or not) whose config passes the filters."""
     return [
         (directory, config)
-        for directory, config in run_configs(runs_dir).items()
+        for directory, config in configs.items()
         if matches(config, dataset, subset, where or {})
     ]
 
@@ -313,7 +314,7 @@ def unfinished_runs_line(
     """Name the matching runs left out because they have not finished, with how far they got,
     so a table built over several sittings says what it is still waiting for."""
     unfinished = []
-    for directory, config in matching_runs(runs_dir, dataset, subset, where):
+    for directory, config in matching_runs(run_configs(runs_dir), dataset, subset, where):
         if is_finished(directory):
             continue
         log = directory / "predictions.jsonl"
