@@ -255,15 +255,20 @@ def matches(config: dict[str, Any], dataset: str, subset: str, where: dict[str, 
 
 
 def load_runs(
-    runs_dir: Path, dataset: str, subset: str, where: dict[str, Any] | None = None
+    runs_dir: Path,
+    dataset: str,
+    subset: str,
+    where: dict[str, Any] | None = None,
+    configs: dict[Path, dict[str, Any]] | None = None,
 ) -> list[Run]:
     """The finished runs under ``runs_dir`` that pass the filters, sorted by directory name.
 
     A matching run without ``metrics.json`` has not finished (the runner writes it last); it is
     skipped with a warning rather than compared on a partial question set. Costs are summed from
-    the run's invocation ledger where it has one.
+    the run's invocation ledger where it has one. ``configs`` is ``run_configs(runs_dir)`` when
+    the caller has read it already.
     """
-    configs = run_configs(runs_dir)
+    configs = run_configs(runs_dir) if configs is None else configs
     runs = []
     for directory, config in matching_runs(configs, dataset, subset, where):
         if not is_finished(directory):
@@ -309,12 +314,12 @@ def is_finished(directory: Path) -> bool:
 
 
 def unfinished_runs_line(
-    runs_dir: Path, dataset: str, subset: str, where: dict[str, Any] | None = None
+    configs: dict[Path, dict[str, Any]], dataset: str, subset: str, where: dict[str, Any] | None
 ) -> str | None:
     """Name the matching runs left out because they have not finished, with how far they got,
     so a table built over several sittings says what it is still waiting for."""
     unfinished = []
-    for directory, config in matching_runs(run_configs(runs_dir), dataset, subset, where):
+    for directory, config in matching_runs(configs, dataset, subset, where):
         if is_finished(directory):
             continue
         log = directory / "predictions.jsonl"
@@ -773,7 +778,9 @@ def build_report(
     """Select, check and recompute: the whole table, ready to write."""
     if metric not in PRIMARY_METRICS:
         raise ReportError(f"--metric must be one of {list(PRIMARY_METRICS)}, got {metric!r}")
-    runs = with_variants(load_runs(runs_dir, dataset, subset, where))
+    # One read of the run configs serves both the table and the note on what it leaves out.
+    configs = run_configs(runs_dir)
+    runs = with_variants(load_runs(runs_dir, dataset, subset, where, configs))
     shared = shared_conditions(runs)
     check_one_run_per_row(runs)
     categories = category_order(runs)
@@ -781,7 +788,7 @@ def build_report(
     rows = sorted((build_row(run, categories, longmemeval) for run in runs), key=row_order)
     for tested in (metric, "judge_acc") if longmemeval else (metric,):
         add_p_values(rows, tested)
-    notes = [judge_check(runs), unfinished_runs_line(runs_dir, dataset, subset, where)]
+    notes = [judge_check(runs), unfinished_runs_line(configs, dataset, subset, where)]
     return Report(
         title or default_title(longmemeval),
         header_lines(shared, metric, runs_dir) + [note for note in notes if note],
