@@ -138,11 +138,14 @@ def answer_batch(
     settings = harness.settings
     prepared = []
     harness.system.prepare_queries(questions)
+    harness.system.prepare_retrieval(memory, questions)
     for question in questions:
         started = time.perf_counter()
         retrieval = harness.system.retrieve(memory, question)
         retrieved_s = time.perf_counter() - started
-        context = render_context(retrieval.items, harness.services.tokens, settings.context_budget)
+        context = render_context(
+            retrieval.items, harness.services.tokens, settings.context_budget, settings.context_order
+        )
         messages = (
             answer_messages(settings.template, question, context.text, seed=settings.seed)
             if settings.template

@@ -14,6 +14,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from benchmarks.answering.context import CONTEXT_ORDERS
 from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.subsets import SubsetSpec
 
@@ -52,6 +53,8 @@ class RunSettings:
     subset: SubsetSpec
     template: str | None
     context_budget: int
+    #: How the kept items reach the reader: ``time`` (oldest first) or ``rank`` (best first).
+    context_order: str
     answer_max_tokens: int
     judge_enabled: bool
     adversarial: str
@@ -132,6 +135,7 @@ def validate(cfg: DictConfig) -> RunSettings:
         subset=subset,
         template=template,
         context_budget=_positive_int(cfg, "answer.context_budget"),
+        context_order=_choice(cfg, "answer.order", CONTEXT_ORDERS),
         answer_max_tokens=_positive_int(cfg, "answer.max_tokens", allow_zero=True),
         judge_enabled=_choice(cfg, "judge.enabled", (True, False)),
         adversarial=_choice(cfg, "adversarial", ("exclude", "include")),
@@ -153,6 +157,9 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     identity = {key: value for key, value in resolved.items() if key not in LOCATION_KEYS}
+    # The default order was the only one before the key existed: runs logged then keep their ids.
+    if identity.get("answer", {}).get("order") == "time":
+        identity["answer"].pop("order")
     if identity.get("answer", {}).get("template") is None:
         identity.pop("judge", None)
         if identity.get("method", {}).get("extraction") != "llm":

@@ -86,6 +86,11 @@ class MemorySystem(ABC, Generic[MemoryT]):
         The runner calls it once per batch; the default does nothing.
         """
 
+    def prepare_retrieval(self, memory: MemoryT, questions: Sequence[Question]) -> None:
+        """Batch per-question work that needs the memory (e.g. an LLM filtering each question's
+        candidates), after :meth:`prepare_queries` and before ``retrieve``; default: nothing.
+        """
+
     @abstractmethod
     def construction_config(self) -> dict[str, Any]:
         """Every setting that changes what :meth:`construct` builds (JSON values)."""

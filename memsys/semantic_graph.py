@@ -10,12 +10,21 @@ phrase–phrase per triple (weight = number of triples), ``synonym`` phrase–ph
 phrases' embeddings have cosine ≥ a threshold (HippoRAG2: 0.8; weight = cosine). Phrase identity
 is :func:`memsys.propositions.phrase_key`.
 
-Search, per query: every query entity links to its phrase node (same key; else the nearest phrase
-by cosine, if ≥ ``link_threshold``), seeded with similarity / number of passages containing the
-phrase (HippoRAG's node specificity, which HippoRAG2's code keeps); every passage is seeded with
-its min-max-normalized dense score × ``passage_node_weight`` (HippoRAG2: 0.05); PageRank with
-damping 0.5; passages ranked by their PageRank score. Where no entity links, the dense ranking is
-returned (the fallback of CAST §3.2).
+Seeding a query, two ways (the caller picks):
+
+* **Query-to-triple linking** (HippoRAG2, :meth:`PassageGraphIndex.fact_seeds`): the query's
+  embedding is compared with every distinct triple's (embedded as ``subject predicate object``),
+  scores min-max normalized; the top ``link_top_k`` facts (after an optional recognition filter,
+  which the caller runs) seed their subject and object phrase nodes with the fact's score divided
+  by the number of passages containing the phrase, averaged over the facts that name the phrase.
+* **Entity linking** (HippoRAG v1, :meth:`PassageGraphIndex.entity_seeds`): every query entity
+  links to its phrase node (same key; else the nearest phrase by cosine, if ≥ ``link_threshold``),
+  seeded with similarity / number of passages containing the phrase.
+
+Search (:meth:`PassageGraphIndex.search`): every passage is also seeded with its min-max
+normalized dense score × ``passage_node_weight`` (HippoRAG2: 0.05); PageRank with damping 0.5;
+passages ranked by their PageRank score. With no phrase seed the dense ranking is returned (the
+fallback of CAST §3.2 and of HippoRAG2 when its filter keeps no fact).
 """
 
 from __future__ import annotations
@@ -30,8 +39,9 @@ import numpy as np
 from memsys.graph import PageRank
 from memsys.propositions import phrase_key
 
+Triple = tuple[str, str, str]
 #: Per passage: its phrases and its ``(subject, predicate, object)`` triples.
-PassageFacts = tuple[list[str], list[tuple[str, str, str]]]
+PassageFacts = tuple[list[str], list[Triple]]
 
 
 class Encodes(Protocol):
@@ -44,6 +54,7 @@ class SearchSettings:
 
     top_k: int = 5
     link_threshold: float = 0.7
+    link_top_k: int = 5
     passage_node_weight: float = 0.05
     damping: float = 0.5
 
@@ -87,20 +98,61 @@ def phrase_nodes(graph: nx.Graph) -> list[str]:
     return [node for node, kind in graph.nodes(data="kind") if kind == "phrase"]
 
 
-class PassageGraphIndex:
-    """A built graph with its passage and phrase vectors and PageRank matrix, for many queries."""
+def distinct_facts(facts: Sequence[PassageFacts]) -> list[Triple]:
+    """Every triple of every passage once (identity by the phrase keys of its parts), in order.
 
-    def __init__(self, graph: nx.Graph, passage_vectors: np.ndarray, embedder: Encodes) -> None:
+    >>> distinct_facts([([], [("Gina", "won", "a prize")]), ([], [("gina", "won", "prize")])])
+    [('Gina', 'won', 'a prize')]
+    """
+    seen: dict[tuple[str, str, str], Triple] = {}
+    for _, found in facts:
+        for triple in found:
+            key = (phrase_key(triple[0]), phrase_key(triple[1]), phrase_key(triple[2]))
+            seen.setdefault(key, triple)
+    return list(seen.values())
+
+
+def fact_text(triple: Triple) -> str:
+    """How a fact is embedded for query-to-triple linking."""
+    return " ".join(triple)
+
+
+def min_max(scores: np.ndarray) -> np.ndarray:
+    """Scores rescaled to [0, 1] (all ones where they are all equal)."""
+    if scores.size == 0:
+        return scores
+    spread = float(scores.max() - scores.min())
+    return (scores - scores.min()) / spread if spread else np.ones_like(scores)
+
+
+class PassageGraphIndex:
+    """A built graph with its passage, phrase and fact vectors and PageRank matrix."""
+
+    def __init__(
+        self,
+        graph: nx.Graph,
+        passage_vectors: np.ndarray,
+        embedder: Encodes,
+        facts: Sequence[Triple] = (),
+    ) -> None:
         self.graph = graph
         self.embedder = embedder
         self.passage_vectors = passage_vectors
         self.phrases = phrase_nodes(graph)
         texts = [graph.nodes[n]["text"] for n in self.phrases]
         self.phrase_vectors = embedder.encode(texts) if texts else np.zeros((0, 1))
+        self.facts = list(facts)
+        self.fact_vectors = (
+            embedder.encode([fact_text(f) for f in self.facts]) if self.facts else np.zeros((0, 1))
+        )
         self.pagerank = PageRank(graph)
         self._passage_rows = [
             self.pagerank.index[f"passage:{i}"] for i in range(len(passage_vectors))
         ]
+
+    def _specificity(self, node: str) -> int:
+        """Passages containing a phrase node (HippoRAG's node specificity divisor)."""
+        return max(1, sum(1 for n in self.graph.neighbors(node) if n.startswith("passage:")))
 
     def entity_seeds(self, entities: Sequence[str], link_threshold: float) -> dict[str, float]:
         """Phrase nodes the entities link to, weighted by similarity / passages containing them."""
@@ -117,32 +169,49 @@ class PassageGraphIndex:
                 node, score = self.phrases[best], float(row[best])
                 if score < link_threshold:
                     continue
-            passages = sum(1 for n in self.graph.neighbors(node) if n.startswith("passage:"))
-            seeds[node] = max(seeds.get(node, 0.0), score / max(1, passages))
+            seeds[node] = max(seeds.get(node, 0.0), score / self._specificity(node))
         return seeds
 
-    def seeds(
-        self, query_vector: np.ndarray, entities: Sequence[str], settings: SearchSettings
-    ) -> tuple[dict[str, float], np.ndarray]:
-        """All PageRank seeds of a query (empty when no entity links) and its dense scores."""
-        dense = self.passage_vectors @ query_vector
-        seeds = self.entity_seeds(entities, settings.link_threshold)
-        if seeds:
-            spread = float(dense.max() - dense.min()) or 1.0
-            for position, score in enumerate((dense - dense.min()) / spread):
-                if score > 0:
-                    seeds[f"passage:{position}"] = float(score) * settings.passage_node_weight
-        return seeds, dense
+    def candidate_facts(self, query_vector: np.ndarray, top_k: int) -> list[tuple[int, float]]:
+        """The ``top_k`` facts closest to the query: ``(fact index, min-max score)``."""
+        if not self.facts:
+            return []
+        scores = min_max(self.fact_vectors @ query_vector)
+        top = np.argsort(-scores, kind="stable")[:top_k]
+        return [(int(i), float(scores[i])) for i in top]
+
+    def fact_seeds(self, facts: Sequence[tuple[int, float]], link_top_k: int) -> dict[str, float]:
+        """Phrase seeds of linked facts (HippoRAG2): each fact's subject and object get its score
+        / passages containing the phrase, averaged over the facts naming the phrase; the
+        ``link_top_k`` heaviest phrases are kept."""
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        for index, score in facts:
+            subject, _, obj = self.facts[index]
+            for phrase in (subject, obj):
+                node = f"phrase:{phrase_key(phrase)}"
+                if node not in self.graph:
+                    continue
+                sums[node] = sums.get(node, 0.0) + score / self._specificity(node)
+                counts[node] = counts.get(node, 0) + 1
+        weights = {node: total / counts[node] for node, total in sums.items()}
+        heaviest = sorted(weights.items(), key=lambda pair: -pair[1])[:link_top_k]
+        return {node: weight for node, weight in heaviest if weight > 0}
 
     def search(
-        self, query_vector: np.ndarray, entities: Sequence[str], settings: SearchSettings
+        self, query_vector: np.ndarray, phrase_seeds: dict[str, float], settings: SearchSettings
     ) -> list[tuple[int, float]]:
-        """Top-k ``(passage index, score)``: PageRank from linked entities, else dense."""
+        """Top-k ``(passage index, score)``: PageRank from the phrase seeds (plus every passage's
+        dense score × ``passage_node_weight``), else the dense ranking."""
         if len(self.passage_vectors) == 0:
             return []
-        seeds, dense = self.seeds(query_vector, entities, settings)
+        dense = self.passage_vectors @ query_vector
         scores = dense
-        if seeds:
+        if phrase_seeds:
+            seeds = dict(phrase_seeds)
+            for position, score in enumerate(min_max(dense)):
+                if score > 0:
+                    seeds[f"passage:{position}"] = float(score) * settings.passage_node_weight
             ranks = self.pagerank.personalized(seeds, alpha=settings.damping)
             scores = ranks[self._passage_rows]
         top = np.argsort(-scores, kind="stable")[: settings.top_k]

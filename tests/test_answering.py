@@ -52,6 +52,28 @@ def test_context_keeps_best_first_and_shows_time_order(tokens: TokenCounter) -> 
     assert context.tokens == sum(tokens.count(line) for line in context.text.splitlines())
 
 
+def test_context_in_rank_order_repeats_dates_and_counts_them(tokens: TokenCounter) -> None:
+    ranked = [
+        _item("Ana: later news", 9, 5),
+        _item("Ben: early news", 8, 2),
+        _item("Ana: same day, first", 9, 1),
+    ]
+    context = render_context(ranked, tokens, budget=10_000, order="rank")
+    assert context.text.splitlines() == [
+        "[9 May 2023, 1:56 pm]",
+        "Ana: later news",
+        "[8 May 2023, 1:56 pm]",
+        "Ben: early news",
+        "[9 May 2023, 1:56 pm]",
+        "Ana: same day, first",
+    ]
+    assert context.turn_ids == ("D9:5", "D8:2", "D9:1")  # what the reader sees, best first
+    assert context.tokens == sum(tokens.count(line) for line in context.text.splitlines())
+    time_order = render_context(ranked, tokens, budget=10_000)
+    assert set(time_order.turn_ids) == set(context.turn_ids)
+    assert time_order.turn_ids != context.turn_ids
+
+
 def test_context_budget_drops_lower_ranked_items(tokens: TokenCounter) -> None:
     ranked = [
         _item("Ana: the important one", 9, 5),

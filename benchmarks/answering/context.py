@@ -1,10 +1,12 @@
-"""Render a retrieval as the reader's context: budgeted best-first, shown in time order.
+"""Render a retrieval as the reader's context: budgeted best-first, shown in time or rank order.
 
 A method ranks its items; the harness keeps them in rank order while they fit the token budget,
-then shows the kept ones oldest first under their session dates, so every method's context looks
-the same to the reader and differs only in what was retrieved. Token counts are the sum of the
-memoized counts of each rendered line (headers included), which keeps a budget check at a few
-dictionary lookups per question.
+then shows the kept ones oldest first under their session dates (``order="time"``, the default),
+so every method's context looks the same to the reader and differs only in what was retrieved;
+or best first (``order="rank"``), each item under its date wherever the date changes, for a method
+whose paper hands the reader its ranked list (CAST's fused order, §3.3.3). Token counts are the
+sum of the memoized counts of each rendered line (headers included), which keeps a budget check
+at a few dictionary lookups per question.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from datetime import datetime
 from typing import Protocol
 
 from memsys.types import MemoryItem
+
+#: How kept items are shown: oldest first, or in the method's rank order.
+CONTEXT_ORDERS = ("time", "rank")
 
 
 class CountsTokens(Protocol):
@@ -49,26 +54,32 @@ def date_header(timestamp: datetime | None) -> str:
 
 
 def render_context(
-    items: Sequence[MemoryItem], tokens: CountsTokens, budget: int
+    items: Sequence[MemoryItem], tokens: CountsTokens, budget: int, order: str = "time"
 ) -> RenderedContext:
-    """Keep items best-first within ``budget`` tokens, render them oldest first with dates.
+    """Keep items best-first within ``budget`` tokens, render them in ``order`` with dates.
 
-    An item that does not fit is skipped and later (smaller) ones may still fit.
+    An item that does not fit is skipped and later (smaller) ones may still fit. A date header
+    costs its tokens once per run of items under it: once per date in time order; in rank
+    order, again wherever the date changes from the item shown before.
     """
     kept: list[tuple[int, MemoryItem]] = []
-    headers: set[str] = set()
+    shown_headers: set[str] = set()
+    previous: str | None = None
     used = 0
     for rank, item in enumerate(items):
         header = date_header(item.timestamp)
-        cost = tokens.count(item.text) + (0 if header in headers else tokens.count(header))
+        new_header = header != previous if order == "rank" else header not in shown_headers
+        cost = tokens.count(item.text) + (tokens.count(header) if new_header else 0)
         if used + cost > budget:
             continue
         kept.append((rank, item))
-        headers.add(header)
+        shown_headers.add(header)
+        previous = header
         used += cost
-    kept.sort(key=lambda pair: (pair[1].timestamp or datetime.min, pair[1].position, pair[0]))
+    if order == "time":
+        kept.sort(key=lambda pair: (pair[1].timestamp or datetime.min, pair[1].position, pair[0]))
     lines: list[str] = []
-    previous: str | None = None
+    previous = None
     for _, item in kept:
         header = date_header(item.timestamp)
         if header != previous:

@@ -1,0 +1,517 @@
+"""CAST: character-and-scene episodic memory beside a semantic graph (Ma et al., ``papers/cast.txt``).
+
+Implements §3.1 (views, participants, scenes, main and supporting characters, character
+profiles), §3.3.1 (streams and role assignment), §3.3.2 and Algorithm 1 (greedy two-of-three
+scene aggregation), §3.2 (semantic index the HippoRAG2 way: OpenIE triples, phrase and passage
+nodes, query-to-triple linking, personalized PageRank, dense fallback; episodic index: scene
+summaries embedded, kNN filtered by the question's persons, times and places), §3.3.3 and
+Algorithm 2 (fusion), and the ablations of §4.3.2. The pieces live beside this orchestration:
+:mod:`.episodic` (views → streams → scenes, scene search), :mod:`.fusion`, :mod:`.query`,
+:mod:`.prompts`, :mod:`memsys.semantic_graph`. ``extraction: lite`` replaces the LLM's NER,
+OpenIE and place extraction by spaCy (:mod:`memsys.propositions`) and scene summaries by an
+extractive one; ``query_analysis: lite`` reads the question with spaCy and skips HippoRAG2's LLM
+recognition filter (HippoRAG2's own "w/o filter" setting).
+
+Every reading taken where the paper is vague is a config value and is listed, with the code
+that implements each paper component, in the fidelity card ``docs/methods/cast.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
+from memsys.graph import count_kinds, graph_from_json, graph_to_json
+from memsys.llm.backbone import Backbone
+from memsys.nlp import PLACE_LABELS, resolve_time
+from memsys.propositions import (
+    ADDRESSEE_PRONOUNS,
+    SPEAKER_PRONOUNS,
+    PropositionExtractor,
+    Utterance,
+    dialogue_utterances,
+    grounded,
+    phrase_key,
+    triples,
+)
+from memsys.semantic_graph import (
+    PassageFacts,
+    PassageGraphIndex,
+    SearchSettings,
+    Triple,
+    build_graph,
+    distinct_facts,
+)
+from memsys.structured import ExtractionReport, ask_json_many
+from memsys.types import Conversation, MemoryItem, Question, Retrieval
+
+from .episodic import (
+    MENTION_SCOPES,
+    MISSING_LOCATION,
+    STREAM_MEMBERS,
+    EpisodicQuery,
+    Scene,
+    SceneRule,
+    build_scenes,
+    build_views,
+    extractive_summary,
+    search_scenes,
+)
+from .fusion import FUSIONS, combine
+from .prompts import OPENIE_PROMPT, OPENIE_SCHEMA, SUMMARY_PROMPT, SUMMARY_SCHEMA
+from .query import QueryAnalysis, analyse_lite, analyse_llm, recognition_filter
+
+PRONOUNS = SPEAKER_PRONOUNS | ADDRESSEE_PRONOUNS
+QUERY_LINKING = ("triples", "entities")
+
+
+class CastMemory:
+    """Messages, scenes (all characters' profiles), the semantic graph, its distinct facts and
+    the construction report."""
+
+    def __init__(
+        self,
+        messages: list[dict[str, Any]],
+        scenes: list[Scene],
+        graph: nx.Graph,
+        facts: list[Triple],
+        report: dict[str, Any],
+    ) -> None:
+        self.messages = messages
+        self.scenes = scenes
+        self.graph = graph
+        self.facts = facts
+        self.report = report
+        self._cache: dict[str, Any] = {}
+
+    def vectors(self, name: str, system: MemorySystem[Any]) -> np.ndarray:
+        """Embeddings of the ``passages`` (messages) or ``scenes`` (summaries), built once."""
+        if name not in self._cache:
+            if name == "passages":
+                texts = [message["text"] for message in self.messages]
+            else:
+                texts = [scene.summary for scene in self.scenes]
+            self._cache[name] = system.services.embedder.encode(texts)
+        return self._cache[name]
+
+    def semantic_index(self, system: MemorySystem[Any]) -> PassageGraphIndex:
+        """The semantic graph ready for search (phrase and fact vectors, PageRank matrix)."""
+        if "index" not in self._cache:
+            passages = self.vectors("passages", system)
+            self._cache["index"] = PassageGraphIndex(
+                self.graph, passages, system.services.embedder, self.facts
+            )
+        return self._cache["index"]
+
+    def characters(self) -> dict[str, dict[str, int]]:
+        """Scenes per character and role (the character profiles' sizes)."""
+        profile: dict[str, dict[str, int]] = {}
+        for scene in self.scenes:
+            counts = profile.setdefault(scene.character, {})
+            counts[scene.role] = counts.get(scene.role, 0) + 1
+        return {name: dict(sorted(c.items())) for name, c in sorted(profile.items())}
+
+    def statistics(self) -> dict[str, Any]:
+        located = sum(1 for m in self.messages if m.get("location"))
+        return {
+            **count_kinds(self.graph),
+            "facts": len(self.facts),
+            "located_messages": located,
+            "characters": self.characters(),
+            "report": self.report,
+        }
+
+
+class CAST(MemorySystem[CastMemory]):
+    """Character-and-scene episodic memory fused with HippoRAG2-style semantic memory."""
+
+    construction_version = 2
+
+    def __init__(
+        self,
+        services: Services,
+        *,
+        extraction: str = "lite",
+        query_analysis: str = "lite",
+        window: int = 1,
+        participants: str = "all",
+        mention_scope: str = "window",
+        max_gap_days: float = 1.0,
+        topic_threshold: float = 0.7,
+        missing_location: str = "unmet",
+        summary_messages: int = 3,
+        synonym_threshold: float = 0.8,
+        top_k: int = 5,
+        fusion: str = "rerank",
+        query_linking: str = "triples",
+        link_top_k: int = 5,
+        link_threshold: float = 0.7,
+        passage_node_weight: float = 0.05,
+        damping: float = 0.5,
+        date_slack_days: float = 1.0,
+        openie_max_tokens: int = 320,
+        summary_max_tokens: int = 200,
+        summary_max_chars: int = 3000,
+    ) -> None:
+        super().__init__(services)
+        check_choices(
+            ("extraction", extraction, EXTRACTION_MODES),
+            ("query_analysis", query_analysis, EXTRACTION_MODES),
+            ("participants", participants, STREAM_MEMBERS),
+            ("mention_scope", mention_scope, MENTION_SCOPES),
+            ("missing_location", missing_location, MISSING_LOCATION),
+            ("fusion", fusion, FUSIONS),
+            ("query_linking", query_linking, QUERY_LINKING),
+        )
+        if window < 0 or min(top_k, summary_messages, link_top_k) < 1:
+            raise ValueError("window must be >= 0; top_k, summary_messages, link_top_k >= 1")
+        self.extraction = extraction
+        self.uses_llm = extraction == "llm"
+        self.query_analysis = query_analysis
+        self.window = window
+        self.participants = participants
+        self.mention_scope = mention_scope
+        self.rule = SceneRule(timedelta(days=max_gap_days), topic_threshold, missing_location)
+        self.summary_messages = summary_messages
+        self.synonym_threshold = synonym_threshold
+        self.top_k = top_k
+        self.fusion = fusion
+        self.query_linking = query_linking
+        self.search = SearchSettings(
+            top_k, link_threshold, link_top_k, passage_node_weight, damping
+        )
+        self.date_slack = timedelta(days=date_slack_days)
+        self.openie_max_tokens = openie_max_tokens
+        self.summary_max_tokens = summary_max_tokens
+        self.summary_max_chars = summary_max_chars
+        self.extractor = PropositionExtractor(services.nlp)
+        self.query_report = ExtractionReport()
+        self.filter_report = ExtractionReport()
+        self._queries: dict[str, QueryAnalysis] = {}
+        self._kept_facts: dict[tuple[str, tuple[Triple, ...]], list[int] | None] = {}
+
+    def construction_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {
+            "extraction": self.extraction,
+            "window": self.window,
+            "participants": self.participants,
+            "mention_scope": self.mention_scope,
+            "max_gap_s": self.rule.max_gap.total_seconds(),
+            "topic_threshold": self.rule.topic_threshold,
+            "missing_location": self.rule.missing_location,
+            "summary_messages": self.summary_messages,
+            "synonym_threshold": self.synonym_threshold,
+            "nlp": self.services.nlp.identity,
+        }
+        if self.extraction == "llm":
+            config["prompts"] = [OPENIE_PROMPT, SUMMARY_PROMPT]
+            config["max_tokens"] = [self.openie_max_tokens, self.summary_max_tokens]
+            config["summary_max_chars"] = self.summary_max_chars
+        return config
+
+    # -- Construction ----------------------------------------------------------------------------
+
+    def construct(self, conversation: Conversation) -> CastMemory:
+        turns = conversation.turns
+        utterances = dialogue_utterances(turns)
+        persons, locations, facts, reports = self.extract(utterances)
+        speakers = list(dict.fromkeys(t.speaker for t in turns))
+        persons = [
+            list(dict.fromkeys(canonical_person(p, speakers) for p in names)) for names in persons
+        ]
+        messages = [
+            {
+                "turn_id": t.turn_id,
+                "text": f"{t.speaker}: {t.text}",
+                "timestamp": t.timestamp.isoformat() if t.timestamp else None,
+                "position": i,
+                "speaker": t.speaker,
+                "location": locations[i],
+            }
+            for i, t in enumerate(turns)
+        ]
+        views = build_views(
+            conversation, persons, locations,
+            window=self.window, members=self.participants, mention_scope=self.mention_scope,
+        )  # fmt: skip
+        texts = ["\n".join(messages[i]["text"] for i in v.window) for v in views]
+        topics = self.services.embedder.encode(texts) if texts else np.zeros((0, 1))
+        scenes = build_scenes(views, topics, self.rule)
+        summaries = self.summarize(scenes, messages, reports["summaries"])
+        scenes = [
+            replace(s, summary=text, summary_source=source)
+            for s, (text, source) in zip(scenes, summaries, strict=True)
+        ]
+        graph = build_graph(facts, self.services.embedder, self.synonym_threshold)
+        report = {"views": len(views), "llm": {k: r.to_json() for k, r in reports.items()}}
+        memory = CastMemory(messages, scenes, graph, distinct_facts(facts), report)
+        memory.vectors("scenes", self)  # h_s = f_scene(φ(s)), Algorithm 1 line 19 (cached)
+        return memory
+
+    def extract(
+        self, utterances: Sequence[Utterance]
+    ) -> tuple[list[list[str]], list[str | None], list[PassageFacts], dict[str, ExtractionReport]]:
+        """Per message: persons mentioned, its place (ℓ_i) and (phrases, triples) for the
+        semantic graph; by spaCy, then by the LLM where ``extraction: llm`` and it answers."""
+        texts = [u.text for u in utterances]
+        persons = self.extractor.persons(texts)
+        locations = [
+            next((e for e, label in found if label in PLACE_LABELS), None)
+            for found in self.extractor.entities(texts)
+        ]
+        facts: list[PassageFacts] = []
+        for propositions in self.extractor.extract(utterances):
+            phrases = [a for p in propositions for a in p.arguments]
+            facts.append((phrases, [t for p in propositions for t in triples(p)]))
+        reports = {"openie": ExtractionReport(), "summaries": ExtractionReport()}
+        if self.extraction == "llm":
+            for i, found in enumerate(self._openie(utterances, facts, reports["openie"])):
+                if found is not None:
+                    persons[i], locations[i], facts[i] = found
+        return persons, locations, facts, reports
+
+    def _openie(
+        self,
+        utterances: Sequence[Utterance],
+        lite_facts: Sequence[PassageFacts],
+        report: ExtractionReport,
+    ) -> list[tuple[list[str], str | None, PassageFacts] | None]:
+        """LLM persons, place and triples per message (``None`` where the lite ones stand in).
+
+        Names, the place and triples' subjects and objects must occur in the message (or be a
+        party to it); a reply keeping no triple where the parse finds some is rejected."""
+        prompts = [
+            [{"role": "user", "content": OPENIE_PROMPT.format(speaker=u.speaker, text=u.text)}]
+            for u in utterances
+        ]
+
+        def accept(index: int, value: Any) -> tuple[list[str], str | None, PassageFacts] | None:
+            u = utterances[index]
+            names = [n for n in (u.speaker, u.addressee) if n]
+            persons = [
+                " ".join(p.split())
+                for p in value["persons"]
+                if p.strip()[:1].isupper()
+                and p.strip().lower() not in PRONOUNS
+                and grounded(p, u.text, names)
+            ]
+            place = " ".join(value["location"].split())
+            location = place if phrase_key(place) and grounded(place, u.text) else None
+            kept: list[Triple] = [
+                (" ".join(s.split()), " ".join(p.split()), " ".join(o.split()))
+                for s, p, o in value["triples"]
+                if all(phrase_key(part) for part in (s, p, o))
+                and grounded(s, u.text, names)
+                and grounded(o, u.text, names)
+            ]
+            if not kept and lite_facts[index][1]:
+                return None
+            return persons, location, ([part for s, _, o in kept for part in (s, o)], kept)
+
+        return ask_json_many(
+            self._backbone(), prompts, schema=OPENIE_SCHEMA, accept=accept,
+            max_tokens=self.openie_max_tokens, report=report,
+        )  # fmt: skip
+
+    def summarize(
+        self, scenes: Sequence[Scene], messages: Sequence[dict[str, Any]], report: ExtractionReport
+    ) -> list[tuple[str, str]]:
+        """φ(s) for each scene: ``(summary, "llm" | "extractive")``."""
+        texts = [m["text"] for m in messages]
+        vectors = self.services.embedder.encode(texts)
+        extractive = [extractive_summary(s, texts, vectors, self.summary_messages) for s in scenes]
+        if self.extraction != "llm" or not scenes:
+            return [(text, "extractive") for text in extractive]
+        prompts = [
+            [
+                {
+                    "role": "user",
+                    "content": SUMMARY_PROMPT.format(
+                        character=s.character,
+                        role=s.role,
+                        messages="\n".join(texts[i] for i in s.positions)[: self.summary_max_chars],
+                    ),
+                }
+            ]
+            for s in scenes
+        ]
+
+        def accept(index: int, value: Any) -> str | None:
+            summary = " ".join(value["summary"].split())
+            return summary if len(summary.split()) >= 3 else None
+
+        written = ask_json_many(
+            self._backbone(), prompts, schema=SUMMARY_SCHEMA, accept=accept,
+            max_tokens=self.summary_max_tokens, report=report,
+        )  # fmt: skip
+        return [
+            (text, "llm") if text is not None else (fallback, "extractive")
+            for text, fallback in zip(written, extractive, strict=True)
+        ]
+
+    # -- Retrieval -------------------------------------------------------------------------------
+
+    def prepare_queries(self, questions: Sequence[Question]) -> None:
+        """Read a batch of questions (one parse; one LLM batch in ``query_analysis: llm``) and
+        embed them and their entities."""
+        texts = list(
+            dict.fromkeys(q.question for q in questions if q.question not in self._queries)
+        )
+        if not texts:
+            return
+        analyses = analyse_lite(self.extractor, texts)
+        if self.query_analysis == "llm":
+            backbone = self._backbone().with_stage("retrieval")
+            analyses = analyse_llm(backbone, texts, analyses, self.query_report)
+        self._queries.update(zip(texts, analyses, strict=True))
+        entities = (
+            [e for a in analyses for e in a.entities] if self.query_linking == "entities" else []
+        )
+        self.services.embedder.encode(texts + entities)
+
+    def prepare_retrieval(self, memory: CastMemory, questions: Sequence[Question]) -> None:
+        """HippoRAG2's recognition filter for a batch, in one LLM batch (``query_analysis: llm``
+        with query-to-triple linking); a no-op otherwise."""
+        if self.query_analysis != "llm" or self.query_linking != "triples":
+            return
+        self.prepare_queries(questions)
+        index = memory.semantic_index(self)
+        pending: dict[tuple[str, tuple[Triple, ...]], list[tuple[Triple, float]]] = {}
+        for question in questions:
+            vector = self.services.embedder.encode([question.question])[0]
+            candidates = [
+                (index.facts[i], s)
+                for i, s in index.candidate_facts(vector, self.search.link_top_k)
+            ]
+            key = (question.question, tuple(t for t, _ in candidates))
+            if key not in self._kept_facts:
+                pending[key] = candidates
+        if pending:
+            backbone = self._backbone().with_stage("retrieval")
+            kept = recognition_filter(
+                backbone, [q for q, _ in pending], list(pending.values()), self.filter_report
+            )
+            self._kept_facts.update(zip(pending, kept, strict=True))
+
+    def retrieve(self, memory: CastMemory, question: Question) -> Retrieval:
+        if question.question not in self._queries:
+            self.prepare_queries([question])
+        query = self._queries[question.question]
+        query_vector = self.services.embedder.encode([question.question])[0]
+        index = memory.semantic_index(self)
+        seeds = self.phrase_seeds(memory, index, question, query, query_vector)
+        semantic = index.search(query_vector, seeds, self.search)
+        ranked = [position for position, _ in semantic]
+        episodic = (
+            []
+            if self.fusion == "none"
+            else self.episodic_search(memory, question, query, query_vector)
+        )
+        order = combine(self.fusion, ranked, episodic, self.top_k)
+        scores = dict(semantic)
+        items = []
+        for position in order:
+            message = memory.messages[position]
+            timestamp = (
+                datetime.fromisoformat(message["timestamp"]) if message["timestamp"] else None
+            )
+            items.append(
+                MemoryItem(
+                    message["text"], (message["turn_id"],), timestamp, position,
+                    scores.get(position, 0.0), "message",
+                )
+            )  # fmt: skip
+        return Retrieval(tuple(items))
+
+    def phrase_seeds(
+        self,
+        memory: CastMemory,
+        index: PassageGraphIndex,
+        question: Question,
+        query: QueryAnalysis,
+        query_vector: np.ndarray,
+    ) -> dict[str, float]:
+        """PageRank seeds: query-to-triple linking (HippoRAG2; facts kept by the recognition
+        filter in ``query_analysis: llm``, the top ``link_top_k`` otherwise) or entity linking."""
+        if self.query_linking == "entities":
+            return index.entity_seeds(query.entities, self.search.link_threshold)
+        candidates = index.candidate_facts(query_vector, self.search.link_top_k)
+        if self.query_analysis == "llm":
+            key = (question.question, tuple(index.facts[i] for i, _ in candidates))
+            if key not in self._kept_facts:
+                self.prepare_retrieval(memory, [question])
+            kept = self._kept_facts.get(key)
+            if kept is not None:
+                candidates = [candidates[i] for i in kept]
+        return index.fact_seeds(candidates, self.search.link_top_k)
+
+    def episodic_search(
+        self, memory: CastMemory, question: Question, query: QueryAnalysis, query_vector: np.ndarray
+    ) -> list[int]:
+        """E_epi(q) (:func:`.episodic.search_scenes`) for this question's persons, times, places."""
+        if not memory.scenes:
+            return []
+        characters = sorted({s.character for s in memory.scenes})
+        words = set(phrase_key(question.question).split())
+        wanted = {c for c in characters if c.split()[0].lower() in words}
+        wanted |= {canonical_person(p, characters) for p in query.persons} & set(characters)
+        anchor = question.question_date or _last_time(memory)
+        moments = tuple(r for e in query.times if anchor and (r := resolve_time(e, anchor)))
+        episodic_query = EpisodicQuery(
+            frozenset(wanted), moments, frozenset(phrase_key(p) for p in query.places)
+        )
+        return search_scenes(
+            memory.scenes, memory.vectors("scenes", self), memory.vectors("passages", self),
+            query_vector, episodic_query, top_k=self.top_k, date_slack=self.date_slack,
+        )  # fmt: skip
+
+    # -- Serialization ---------------------------------------------------------------------------
+
+    def dump_memory(self, memory: CastMemory) -> dict[str, Any]:
+        return {
+            "messages": memory.messages,
+            "scenes": [s.to_json() for s in memory.scenes],
+            "graph": graph_to_json(memory.graph),
+            "facts": [list(f) for f in memory.facts],
+            "report": memory.report,
+        }
+
+    def load_memory(self, payload: dict[str, Any]) -> CastMemory:
+        return CastMemory(
+            list(payload["messages"]),
+            [Scene.from_json(s) for s in payload["scenes"]],
+            graph_from_json(payload["graph"]),
+            [tuple(f) for f in payload["facts"]],  # type: ignore[misc]
+            dict(payload["report"]),
+        )
+
+    def _backbone(self) -> Backbone:
+        if self.services.backbone is None:
+            raise ValueError("CAST's llm mode needs a backbone (services.backbone)")
+        return self.services.backbone
+
+
+def canonical_person(name: str, speakers: Sequence[str]) -> str:
+    """A mention as a speaker's name where it is one (``Mel`` → ``Melanie``: the same first name,
+    or a prefix of it of three letters or more, as LoCoMo's nicknames are), else as written.
+
+    >>> canonical_person("Mel", ["Caroline", "Melanie"]), canonical_person("Gina", ["Jon"])
+    ('Melanie', 'Gina')
+    """
+    first = name.split()[0].lower() if name.split() else ""
+    for speaker in speakers:
+        head = speaker.split()[0].lower() if speaker.split() else ""
+        if first and (first == head or (len(first) >= 3 and head.startswith(first))):
+            return speaker
+    return name
+
+
+def _last_time(memory: CastMemory) -> datetime | None:
+    stamps = [m["timestamp"] for m in memory.messages if m["timestamp"]]
+    return datetime.fromisoformat(max(stamps)) if stamps else None
