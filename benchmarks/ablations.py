@@ -54,11 +54,16 @@ def load_spec(path: Path = SPEC) -> dict[str, Any]:
 
 
 def description(config: str) -> str:
-    """The first comment line of a method's YAML: what the config is (one source of truth)."""
-    for line in (CONF / "method" / f"{config}.yaml").read_text().splitlines():
-        if line.startswith("#"):
-            return line.lstrip("# ").strip()
-    return ""
+    """The first sentence of a method YAML's opening comment: what the config is (one source of
+    truth for the table and the config)."""
+    lines = (CONF / "method" / f"{config}.yaml").read_text().splitlines()
+    comment = []
+    for line in lines:
+        if not line.startswith("#"):
+            break
+        comment.append(line.lstrip("#").strip())
+    text = " ".join(comment)
+    return text.split(". ")[0].rstrip(".") + "." if text else ""
 
 
 def variants(spec: dict[str, Any], methods: Sequence[str] | None = None) -> list[Variant]:
@@ -226,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--methods", default="", help="comma-separated methods (default: all)")
     parser.add_argument("--workers", type=int, default=1, help="processes constructing memories")
     parser.add_argument("overrides", nargs="*", help="extra config overrides for every run")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     spec = load_spec()
     methods = [m for m in args.methods.split(",") if m] or None
     if args.command == "run":

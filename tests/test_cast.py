@@ -204,7 +204,7 @@ def test_pagerank_on_a_hand_checked_graph() -> None:
 
 
 def test_construct_dump_load_retrieve(embedder: Embedder, nlp: NLP) -> None:
-    cast = system(embedder, nlp, top_k=3)
+    cast = system(embedder, nlp, top_k=3, query_linking="triples")
     built = cast.construct(conversation())
     kinds = count_kinds(built.graph)
     assert kinds["nodes"]["passage"] == 6 and kinds["nodes"]["phrase"] > 5
@@ -218,8 +218,8 @@ def test_construct_dump_load_retrieve(embedder: Embedder, nlp: NLP) -> None:
     assert first.turn_ids == ("D1:1",)
     assert first.text.startswith("Caroline: My friend Gina told me her team won first place")
     assert first.timestamp == DAY and first.position == 0 and first.kind == "message"
-    # HippoRAG v1 entity linking (query NER -> phrase nodes) is kept as an option.
-    v1 = system(embedder, nlp, top_k=3, query_linking="entities")
+    # Entity linking (lite's default: question noun phrases -> phrase nodes, HippoRAG v1 style).
+    v1 = system(embedder, nlp, top_k=3)
     ids = [
         i.turn_ids[0]
         for i in v1.retrieve(memory, question("What piece did Gina's team perform?")).items
@@ -315,7 +315,7 @@ def test_llm_query_analysis_and_recognition_filter(embedder: Embedder, nlp: NLP)
     backbone = make_backbone(provider)  # type: ignore[arg-type]
     services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
     lite_memory = system(embedder, nlp).construct(conversation())
-    cast = CAST(services, query_analysis="llm")
+    cast = CAST(services, query_analysis="llm", query_linking="triples")
     ask = question("What did Gina's team win?")
     cast.prepare_queries([ask])
     cast.prepare_retrieval(lite_memory, [ask])
@@ -333,3 +333,22 @@ def test_llm_query_analysis_and_recognition_filter(embedder: Embedder, nlp: NLP)
     candidates = index.candidate_facts(vector, cast.search.link_top_k)
     assert kept and all("team" in index.facts[candidates[i][0]] for i in kept)
     assert len(kept) < len(candidates)  # the filter dropped the facts not about the team
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # SmolLM2 on 2 shared cores: up to 16 calls of several seconds
+def test_llm_mode_with_the_embedded_backbone(tmp_path: Path, embedder: Embedder, nlp: NLP) -> None:
+    services, accounting = embedded_llm_services(tmp_path / "llm.sqlite", embedder, nlp)
+    tiny = tiny_fixture()
+    cast = CAST(services, extraction="llm", query_analysis="llm", query_linking="triples")
+    memory = cast.load_memory(json.loads(json.dumps(cast.dump_memory(cast.construct(tiny)))))
+    openie, summaries = memory.report["llm"]["openie"], memory.report["llm"]["summaries"]
+    assert openie["units"] == len(tiny.turns) == 8
+    assert openie["accepted_first"] + openie["accepted_retry"] + openie["fallbacks"] == 8
+    assert summaries["units"] == len(memory.scenes) > 0
+    calls = openie["calls"] + summaries["calls"]
+    assert accounting.summary()["total"]["calls"] == calls
+    retrieval = cast.retrieve(memory, tiny.questions[0])
+    assert 0 < len(retrieval.items) <= 5
+    assert all(item.turn_ids and item.timestamp for item in retrieval.items)
+    assert cast.query_report.units == 1 and cast.filter_report.units <= 1

@@ -1,4 +1,5 @@
-"""FraCom: lite propositions, Algorithm 1, plausible retrieval, the LLM path and its fallbacks."""
+"""FraCom: lite propositions, Algorithm 1, plausible retrieval, the §5 predicate filter, memory
+retention, the LLM path and its fallbacks, and every ``conf/method/fracom*.yaml``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from llm_fakes import make_backbone
 from memsys.base import Services
 from memsys.embed import Embedder
 from memsys.llm import Completion, LLMRequest
-from memsys.methods.fracom import FraCom, StoredProposition, compose
+from memsys.methods.fracom import FraCom, StoredProposition, compose, parse_fragments
 from memsys.nlp import NLP
 from memsys.propositions import (
     Proposition,
@@ -28,6 +29,7 @@ from memsys.propositions import (
 )
 from memsys.types import Conversation, Question
 
+CONF = Path(__file__).resolve().parents[1] / "conf"
 FIRST = datetime(2023, 3, 3, 10, 0)
 SECOND = datetime(2023, 3, 12, 18, 30)
 
@@ -130,7 +132,7 @@ def test_construct_dump_load_retrieve(nlp: NLP, embedder: Embedder) -> None:
     assert nx.utils.graphs_equal(memory.graph, built.graph)
     assert memory.propositions == built.propositions
 
-    retrieval = system.retrieve(memory, question("What did Ben make in the pottery class?"))
+    retrieval = system.retrieve(memory, question("Which bowl did Ben make?"))
     best = retrieval.items[0]
     assert best.turn_ids == ("D2:1",) and best.kind == "proposition"
     assert best.timestamp == SECOND and best.position == 3
@@ -151,7 +153,7 @@ def test_plausible_retrieval_threshold(nlp: NLP) -> None:
     services = Services(embedder=fake, tokens=None, nlp=nlp)  # type: ignore[arg-type]
 
     def retrieved(text: str, **options: object) -> list[str]:
-        system = FraCom(services, predicate_filter=False, **options)  # type: ignore[arg-type]
+        system = FraCom(services, **options)  # type: ignore[arg-type]
         memory = system.construct(conversation())
         return [i.text for i in system.retrieve(memory, question(text)).items]
 
@@ -166,18 +168,84 @@ def test_predicate_filter_keeps_similar_predicates_only(nlp: NLP) -> None:
     adopt = np.eye(512)[5]
     fake = PhraseEmbedder({"adopt": adopt, "take in": adopt})
     services = Services(embedder=fake, tokens=None, nlp=nlp)  # type: ignore[arg-type]
-    system = FraCom(services, theta=0.99)
-    memory = system.construct(conversation())
+    unfiltered = FraCom(services, theta=0.99)  # the paper's main method: no predicate filter
+    assert not unfiltered.retrieval.predicate_filter
+    memory = unfiltered.construct(conversation())
+    system = FraCom(services, theta=0.99, predicate_filter=True)  # §5, "w/ Predicate"
     texts = [i.text for i in system.retrieve(memory, question("Did Ana adopt a dog?")).items]
     assert texts and all(" adopt" in text for text in texts)
-    unfiltered = FraCom(services, theta=0.99, predicate_filter=False)
     assert len(unfiltered.retrieve(memory, question("Did Ana adopt a dog?")).items) > len(texts)
-    light = system.retrieve(memory, question("What does Ana have?")).items  # light verb: no filter
-    assert len(light) == len(unfiltered.retrieve(memory, question("What does Ana have?")).items)
+
+    have = question("What does Ana have?")  # only a light verb: skipped by default
+    everything = unfiltered.retrieve(memory, have).items
+    assert everything and system.retrieve(memory, have).items == everything
+    strict = FraCom(services, theta=0.99, predicate_filter=True, predicate_skip_light_verbs=False)
+    assert strict.retrieve(memory, have).items == ()  # no predicate of the memory is like "have"
+
+
+def test_memory_retention_keeps_the_last_sessions_only(nlp: NLP, embedder: Embedder) -> None:
+    services = Services(embedder=embedder, tokens=None, nlp=nlp)  # type: ignore[arg-type]
+    full, last = FraCom(services), FraCom(services, retained_sessions=1)
+    everything, recent = full.construct(conversation()), last.construct(conversation())
+    assert {p.turn_id[:3] for p in everything.propositions} == {"D1:", "D2:"}
+    assert {p.turn_id for p in recent.propositions} == {"D2:1", "D2:2"}
+    assert recent.propositions == [p for p in everything.propositions if p.turn_id[:3] == "D2:"]
+    assert {p.position for p in recent.propositions} == {3, 4}  # positions in the conversation
+    assert set(recent.turns) == {"D2:1", "D2:2"}
+    kinds = nx.get_node_attributes(recent.graph, "kind")
+    assert list(kinds.values()).count("proposition") == len(recent.propositions)
+    assert "arg:park" in everything.graph and "arg:park" not in recent.graph
+    assert last.retrieve(recent, question("Which park does Pepper love?")).items[0].turn_ids == (
+        "D2:2",  # Pepper is still there (session 2), the park is forgotten
+    )
+    both = FraCom(services, retained_sessions=2).construct(conversation())
+    assert both.propositions == everything.propositions
+
+    # The memory cache tells them apart; the main method's key is what it was before the option.
+    assert "retained_sessions" not in full.construction_config()
+    assert last.construction_config()["retained_sessions"] == 1
+    assert full.construction_identity()["method"] == "memsys.methods.fracom.FraCom"
+    with pytest.raises(ValueError, match="retained_sessions"):
+        FraCom(services, retained_sessions=0)
+
+
+FRACOM_CONFIGS = sorted(path.stem for path in (CONF / "method").glob("fracom*.yaml"))
+
+
+def test_the_fracom_configs_are_the_paper_s_method_variant_and_ablations() -> None:
+    assert FRACOM_CONFIGS == [
+        "fracom",
+        "fracom_llm",
+        "fracom_no_plausible",
+        "fracom_no_retention",
+        "fracom_predicate",
+        "fracom_turns",
+    ]
+
+
+@pytest.mark.parametrize("name", FRACOM_CONFIGS)
+def test_every_fracom_config_instantiates(name: str, nlp: NLP, embedder: Embedder) -> None:
+    from hydra import compose as compose_config
+    from hydra import initialize_config_dir
+    from hydra.utils import instantiate
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose_config(config_name="config", overrides=[f"method={name}"])
+    services = Services(embedder=embedder, tokens=None, nlp=nlp)  # type: ignore[arg-type]
+    system = instantiate(cfg.method, services=services, _convert_="partial")
+    assert isinstance(system, FraCom)
+    options = system.retrieval
+    assert options.predicate_filter == (name == "fracom_predicate")  # §5 is not the default
+    assert options.predicate_threshold == 0.5 and options.predicate_skip_light_verbs
+    assert system.retained_sessions == (1 if name == "fracom_no_retention" else None)
+    assert options.plausible == (name != "fracom_no_plausible") and options.theta == 0.7
+    assert system.uses_llm == (system.query_extraction == "llm") == (name == "fracom_llm")
+    assert system.context == ("turns" if name == "fracom_turns" else "propositions")
 
 
 class CannedProvider:
-    """Replies by rule: good JSON, garbage, or good JSON only on the retry request."""
+    """Replies by rule: good JSON, garbage, good JSON only on the retry request, or (for two
+    questions) no proposition at all, on the first request or on both."""
 
     model_id = "fake:canned"
     endpoint = "fake://canned"
@@ -189,7 +257,12 @@ class CannedProvider:
         self.requests.append(request)
         prompt = request.messages[0]["content"]
         retry = len(request.messages) > 1
-        if "beagle" in prompt:
+        if "run the charity race?" in prompt:  # nothing at first, a reading on the retry
+            found = [{"Predicate": "run", "Argument": ["Ana", "charity race"]}] if retry else []
+            text = json.dumps({"propositions": found})
+        elif "does Pepper love?" in prompt:  # nothing, twice
+            text = '{"propositions": []}'
+        elif "beagle" in prompt:
             reply = {"propositions": [{"Predicate": "adopted", "Argument": ["Ana", "beagle"]}]}
             text = json.dumps(reply)
         elif "pottery class." in prompt and retry:
@@ -225,6 +298,42 @@ def test_llm_path_uses_replies_retries_once_and_falls_back(nlp: NLP, embedder: E
     ]
     retries = [r for r in provider.requests if len(r.messages) == 3]
     assert len(retries) == 4 and retries[0].messages[1]["role"] == "assistant"  # a new request
+
+
+def test_an_empty_llm_reading_of_a_question_is_retried_then_read_the_lite_way(
+    nlp: NLP, embedder: Embedder
+) -> None:
+    provider = CannedProvider()
+    services = Services(embedder, None, make_backbone(provider), nlp)  # type: ignore[arg-type]
+    system = FraCom(services, query_extraction="llm")
+    race, park = "Where did Ana run the charity race?", "Which park does Pepper love?"
+    system.prepare_queries([question(race), question(park)])
+    report = system.query_report.to_json()
+    assert report["units"] == 2 and report["accepted_first"] == 0 and report["retried"] == 2
+    assert report["accepted_retry"] == 1 and report["fallbacks"] == 1
+    assert report["problems"] == {"rejected": 3} and len(provider.requests) == 4
+    memory = system.construct(conversation())
+    best = system.retrieve(memory, question(race)).items[0]  # the LLM's reading, on the retry
+    assert best.turn_ids == ("D2:2",) and "charity race" in best.text
+    lite = FraCom(Services(embedder, None, None, nlp))  # type: ignore[arg-type]
+    fallback = system.retrieve(memory, question(park))
+    assert fallback == lite.retrieve(memory, question(park))  # read the lite way
+    assert fallback.items[0].turn_ids == ("D1:3",)
+
+
+def test_fragment_replies_keep_what_the_utterance_says() -> None:
+    utterance = Utterance("Congratulations! I started a pottery class.", "Ben", "Ana")
+    reply = {
+        "propositions": [
+            {"Predicate": "started", "Argument": ["Ben", "pottery class", "Mars"]},
+            {"Predicate": "flew", "Argument": ["Ben"]},  # the predicate is not in the utterance
+            {"Predicate": "started", "Argument": ["Ana", "pottery class"]},  # the addressee
+        ]
+    }
+    assert parse_fragments(reply, utterance) == [
+        Proposition("started", ("Ben", "pottery class"), 1),
+        Proposition("started", ("Ana", "pottery class"), 1),
+    ]
 
 
 @pytest.mark.slow

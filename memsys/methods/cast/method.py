@@ -149,7 +149,7 @@ class CAST(MemorySystem[CastMemory]):
         synonym_threshold: float = 0.8,
         top_k: int = 5,
         fusion: str = "rerank",
-        query_linking: str = "triples",
+        query_linking: str = "entities",
         link_top_k: int = 5,
         link_threshold: float = 0.7,
         passage_node_weight: float = 0.05,
