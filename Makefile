@@ -38,6 +38,10 @@ WORKERS ?= 1
 LME_RETRIEVAL_TABLE = results/retrieval_longmemeval$(if $(filter-out full,$(LME_RETRIEVAL_SUBSET)),_$(LME_RETRIEVAL_SUBSET))
 LME_RETRIEVAL_RUNS ?= $(LME_RETRIEVAL_TABLE)_runs
 
+# Ablation-effect table (conf/ablations.yaml: LoCoMo's first 2 conversations by default).
+ABLATION_METHODS ?=
+ABLATION_WORKERS ?= 2
+
 # Segmentation table: lite segmenters on all three test sets, LLM segmenters on a small subset.
 SEG_DATASETS ?= dialseg711,tiage,superdialseg
 SEG_LITE ?= texttiling,embedding,esmem_lite
@@ -45,7 +49,7 @@ SEG_LLM ?= secom,esmem
 SEG_LLM_DATASET ?= tiage
 SEG_LLM_LIMIT ?= 5
 
-.PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench reproduce-table1 reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation clean
+.PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -99,6 +103,9 @@ reproduce-retrieval:  ## evidence recall and context size of every method, lite,
 reproduce-retrieval-lme:  ## the same on LongMemEval-S (session and turn recall, nDCG)
 	$(PY) -m benchmarks.run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=false
 	$(PY) -m benchmarks.report --runs $(LME_RETRIEVAL_RUNS) --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --out $(LME_RETRIEVAL_TABLE)
+
+ablations:  ## every method's lite ablations/variants, retrieval only (conf/ablations.yaml) -> results/ablations.{md,json}
+	$(PY) -m benchmarks.ablations run --workers $(ABLATION_WORKERS) $(if $(ABLATION_METHODS),--methods $(ABLATION_METHODS))
 
 reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}
 	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=false

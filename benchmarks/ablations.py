@@ -176,7 +176,14 @@ def summarize(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
         elif explanation:
             row["note"] = explanation
         rows.append(row)
-    return {"overrides": spec["overrides"], "explain_below": EXPLAIN_BELOW, "rows": rows}
+    counts = {row.get("questions") for row in rows if row.get("status") == "run"}
+    return {
+        "overrides": spec["overrides"],
+        "sample": spec["sample"],
+        "questions": "/".join(str(c) for c in sorted(counts)) or "0",
+        "explain_below": EXPLAIN_BELOW,
+        "rows": rows,
+    }
 
 
 def to_markdown(summary: dict[str, Any]) -> str:
@@ -184,6 +191,8 @@ def to_markdown(summary: dict[str, Any]) -> str:
     lines = [
         "# Ablation effects (retrieval only, lite, LoCoMo)",
         "",
+        f"- Sample: {summary['questions']} questions ({summary['sample']}); not the papers' "
+        "setting (lite extraction, no reader)",
         f"- Runs: `{' '.join(summary['overrides'])}` plus each config's own overrides (CAST: "
         "`answer.order=rank`, its fused order reaches the reader)",
         "- Evidence recall: share of a question's evidence turns in the reader's context (adversarial "

@@ -144,7 +144,10 @@ def answer_batch(
         retrieval = harness.system.retrieve(memory, question)
         retrieved_s = time.perf_counter() - started
         context = render_context(
-            retrieval.items, harness.services.tokens, settings.context_budget, settings.context_order
+            retrieval.items,
+            harness.services.tokens,
+            settings.context_budget,
+            settings.context_order,
         )
         messages = (
             answer_messages(settings.template, question, context.text, seed=settings.seed)

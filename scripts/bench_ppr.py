@@ -34,7 +34,7 @@ from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.methods.cast import CAST
 from memsys.propositions import dialogue_utterances
-from memsys.semantic_graph import PassageGraphIndex, build_graph
+from memsys.semantic_graph import PassageGraphIndex, build_graph, min_max
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -50,7 +50,7 @@ def main() -> None:
     cast = CAST(Services(embedder=embedder, tokens=None))  # type: ignore[arg-type]
     largest = None
     for conversation in load_locomo():
-        _, facts, _ = cast.extract_facts(dialogue_utterances(conversation.turns))
+        _, _, facts, _ = cast.extract(dialogue_utterances(conversation.turns))
         graph = build_graph(facts, embedder, cast.synonym_threshold)
         size = graph.number_of_nodes() + graph.number_of_edges()
         print(
@@ -70,9 +70,13 @@ def main() -> None:
     seeds_per_query = []
     for question in questions:
         vector = embedder.encode([question.question])[0]
-        seeds, _ = index.seeds(vector, cast._queries[question.question].entities, cast.search)
-        if seeds:
-            seeds_per_query.append(seeds)
+        phrases = index.entity_seeds(
+            cast._queries[question.question].entities, cast.search.link_threshold
+        )
+        if phrases:
+            dense = min_max(index.passage_vectors @ vector) * cast.search.passage_node_weight
+            passages = {f"passage:{i}": float(w) for i, w in enumerate(dense) if w > 0}
+            seeds_per_query.append({**phrases, **passages})
     pagerank = index.pagerank
     passage_rows = [pagerank.index[f"passage:{i}"] for i in range(len(texts))]
 
