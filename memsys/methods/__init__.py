@@ -1,1 +1,2 @@
-"""Memory methods and baselines, one module each (a method = one module + one YAML)."""
+"""Memory methods and baselines: a module each, or a package where a method has several parts
+(``cast/``, ``fracom/``); each with its YAML in ``conf/method/`` and its card in ``docs/methods/``."""
