@@ -26,7 +26,6 @@ from typing import Any
 
 import yaml
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.runlog import latest_records
@@ -96,11 +95,8 @@ def run_all(spec: dict[str, Any], methods: Sequence[str] | None, extra: Sequence
         if variant.config in spec.get("skip", {}):
             print(f"skip {variant.config}: {spec['skip'][variant.config]}", file=sys.stderr)
             continue
-        cfg = compose_run(variant, extra)
-        if OmegaConf.select(cfg, "method.extraction") == "llm":
-            continue
         print(f"run {variant.config}", file=sys.stderr)
-        summary = run(cfg)
+        summary = run(compose_run(variant, extra))
         write_records(variant, REPO_ROOT / summary["run_dir"], OUT / "ablations")
 
 

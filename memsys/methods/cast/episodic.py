@@ -81,12 +81,8 @@ def build_views(
             span = tuple(ids[max(0, local - window) : local + window + 1])
             speakers = tuple(dict.fromkeys(turns[i].speaker for i in span))
             scope = span if mention_scope == "window" else (center,)
-            mentioned = tuple(
-                dict.fromkeys(p for i in scope for p in persons[i] if p not in speakers)
-            )
-            if members == "speakers":
-                mentioned = ()
-            named = tuple(p for i in scope for p in persons[i]) if members == "all" else ()
+            named = [p for i in scope for p in persons[i]] if members == "all" else []
+            mentioned = tuple(dict.fromkeys(p for p in named if p not in speakers))
             streams = tuple(dict.fromkeys((turns[center].speaker, *named)))
             views.append(
                 View(

@@ -382,14 +382,14 @@ class CAST(MemorySystem[CastMemory]):
             return
         self.prepare_queries(questions)
         index = memory.semantic_index(self)
+        texts = list(dict.fromkeys(q.question for q in questions))
         pending: dict[tuple[str, tuple[Triple, ...]], list[tuple[Triple, float]]] = {}
-        for question in questions:
-            vector = self.services.embedder.encode([question.question])[0]
+        for text, vector in zip(texts, self.services.embedder.encode(texts), strict=True):
             candidates = [
-                (index.facts[i], s)
-                for i, s in index.candidate_facts(vector, self.search.link_top_k)
+                (index.facts[i], score)
+                for i, score in index.candidate_facts(vector, self.search.link_top_k)
             ]
-            key = (question.question, tuple(t for t, _ in candidates))
+            key = (text, tuple(t for t, _ in candidates))
             if key not in self._kept_facts:
                 pending[key] = candidates
         if pending:
