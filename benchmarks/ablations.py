@@ -19,11 +19,12 @@ import argparse
 import gzip
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 from hydra import compose, initialize_config_dir
 
@@ -116,6 +117,7 @@ def write_records(variant: Variant, run_dir: Path, folder: Path) -> Path:
                 "context": record["retrieved_turn_ids"],
                 "context_tokens": record["context_tokens"],
                 "evidence_recall": record["evidence_recall"],
+                **({"trace": record["trace"]} if record.get("trace") else {}),
             }
             out.write(json.dumps(compact) + "\n")
     return path
@@ -166,6 +168,9 @@ def summarize(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
             ),
             contexts_changed=None if share is None else round(share, 4),
         )
+        depth = trace_summary(records.values())
+        if depth:
+            row["depth"] = depth
         explanation = spec.get("explanations", {}).get(variant.config)
         if share is not None and share < EXPLAIN_BELOW:
             row["note"] = explanation or "UNEXPLAINED: changes fewer than 5% of contexts"
@@ -180,6 +185,74 @@ def summarize(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
         "explain_below": EXPLAIN_BELOW,
         "rows": rows,
     }
+
+
+def _distribution(values: Sequence[float]) -> dict[str, float]:
+    array = np.asarray(values, dtype=float)
+    return {
+        "mean": round(float(array.mean()), 3),
+        "median": round(float(np.median(array)), 3),
+        "p90": round(float(np.percentile(array, 90)), 3),
+        "max": round(float(array.max()), 3),
+    }
+
+
+def trace_summary(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per trace ``group`` (and ``all``): questions and the distribution of every numeric trace
+    field (HingeMem: candidate-set size and fraction, hyperedges kept, per query type)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        trace = record.get("trace")
+        if trace:
+            groups.setdefault("all", []).append(trace)
+            groups.setdefault(str(trace.get("group", "all")), []).append(trace)
+    if "all" in groups and len(groups) == 2:
+        groups.pop(next(g for g in groups if g != "all"))
+    summary = {}
+    for group, traces in sorted(groups.items()):
+        fields = sorted(
+            {k for t in traces for k, v in t.items() if isinstance(v, int | float) and k != "group"}
+        )
+        summary[group] = {
+            "questions": len(traces),
+            **{f: _distribution([float(t.get(f, 0)) for t in traces]) for f in fields},
+        }
+    return summary
+
+
+def depth_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The retrieval-depth block: each traced config's distributions per group."""
+    traced = [row for row in rows if row.get("depth")]
+    if not traced:
+        return []
+    fields = sorted({f for row in traced for g in row["depth"].values() for f in g} - {"questions"})
+    lines = [
+        "",
+        "## Retrieval depth (from each method's per-question trace)",
+        "",
+        "Each cell: mean / median / p90 / max over the group's questions. HingeMem: `candidates` "
+        "is the candidate set routing (or, when nothing routes, the semantic neighbours) hands "
+        "the rerank, `candidate_fraction` its share of all hyperedges, `kept` what the adaptive "
+        "stop (or the fixed top-k) keeps, `routed` the share of questions routed by element "
+        "nodes; groups are the plan's query types.",
+        "",
+        "| Config | Group | Questions | " + " | ".join(fields) + " |",
+        "|---|---|---|" + "---|" * len(fields),
+    ]
+    for row in traced:
+        for group, stats in row["depth"].items():
+            cells = [
+                " / ".join(f"{stats[f][k]:g}" for k in ("mean", "median", "p90", "max"))
+                if f in stats
+                else "—"
+                for f in fields
+            ]
+            lines.append(
+                f"| `{row['config']}` | {group} | {stats['questions']} | "
+                + " | ".join(cells)
+                + " |"
+            )
+    return lines
 
 
 def to_markdown(summary: dict[str, Any]) -> str:
@@ -217,6 +290,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
             + " | ".join(cells)
             + " |"
         )
+    lines += depth_markdown(summary["rows"])
     return "\n".join(lines) + "\n"
 
 

@@ -79,7 +79,11 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
         cache_dir, settings.llm_cache_mode, OmegaConf.select(cfg, "llm_cache_journal")
     )
     embedder = Embedder(
-        EmbedderConfig(model=cfg.embedder.model, batch_size=cfg.embedder.batch_size),
+        EmbedderConfig(
+            model=cfg.embedder.model,
+            batch_size=cfg.embedder.batch_size,
+            normalize=cfg.embedder.get("normalize", True),
+        ),
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
     )
     backbone = (
@@ -214,6 +218,7 @@ def build_record(
             evidence_recall(question.evidence, retrieval.turn_ids) if question.evidence else None
         ),
         "latency_s": {"retrieve": round(retrieved_s, 6), "render": round(render_s, 6)},
+        **({"trace": retrieval.trace} if retrieval.trace else {}),
         "prediction": None,
         "failure": None,
         "scores": {},

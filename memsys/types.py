@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 #: LoCoMo's integer categories, as the dataset's own evaluation code reads them.
 LOCOMO_CATEGORIES: dict[int, str] = {
@@ -146,9 +147,12 @@ class MemoryItem:
 
 @dataclass(frozen=True, slots=True)
 class Retrieval:
-    """What ``retrieve`` returns: items best first, as the method ranked them."""
+    """What ``retrieve`` returns: items best first, as the method ranked them, and optionally a
+    flat JSON ``trace`` of how they were chosen (recorded with the question; ``group`` names the
+    bucket the ablation table reports it under, numbers are measures)."""
 
     items: tuple[MemoryItem, ...]
+    trace: dict[str, Any] | None = None
 
     @property
     def turn_ids(self) -> tuple[str, ...]:

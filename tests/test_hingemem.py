@@ -17,14 +17,14 @@ from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm.types import Completion, LLMRequest
 from memsys.methods.hingemem import HingeMem
-from memsys.methods.hingemem_extract import (
+from memsys.methods.hingemem.extract import (
     BOUNDARY_PROMPT,
     BOUNDARY_SCHEMA,
     TOPIC_PROMPT,
     constrained,
     reply_to_memory,
 )
-from memsys.methods.hingemem_graph import (
+from memsys.methods.hingemem.graph import (
     Hyperedge,
     Node,
     compute_salience,
@@ -33,14 +33,10 @@ from memsys.methods.hingemem_graph import (
     normalize_name,
     time_key,
 )
-from memsys.methods.hingemem_lite import resolve_expression
-from memsys.methods.hingemem_query import (
-    QUERY_PROMPT,
-    TopicContrast,
-    adaptive_stop,
-    analyse_rules,
-    priority_weights,
-)
+from memsys.methods.hingemem.lite import resolve_expression
+from memsys.methods.hingemem.query import QUERY_PROMPT, analyse_rules
+from memsys.methods.hingemem.rerank import TopicContrast, priority_weights, salience_scores
+from memsys.methods.hingemem.stop import adaptive_stop
 from memsys.nlp import NLP
 from memsys.types import Conversation, Question, Session, Turn
 
@@ -182,14 +178,24 @@ def test_adaptive_stop_rules_on_hand_computed_scores() -> None:
     )
 
 
-def test_topic_term_favours_rare_topics_and_drops_shared_directions() -> None:
+def test_topic_term_is_query_level_and_favours_depth_for_common_topics() -> None:
     common = np.array([[1.0, 0.0, 0.0]])
     rare = np.array([[0.0, 1.0, 0.0]])
-    contrast = TopicContrast(common, rare, temperature=0.1)
+    contrast = TopicContrast(common, rare)
+    # Eq. 6: Q_T = distance(q, rare) - distance(q, common) = cos(q, common) - cos(q, rare)
+    assert contrast.query_term(np.array([0.6, 0.8, 0.0]), 0.1) == pytest.approx(-0.2)
+    assert contrast.query_term(np.array([1.0, 0.0, 0.0]), 0.1) == pytest.approx(1.0)
+    # a positive shift lowers the precision floor (0.8·max): a common-topic query keeps more
+    scores = [0.6, 0.5, 0.45]
+    assert adaptive_stop(scores, "precision") == 2
+    assert adaptive_stop([s + 1.0 for s in scores], "precision") == 3
+    # the per-hyperedge reading (an option) favours hyperedges near the rare topics
     edges = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
-    assert contrast.term(np.array([0.6, 0.8, 0.0]), edges) == pytest.approx([1.0, -1.0, 0.0])
+    assert contrast.hyperedge_term(np.array([0.6, 0.8, 0.0]), edges, 0.1) == pytest.approx(
+        [1.0, -1.0, 0.0]
+    )
     # a rare topic lying in the common topics' span loses that direction and its weight
-    overlapping = TopicContrast(common, np.array([[0.8, 0.6, 0.0]]), temperature=0.1)
+    overlapping = TopicContrast(common, np.array([[0.8, 0.6, 0.0]]))
     assert overlapping.rare == pytest.approx(np.array([[0.0, 1.0, 0.0]]))
     assert overlapping.rare_weights == pytest.approx([0.2])
 
@@ -289,6 +295,53 @@ def test_lite_construct_dump_load_retrieve(services: Services) -> None:
     )
 
 
+def test_lite_persons_are_the_actors_not_every_speaker(services: Services) -> None:
+    lines = [
+        ("Alice", "I spent the whole weekend building a wooden canoe with my grandfather."),
+        ("Bob", "Wow, nice!"),
+    ]
+    conversation = Conversation("c", (session(1, DAY1, lines),), (), ("Alice", "Bob"))
+    (actors,) = HingeMem(services).construct(conversation).hyperedges
+    assert actors.nodes["person"] == ["alice"]  # Bob only reacts (Figure 2's reading)
+    every = HingeMem(services, construction={"persons": "speakers"}).construct(conversation)
+    assert sorted(every.hyperedges[0].nodes["person"]) == ["alice", "bob"]
+    with pytest.raises(ValueError, match=r"construction\.persons"):
+        HingeMem(services, construction={"persons": "everyone"})
+
+
+def test_routing_restricts_candidates_and_eq6_uses_the_papers_weights(
+    services: Services,
+) -> None:
+    system = HingeMem(services, construction={"topic_shift_threshold": 0.0})
+    conversation = tiny_conversation()
+    memory = system.construct(conversation)
+    carla = conversation.questions[1]  # "Where did Carla move?"
+    system.prepare_queries([carla])
+    trace = system.explain(memory, carla)
+    holders = [i for i, e in enumerate(memory.hyperedges) if "carla" in e.nodes["person"]]
+    assert trace.routed and sorted(trace.ranked) == holders
+    assert len(holders) < len(memory.hyperedges)
+    assert system.retrieve(memory, carla).trace == trace.summary()
+    assert trace.summary()["candidate_fraction"] == round(len(holders) / 4, 4)
+    union = HingeMem(services, retrieval={"routing": "union"})
+    assert len(union.explain(memory, carla).ranked) == len(memory.hyperedges)
+
+    # xi + Q_S + Q_T, weights 1: the query-level topic term shifts every candidate alike
+    index = system.index(memory)
+    query = services.embedder.encode([carla.question])[0]
+    weights = priority_weights(trace.plan.ranked_elements())
+    expected = (
+        index.descriptions @ query
+        + salience_scores(memory, weights)
+        + index.contrast.query_term(query, 0.1)
+    )
+    assert trace.scores == pytest.approx([expected[i] for i in trace.ranked])
+
+    # a constraint the memory cannot satisfy does not route: the semantic neighbours remain
+    nowhere = Question("n", "tiny", "What did Zed do in Tokyo?", "-", "single_hop")
+    assert not system.explain(memory, nowhere).routed
+
+
 def test_ablations_text_memory_and_fixed_depth(services: Services) -> None:
     conversation = tiny_conversation()
     text = HingeMem(
@@ -377,6 +430,8 @@ class CannedProvider:
             )
         elif system == TOPIC_PROMPT:
             text = '{"common_topics": ["pottery class", "invented"], "rare_topics": ["moving"]}'
+        elif system == QUERY_PROMPT and "anything" in user:
+            text = "no plan, sorry"
         elif system == QUERY_PROMPT:
             text = (
                 '{"query_type": "judgment", "constraints": {"person": ["Alice"], '
@@ -416,6 +471,15 @@ def test_llm_path_parses_good_replies_and_falls_back_on_garbage(services: Servic
     assert trace.plan.source == "llm" and trace.plan.query_type == "judgement"
     assert trace.plan.priority == ("time",)
     assert system.analysis_counts["llm"] == 1
+
+    # an unusable plan reply is asked for once (plus its retry) and counted once
+    unusable = Question("u", "tiny", "Ask me anything?", "-", "single_hop")
+    provider.requests.clear()
+    system.prepare_queries([unusable])
+    system.retrieve(memory, unusable)
+    system.retrieve(memory, unusable)
+    assert len(provider.requests) == 2 and system.analysis_counts["rules_fallback"] == 1
+    assert system.explain(memory, unusable).plan.source == "rules_fallback"
 
 
 def test_reply_spans_cover_the_session() -> None:

@@ -4,8 +4,8 @@ Part of :mod:`memsys.methods.hingemem` (papers/hingemem.txt §3.2.1, Eq. 1-3, Ap
 one LLM call per session returns its elements and boundary memories (:data:`BOUNDARY_PROMPT`,
 :data:`BOUNDARY_SCHEMA`); one call per conversation picks common and rare topics
 (:data:`TOPIC_PROMPT`, :data:`TOPIC_SCHEMA`); :func:`ask_json_many` asks, validates and retries
-once (also used by the query analysis). The readings taken are listed in the docstring of
-:mod:`memsys.methods.hingemem`; :mod:`~.hingemem_lite` is the classical substitute.
+once (also used by the query analysis). The readings taken are in docs/methods/hingemem.md;
+:mod:`~.lite` is the classical substitute.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from memsys.llm.backbone import Backbone
 from memsys.llm.errors import LLMError, LLMRequestError
 from memsys.llm.jsonout import JSONReplyParser
 from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
-from memsys.methods.hingemem_graph import (
+from memsys.types import Session
+
+from .graph import (
     GRANULARITIES,
     Hyperedge,
     Node,
@@ -28,8 +30,7 @@ from memsys.methods.hingemem_graph import (
     parse_time_key,
     time_key,
 )
-from memsys.methods.hingemem_lite import resolve_expression
-from memsys.types import Session
+from .lite import resolve_expression
 
 BOUNDARY_REASONS = (
     "change_time",
@@ -50,8 +51,10 @@ input is the session's date and its numbered turns with speakers. Reply with val
 clearly changes, when a new person, time, location or topic appears, or when an explicit \
 transition phrase is used ("by the way", "anyway"); otherwise the turn stays in the current event.
 2. List the session's elements:
-- persons: everyone who speaks or is mentioned, by canonical name, with role tags (speaker, \
-friend, family member, pet, ...) and the turns that mention them;
+- persons: the persons the events are about (who does something, or whom something is said \
+about), by canonical name, with role tags (speaker, friend, family member, pet, ...) and the \
+turns that mention them; a speaker who only reacts, asks or reports about others is not a \
+person of that event;
 - times: every time reference as an ISO 8601 timestamp resolved against the session date (never \
 null: estimate relative phrases such as "yesterday" or "last week" from the session date), its \
 granularity (second, minute, hour, day, week, month, year or approx) and the turns that mention it;

@@ -17,15 +17,16 @@ from typing import Any
 import numpy as np
 
 from memsys.embed import Embedder
-from memsys.methods.hingemem_graph import (
+from memsys.nlp import NLP, PERSON_LABELS, PLACE_LABELS, TIME_LABELS, resolve_time
+from memsys.types import Session
+
+from .graph import (
     ConstructionOptions,
     Hyperedge,
     Node,
     normalize_name,
     time_key,
 )
-from memsys.nlp import NLP, PERSON_LABELS, PLACE_LABELS, TIME_LABELS, resolve_time
-from memsys.types import Session
 
 # --- time expressions ------------------------------------------------------------------------
 
@@ -34,7 +35,31 @@ _DURATION = re.compile(
     r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|several|couple of)\s+"
     r"(?:more\s+)?(?:years?|months?|weeks?|days?|hours?|minutes?)$"
 )
+#: A season by its middle month (winter's January belongs to the winter that began in December).
 _SEASONS = {"spring": 4, "summer": 7, "fall": 10, "autumn": 10, "winter": 1}
+
+
+def resolve_season(season: str, relation: str, anchor: datetime) -> datetime:
+    """The middle month of the season ``relation`` (this, last, next, or "" for this) points to.
+
+    Each occurrence spans its middle month ±1. "last" is the latest occurrence over before the
+    anchor's month; "next" the first that starts after it; "this" the one containing the anchor,
+    else the nearest.
+
+    >>> resolve_season("winter", "last", datetime(2023, 5, 8)), resolve_season("winter", "last", datetime(2023, 1, 20))
+    (datetime.datetime(2023, 1, 1, 0, 0), datetime.datetime(2022, 1, 1, 0, 0))
+    >>> resolve_season("summer", "this", datetime(2023, 10, 2)), resolve_season("summer", "next", datetime(2023, 7, 2))
+    (datetime.datetime(2023, 7, 1, 0, 0), datetime.datetime(2024, 7, 1, 0, 0))
+    """
+    month = anchor.year * 12 + anchor.month - 1  # months since year 0
+    middles = [(anchor.year + shift) * 12 + _SEASONS[season] - 1 for shift in (-2, -1, 0, 1, 2)]
+    if relation == "last":
+        middle = max(m for m in middles if m + 1 < month)
+    elif relation == "next":
+        middle = min(m for m in middles if m - 1 > month)
+    else:
+        middle = min(middles, key=lambda m: (max(abs(m - month) - 1, 0), -m))
+    return datetime(middle // 12, middle % 12 + 1, 1)
 
 
 def resolve_expression(expression: str, anchor: datetime) -> tuple[datetime, str] | None:
@@ -60,8 +85,7 @@ def resolve_expression(expression: str, anchor: datetime) -> tuple[datetime, str
     text = re.sub(r"\b(?:this|the) past\b", "last", text)
     season = re.search(r"\b(this|last|next)?\s*(spring|summer|fall|autumn|winter)\b", text)
     if season:
-        shift = {"last": -1, "next": 1}.get(season[1] or "", 0)
-        return datetime(anchor.year + shift, _SEASONS[season[2]], 1), "approx"
+        return resolve_season(season[2], season[1] or "this", anchor), "approx"
     weekend = re.search(r"\b(last|this|next)\s+weekend\b", text)
     if weekend:
         resolved = resolve_time(f"{weekend[1]} saturday", anchor)
@@ -134,6 +158,11 @@ def topic_phrases(doc: Any) -> list[tuple[str, str]]:
     return [(key, surface) for key, surface in found if key]
 
 
+def content_words(doc: Any) -> int:
+    """Alphabetic, non-stop-word tokens: what a turn contributes to an event."""
+    return sum(1 for token in doc if token.is_alpha and not token.is_stop)
+
+
 @dataclass
 class _Segment:
     reasons: list[str]
@@ -142,6 +171,8 @@ class _Segment:
         default_factory=lambda: {e: {} for e in ("person", "time", "location", "topic")}
     )
     topic_counts: Counter[str] = field(default_factory=Counter)
+    speaker_words: Counter[str] = field(default_factory=Counter)
+    speaker_nodes: dict[str, Node] = field(default_factory=dict)
     vector_sum: np.ndarray | None = None
 
 
@@ -172,9 +203,11 @@ class LiteExtractor:
                 if reasons:
                     current = _Segment(reasons)
                     segments.append(current)
-            speaker = Node("person", normalize_name("person", turn.speaker), turn.speaker)
+            speaker = current.speaker_nodes.setdefault(
+                turn.speaker, Node("person", normalize_name("person", turn.speaker), turn.speaker)
+            )
             speaker.mentions.append((turn.turn_id, turn.speaker))
-            found["person"].insert(0, speaker)
+            current.speaker_words[turn.speaker] += content_words(doc)
             self._add(current, index, found, vectors[index])
         return self._assemble(session, segments)
 
@@ -276,6 +309,19 @@ class LiteExtractor:
                 if element == "topic":
                     segment.topic_counts[node.key] += 1
 
+    def persons_speaking(self, segment: _Segment) -> list[str]:
+        """The speakers a boundary memory is about: ``persons: actors`` keeps those who say at
+        least ``actor_share`` of its content words (whoever reports or reacts is not a person of
+        the event, papers/hingemem.txt Figure 2); ``speakers`` keeps every speaker."""
+        if self.options.persons == "speakers":
+            return list(segment.speaker_words)
+        total = sum(segment.speaker_words.values())
+        return [
+            speaker
+            for speaker, words in segment.speaker_words.items()
+            if total and words / total >= self.options.actor_share
+        ]
+
     def _assemble(
         self, session: Session, segments: Sequence[_Segment]
     ) -> tuple[list[Node], list[Hyperedge]]:
@@ -288,6 +334,12 @@ class LiteExtractor:
             ]
             chosen = {e: list(segment.elements[e]) for e in ("person", "time", "location")}
             chosen["topic"] = kept_topics
+            for speaker in self.persons_speaking(segment):
+                node = segment.speaker_nodes[speaker]
+                kept = segment.elements["person"].setdefault(node.key, node)
+                if kept is not node:
+                    kept.mentions.extend(node.mentions)
+                chosen["person"] = list(dict.fromkeys([node.key, *chosen["person"]]))
             if not chosen["time"] and self.options.session_time_node and session.timestamp:
                 key = time_key(session.timestamp, "day")
                 segment.elements["time"][key] = Node(

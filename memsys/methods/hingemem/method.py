@@ -1,73 +1,14 @@
 """HingeMem: boundary-guided long-term memory with query-adaptive retrieval.
 
 Paper: Zhong, Gao and Wang, "HingeMem: Boundary Guided Long-Term Memory with Query Adaptive
-Retrieval for Scalable Dialogues", WWW '26 (papers/hingemem.txt). Implemented: §3.2.1 boundary
-extraction (Eq. 1-3, prompt of Appendix A.1), §3.2.2 memory construction (node merging,
-salience, Jaccard hyperedge merging at 0.8, common/rare topics; Eq. 4-5), §3.3.1 retrieval plans
-(query-analysis prompt of Appendix A.1), §3.3.2 hyperedge rerank (Eq. 6), §3.3.3 adaptive stop
-(Fig. 3, Appendix C: Delta = 0.1, 0.8·max, softmax 0.8·max), and the Table 3 ablations as options.
-Helpers: :mod:`~memsys.methods.hingemem_graph` (memory model, options), :mod:`~.hingemem_extract`
-(LLM extraction and clustering, prompts), :mod:`~.hingemem_lite` (the lite extractor) and
-:mod:`~.hingemem_query` (plans, scoring, stop).
-
-Construction. ``extraction: llm`` asks the backbone once per session for the element JSON; a
-reply that is not valid JSON or breaks the schema is asked once more as a new request with a
-reminder appended, and then that session falls back to the lite extractor (counted in
-``memory.stats``). ``extraction: lite`` makes no LLM call: persons = speakers + spaCy PERSON
-entities, locations = GPE/LOC/FAC entities, times = DATE/TIME entities resolved against the
-session date (relative phrases included), topics = noun-chunk keywords; a new hyperedge starts
-when a turn brings a new (non-speaker) person, time or location, an explicit marker ("by the
-way"), or a topic shift, once the current one has ``min_segment_turns`` turns. Nodes merge by
-identifier across sessions, hyperedges merge at Jaccard > ``merge_jaccard`` (recursively), then
-salience is computed and common/rare topics are chosen (LLM, or by frequency in lite).
-
-Retrieval. A :class:`~.hingemem_query.QueryPlan` (LLM, or rules in lite) gives the query type,
-element constraints and priority. Candidates = the ``semantic_top_k`` hyperedges whose
-description embeds nearest the question ∪ (node indexing) every hyperedge holding a matched
-node. With the priority weights w_e (rank r of k elements: (k - r)/(k(k+1)/2)) the score is::
-
-    score(h) = cos(q, d_h) + node_match_weight · Σ_e w_e·[h holds a matched node of e]   (NI)
-             + salience_weight · Σ_e w_e·mean salience of h's nodes of e                (Q_S)
-             + topic_weight · (Σ_rare a_t cos(d_h, t) - Σ_common a_t cos(d_h, t))         (Q_T)
-
-(Q_T detailed in :class:`~.hingemem_query.TopicContrast`); candidates are sorted by score and cut
-by the adaptive stop of the plan's type, or at ``top_k`` without it, then at ``max_items``.
-Items are the kept hyperedges: "(persons: ...; time: ...; locations: ...; topics: ...)" and the
-description; turn ids = the source turns of the span(s), timestamp = the (first) session date,
-position = the conversation index of the first turn.
-
-Readings taken where the paper is vague (config values where they are choices):
-
-* Spans: the LLM's start turns are read as the boundaries; each memory covers its start to the
-  turn before the next start (first from turn 1, last to the end), so every turn is in a memory.
-* A hyperedge naming no time gets the session date (day) as its time node
-  (``session_time_node``); sessions are natural boundaries (§3.2.1), so a lite session's first
-  hyperedge has reason ``change_time``. Lite descriptions are the span's turns (no abstraction).
-* Lite topic shift: the turn's keywords are all new to the hyperedge and the cosine between the
-  turn's embedding and the mean of the hyperedge's turns is < ``topic_shift_threshold`` (0.5:
-  between the 10th and 25th percentiles, 0.47 and 0.54, of the cosine between a turn and the
-  mean of the four turns before it over LoCoMo conv-26, MiniLM); each
-  lite hyperedge keeps its ``topics_per_edge`` most frequent keywords. Single-token PERSON
-  entities at a sentence start count only when the name also appears elsewhere; a first name
-  prefix of exactly one speaker's name ("Mel") is that speaker.
-* Time identifiers are ISO 8601 at the node's granularity; ``approx`` is read as month; query
-  times match time nodes whose intervals overlap. Unreadable LLM timestamps are dropped (counted).
-* Salience (§3.2.2 names three dimensions, no formula): the mean of log-scaled frequency,
-  degree and co-occurrence diversity (:mod:`~.hingemem_graph`).
-* Eq. 6 as printed adds a topic term that depends on the query only, which cannot reorder
-  hyperedges; it is read as the hyperedge's closeness to rare minus common topics, with topic
-  weights from the query (the text's "proximity of the hyperedges to rare and common topics").
-  Its scale (``topic_weight``), the salience scale (``salience_weight``) and the topic softmax
-  temperature are not given: 0.1, 0.1 and 0.1.
-* "Initial score = similarity" leaves node indexing nothing to change in a score-based cut, so
-  a structural match adds ``node_match_weight`` (0.1) times the priority weight of each matched
-  element. Lite node matching: persons by name, locations/topics by name cosine >= 0.7.
-* Priority (lite rules): the element the question asks for (when → time, where → location,
-  who → person) first, then constrained elements in the order time, location, topic, person.
-* Recall stop: keep while score >= max/2 and each drop <= Delta (the first larger drop ends the
-  list); judgement: softmax at temperature 1 over the candidates; a non-positive max keeps one.
-* Ablations (Table 3): ① ``memory: text`` (turns, dense top-10, no extraction), ② no node
-  indexing, no rerank, fixed top-10 (description RAG), ③ + node indexing, ④ + rerank, ⑤ all.
+Retrieval for Scalable Dialogues", WWW '26 (papers/hingemem.txt). The fidelity card,
+``docs/methods/hingemem.md``, maps every section, equation and prompt to code and states each
+reading taken where the paper is vague. Modules: :mod:`.graph` (the memory: nodes, hyperedges,
+salience, Jaccard merging; Eq. 2-5), :mod:`.extract` (the boundary-extraction and
+topic-clustering prompts; Eq. 1), :mod:`.lite` (the extractor that makes no LLM call),
+:mod:`.query` (retrieval plans), :mod:`.routing` (element routing), :mod:`.rerank` (Eq. 6) and
+:mod:`.stop` (the adaptive stop). This module builds memories and runs retrieval:
+plan → route → score (ξ = description cosine, + Q_S + Q_T) → sort → adaptive stop.
 """
 
 from __future__ import annotations
@@ -85,7 +26,9 @@ from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.llm.backbone import Backbone
 from memsys.llm.jsonout import JSONReplyParser
 from memsys.llm.types import SamplingParams
-from memsys.methods.hingemem_extract import (
+from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
+
+from .extract import (
     BOUNDARY_PROMPT,
     BOUNDARY_SCHEMA,
     TOPIC_PROMPT,
@@ -96,7 +39,7 @@ from memsys.methods.hingemem_extract import (
     reply_to_memory,
     topic_messages,
 )
-from memsys.methods.hingemem_graph import (
+from .graph import (
     ELEMENTS,
     ConstructionOptions,
     Hyperedge,
@@ -107,36 +50,36 @@ from memsys.methods.hingemem_graph import (
     merge_hyperedges,
     merge_nodes,
 )
-from memsys.methods.hingemem_lite import LiteExtractor
-from memsys.methods.hingemem_query import (
-    QUERY_SCHEMA,
-    QueryPlan,
-    RetrievalIndex,
-    adaptive_stop,
-    analyse_rules,
-    plan_from_reply,
-    priority_weights,
-    query_messages,
-)
-from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
+from .lite import LiteExtractor
+from .query import QUERY_SCHEMA, QueryPlan, analyse_rules, plan_from_reply, query_messages
+from .rerank import TOPIC_TERMS, priority_weights, salience_scores
+from .routing import ROUTINGS, RetrievalIndex, route
+from .stop import adaptive_stop
 
 MEMORY_KINDS = ("boundary", "text")
 
 
 @dataclass(frozen=True)
 class RetrievalOptions:
-    """Query-adaptive retrieval settings; the first three are the Table 3 ablation switches."""
+    """Query-adaptive retrieval settings (docs/methods/hingemem.md, "Named values").
+
+    ``node_indexing``, ``rerank`` and ``adaptive_stop`` are the Table 3 ablation switches; the
+    Eq. 6 weights default to the paper's (1, 1); ``node_match_weight`` and ``max_items`` are
+    harness additions, off by default.
+    """
 
     node_indexing: bool = True
     rerank: bool = True
     adaptive_stop: bool = True
+    routing: str = "intersect"
     top_k: int = 10
     semantic_top_k: int = 50
-    max_items: int = 50
+    max_items: int | None = None
     node_match_threshold: float = 0.7
-    node_match_weight: float = 0.1
-    salience_weight: float = 0.1
-    topic_weight: float = 0.1
+    node_match_weight: float = 0.0
+    salience_weight: float = 1.0
+    topic_weight: float = 1.0
+    topic_term: str = "query"
     topic_temperature: float = 0.1
     recall_delta: float = 0.1
     recall_ratio: float = 0.5
@@ -146,22 +89,43 @@ class RetrievalOptions:
     query_analysis: str | None = None  # llm | rules; None follows ``extraction``
     analysis_max_tokens: int = 256
 
+    def __post_init__(self) -> None:
+        check_choices(
+            ("retrieval.routing", self.routing, ROUTINGS),
+            ("retrieval.topic_term", self.topic_term, TOPIC_TERMS),
+        )
+
 
 @dataclass(frozen=True)
 class RetrievalTrace:
-    """One retrieval explained: the plan, the ranked candidates with scores, how many were kept."""
+    """One retrieval explained: the plan, the ranked candidates with scores, how many were kept,
+    and whether element routing chose the candidates."""
 
     plan: QueryPlan
     ranked: tuple[int, ...]
     scores: tuple[float, ...]
     kept: int
     items: tuple[MemoryItem, ...]
+    routed: bool = False
+    hyperedges: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        """What the run records per question (the ablation table's depth distributions)."""
+        return {
+            "group": self.plan.query_type,
+            "routed": self.routed,
+            "candidates": len(self.ranked),
+            "candidate_fraction": round(len(self.ranked) / self.hyperedges, 4)
+            if self.hyperedges
+            else 0.0,
+            "kept": self.kept,
+        }
 
 
 class HingeMem(MemorySystem[LongTermMemory]):
     """Element-boundary hyperedges with query-adaptive retrieval (module docstring)."""
 
-    construction_version = 1
+    construction_version = 2
 
     def __init__(
         self,
@@ -187,6 +151,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
         self.uses_llm = extraction == "llm" and memory == "boundary"
         self.analysis_counts: Counter[str] = Counter()
         self._plans: dict[tuple[str, datetime | None], QueryPlan] = {}
+        self._unplanned: set[tuple[str, datetime | None]] = set()
         self._query_parser = JSONReplyParser(QUERY_SCHEMA)
 
     # --- construction -------------------------------------------------------------------------
@@ -339,32 +304,41 @@ class HingeMem(MemorySystem[LongTermMemory]):
         if self.query_analysis == "rules":
             self.services.nlp.parse([question.question for question in questions])
             return
-        todo = [q for q in questions if (q.question, q.question_date) not in self._plans]
-        self._plan_with_llm(todo)
+        self._plan_with_llm(questions)
 
     def _plan_with_llm(self, questions: Sequence[Question]) -> None:
-        if not questions:
+        """Ask for the plans not yet asked for; a question whose reply stays unusable is asked
+        once and counted once (its plan falls back to the rules)."""
+        todo = list(
+            {
+                (q.question, q.question_date): q
+                for q in questions
+                if (q.question, q.question_date) not in self._plans
+                and (q.question, q.question_date) not in self._unplanned
+            }.values()
+        )
+        if not todo:
             return
         backbone = self._backbone().with_stage("retrieval")
         params = SamplingParams(
             max_tokens=self.retrieval.analysis_max_tokens, json_schema=constrained(QUERY_SCHEMA)
         )
-        prompts = [query_messages(q.question, q.question_date) for q in questions]
+        prompts = [query_messages(q.question, q.question_date) for q in todo]
         answers = ask_json_many(backbone, prompts, params, self._query_parser)
-        for question, answer in zip(questions, answers, strict=True):
+        for question, answer in zip(todo, answers, strict=True):
+            key = (question.question, question.question_date)
             if answer.value is None:
                 self.analysis_counts["rules_fallback"] += 1
+                self._unplanned.add(key)
                 continue
             self.analysis_counts["llm" if answer.attempts == 1 else "llm_after_retry"] += 1
             anchor = question.question_date or datetime(1970, 1, 1)
-            self._plans[(question.question, question.question_date)] = plan_from_reply(
-                answer.value, anchor
-            )
+            self._plans[key] = plan_from_reply(answer.value, anchor)
 
     def plan(self, memory: LongTermMemory, question: Question) -> QueryPlan:
         """The retrieval plan of ``question`` (LLM answers are made in :meth:`prepare_queries`)."""
         key = (question.question, question.question_date)
-        if self.query_analysis == "llm" and key not in self._plans:
+        if self.query_analysis == "llm":
             self._plan_with_llm([question])
         if key in self._plans:
             return self._plans[key]
@@ -381,10 +355,27 @@ class HingeMem(MemorySystem[LongTermMemory]):
     def index(self, memory: LongTermMemory) -> RetrievalIndex:
         """The memory's retrieval index, built once and kept with it (never serialized)."""
         if "index" not in memory.runtime:
-            memory.runtime["index"] = RetrievalIndex(
-                memory, self.services.embedder, self.retrieval.topic_temperature
-            )
+            memory.runtime["index"] = RetrievalIndex(memory, self.services.embedder)
         return memory.runtime["index"]
+
+    def candidates(
+        self, index: RetrievalIndex, plan: QueryPlan, similarity: np.ndarray
+    ) -> tuple[set[int], bool, np.ndarray]:
+        """What to retrieve: the routed hyperedges (or the semantic neighbours when nothing
+        routes), whether routing chose them, and the node-match bonus (zero by default)."""
+        options = self.retrieval
+        nearest = set(np.argsort(-similarity, kind="stable")[: options.semantic_top_k].tolist())
+        bonus = np.zeros(len(similarity))
+        if not options.node_indexing:
+            return nearest, False, bonus
+        routes = index.match(plan, options.node_match_threshold)
+        if options.node_match_weight:
+            weights = priority_weights(plan.ranked_elements())
+            bonus = options.node_match_weight * index.match_scores(routes, weights)
+        if options.routing == "union":
+            return nearest | routes.all_edges(), False, bonus
+        routed = route(routes, plan.ranked_elements())
+        return (routed, True, bonus) if routed else (nearest, False, bonus)
 
     def explain(self, memory: LongTermMemory, question: Question) -> RetrievalTrace:
         """Plan, candidates, scores and the stop decision for one question."""
@@ -395,18 +386,21 @@ class HingeMem(MemorySystem[LongTermMemory]):
             return RetrievalTrace(plan, (), (), 0, ())
         index = self.index(memory)
         query = self.services.embedder.encode([question.question])[0]
-        scores = index.descriptions @ query
-        candidates = set(np.argsort(-scores, kind="stable")[: options.semantic_top_k].tolist())
-        weights = priority_weights(plan.ranked_elements())
-        if options.node_indexing:
-            matched = index.match(plan, options.node_match_threshold)
-            candidates |= {
-                i for uids in matched.values() for uid in uids for i in index.holders.get(uid, [])
-            }
-            scores = scores + options.node_match_weight * index.match_scores(matched, weights)
+        similarity = index.descriptions @ query  # ξ, the initial score
+        candidates, routed, scores = self.candidates(index, plan, similarity)
+        scores = scores + similarity
         if options.rerank:
-            scores = scores + options.salience_weight * index.salience_scores(weights)
-            scores = scores + options.topic_weight * index.contrast.term(query, index.descriptions)
+            weights = priority_weights(plan.ranked_elements())
+            scores = scores + options.salience_weight * salience_scores(memory, weights)
+            temperature = options.topic_temperature
+            if options.topic_term == "query":
+                scores = scores + options.topic_weight * index.contrast.query_term(
+                    query, temperature
+                )
+            else:
+                scores = scores + options.topic_weight * index.contrast.hyperedge_term(
+                    query, index.descriptions, temperature
+                )
         ranked = sorted(candidates, key=lambda i: (-scores[i], edges[i].position))
         ranked_scores = [float(scores[i]) for i in ranked]
         if options.adaptive_stop:
@@ -421,15 +415,18 @@ class HingeMem(MemorySystem[LongTermMemory]):
             )
         else:
             kept = options.top_k
-        kept = min(kept, options.max_items, len(ranked))
+        kept = min(kept, options.max_items or kept, len(ranked))
         items = tuple(
             self._item(memory, edges[i], s)
             for i, s in zip(ranked[:kept], ranked_scores, strict=False)
         )
-        return RetrievalTrace(plan, tuple(ranked), tuple(ranked_scores), kept, items)
+        return RetrievalTrace(
+            plan, tuple(ranked), tuple(ranked_scores), kept, items, routed, len(edges)
+        )
 
     def retrieve(self, memory: LongTermMemory, question: Question) -> Retrieval:
-        return Retrieval(self.explain(memory, question).items)
+        trace = self.explain(memory, question)
+        return Retrieval(trace.items, trace.summary())
 
     @staticmethod
     def _item(memory: LongTermMemory, edge: Hyperedge, score: float) -> MemoryItem:

@@ -37,6 +37,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 ELEMENTS: tuple[str, ...] = ("person", "time", "location", "topic")
+#: Who is a person of a lite boundary memory (:meth:`~.lite.LiteExtractor.persons_speaking`).
+PERSON_READINGS: tuple[str, ...] = ("actors", "speakers")
 GRANULARITIES: tuple[str, ...] = (
     "second",
     "minute",
@@ -155,18 +157,26 @@ def time_interval(timestamp: datetime, granularity: str) -> tuple[datetime, date
 
 @dataclass(frozen=True)
 class ConstructionOptions:
-    """Everything that shapes a HingeMem memory (readings in :mod:`memsys.methods.hingemem`)."""
+    """Everything that shapes a HingeMem memory (readings: docs/methods/hingemem.md)."""
 
     min_segment_turns: int = 2
-    topic_shift_threshold: float = 0.5
+    topic_shift_threshold: float = 0.46
     topics_per_edge: int = 3
-    session_time_node: bool = True
+    persons: str = "actors"
+    actor_share: float = 0.5
+    session_time_node: bool = False
     merge_jaccard: float = 0.8
     topics_per_list: int = 5
     max_clustering_topics: int = 200
     max_tokens: int = 2048
     topic_max_tokens: int = 256
     grammar_max_items: int = 8
+
+    def __post_init__(self) -> None:
+        if self.persons not in PERSON_READINGS:
+            raise ValueError(
+                f"construction.persons must be one of {PERSON_READINGS}, got {self.persons!r}"
+            )
 
 
 @dataclass
