@@ -46,7 +46,13 @@ from benchmarks.harness import resolve_path
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
 from benchmarks.metrics.stats import bootstrap_ci
 from benchmarks.runlog import RecordLog, exclusive
-from benchmarks.settings import CACHE_MODES, LOCATION_KEYS, ConfigError, run_id
+from benchmarks.settings import (
+    CACHE_MODES,
+    LOCATION_KEYS,
+    ConfigError,
+    drop_embedder_default,
+    run_id,
+)
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.kvstore import SQLiteKV
 from memsys.llm.accounting import Accounting
@@ -141,6 +147,7 @@ def segment_identity(cfg: DictConfig, settings: SegmentSettings) -> dict[str, An
             "segmenter._target_", f"cannot import {cfg.segmenter._target_}"
         ) from error
     identity["segmenter_version"] = segmenter_class.version
+    drop_embedder_default(identity)
     if not settings.uses_llm:
         identity.pop("backbone", None)
     return identity
@@ -202,7 +209,11 @@ def build_segmenter(
 ) -> Segmenter:
     """The configured segmenter with its services: the cached embedder, the backbone if used."""
     embedder = Embedder(
-        EmbedderConfig(model=cfg.embedder.model, batch_size=cfg.embedder.batch_size),
+        EmbedderConfig(
+            model=cfg.embedder.model,
+            batch_size=cfg.embedder.batch_size,
+            normalize=cfg.embedder.get("normalize", True),
+        ),
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
     )
     backbone = None

@@ -160,11 +160,20 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
     # The default order was the only one before the key existed: runs logged then keep their ids.
     if identity.get("answer", {}).get("order") == "time":
         identity["answer"].pop("order")
+    drop_embedder_default(identity)
     if identity.get("answer", {}).get("template") is None:
         identity.pop("judge", None)
         if identity.get("method", {}).get("extraction") != "llm":
             identity.pop("backbone", None)
     return identity
+
+
+def drop_embedder_default(identity: dict[str, Any]) -> None:
+    """Normalized embeddings were the only kind before ``embedder.normalize`` existed: the key at
+    its default leaves the identity, so runs logged then keep their ids."""
+    embedder = identity.get("embedder")
+    if isinstance(embedder, dict) and embedder.get("normalize") is True:
+        embedder.pop("normalize")
 
 
 def run_id(identity: dict[str, Any]) -> str:

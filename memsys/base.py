@@ -109,7 +109,7 @@ class MemorySystem(ABC, Generic[MemoryT]):
             "method": f"{type(self).__module__}.{type(self).__qualname__}",
             "version": self.construction_version,
             "config": self.construction_config(),
-            "embedder": self.services.embedder.config.model,
+            "embedder": self.services.embedder.config.identity,
         }
         if self.uses_llm:
             backbone = self.services.backbone

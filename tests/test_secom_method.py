@@ -1,34 +1,27 @@
 """SeCom as a memory method: segments per session, compressed index texts, original texts out.
 
-The self-information compressor runs the real embedded SmolLM2 model (a few hundred tokens);
-embeddings come from the hashing stand-in for MiniLM.
+The self-information compressor runs the real embedded SmolLM2 model (a few hundred tokens), the
+LLMLingua-2 one llmlingua's code on a tiny model built offline; embeddings come from the hashing
+stand-in for MiniLM. The compressors themselves are tested in test_compression.py.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from dialogues import build_conversation
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from segment_fakes import hashing_embedder, rule_backbone
+from tiny_llmlingua import build_tiny_llmlingua2, offline_cl100k
 
 from benchmarks.data.paths import REPO_ROOT
 from memsys.base import Services
-from memsys.compression import (
-    LLMLINGUA2_MODEL,
-    Compressor,
-    CompressorUnavailableError,
-    LLMLingua2Compressor,
-    SelfInformationCompressor,
-)
-from memsys.kvstore import SQLiteKV
+from memsys.compression import LLMLINGUA2_MODEL, Compressor, Passage, exchanges, render_turns
 from memsys.methods.secom import SeCom
 from memsys.segment.embedding import EmbeddingSegmenter
 from memsys.segment.secom import SeComSegmenter
@@ -76,11 +69,6 @@ def tokens() -> TokenCounter:
     return TokenCounter()
 
 
-@pytest.fixture(scope="module")
-def self_info() -> SelfInformationCompressor:
-    return SelfInformationCompressor(rate=0.75)
-
-
 def services(tokens: TokenCounter, cache_dir: Path | None = None, backbone: Any = None) -> Services:
     return Services(hashing_embedder(), tokens, backbone, cache_dir=cache_dir)
 
@@ -91,15 +79,21 @@ def compose_method(*overrides: str) -> Any:
 
 
 class MarkerCompressor(Compressor):
-    """Index text = ``marker<i>`` only: shows which text the retriever ranks."""
+    """Passage ``i`` compresses to ``marker<i>``: shows which text the retriever ranks, and
+    records the passages it was given."""
 
     kind = "marker"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passages: list[Passage] = []
 
     def identity(self) -> dict[str, Any]:
         return {"kind": self.kind}
 
-    def compress_many(self, texts: Sequence[str]) -> list[str]:
-        return [f"marker{i}" for i in range(len(texts))]
+    def compress_many(self, passages: Sequence[Passage]) -> list[str]:
+        self.passages += passages
+        return [f"marker{i}" for i in range(len(passages))]
 
 
 # --- the method --------------------------------------------------------------------------------
@@ -123,7 +117,7 @@ def test_lite_round_trip_indexes_compressed_and_returns_original(
     report = memory.report
     assert report["sessions"] == 2 and report["segmentation"]["llm_calls"] == 0
     assert report["compression"]["kind"] == "self_info"
-    assert report["compression"]["texts_compressed"] == len(memory.segments)
+    assert report["compression"]["texts_compressed"] == 7  # exchanges: 9 + 4 turns in pairs
     assert (
         0.7 < report["compression"]["tokens_after"] / report["compression"]["tokens_before"] < 0.85
     )
@@ -158,9 +152,9 @@ def test_ranking_reads_the_index_text_and_the_reader_gets_the_original(
     )
     system.compressor = MarkerCompressor()
     memory = system.construct(conversation)
-    last = len(memory.segments) - 1
-    (hit,) = system.retrieve(memory, question(f"marker{last}")).items
-    assert "marker" not in hit.text and hit.text == memory.segments[last].text
+    last = memory.segments[-1]
+    (hit,) = system.retrieve(memory, question(last.index_text.split()[0])).items
+    assert "marker" not in hit.text and hit.text == last.text
 
 
 def test_segments_never_split_an_exchange(conversation: Conversation, tokens: TokenCounter) -> None:
@@ -219,113 +213,56 @@ def test_variant_configs(tokens: TokenCounter) -> None:
         "kind": "llmlingua2",
         "rate": 0.75,
         "model": LLMLINGUA2_MODEL,
+        "force_tokens": ["\n", "."],
     }
+    assert lingua.compressor.device == "auto" and not lingua.uses_llm
+    backbone, _ = rule_backbone(lambda request: "")
+    paper = instantiate(
+        compose_method("method=secom_llmlingua2_llm"), services=services(tokens, None, backbone)
+    )
+    assert paper.uses_llm and isinstance(paper.segmenter, SeComSegmenter)
+    assert paper.compressor.identity() == lingua.compressor.identity()
 
 
-# --- the compressors ----------------------------------------------------------------------------
-
-PARAGRAPH = (
-    "Ann: I think that maybe we should probably go to the new Italian restaurant on Friday.\n"
-    "Ben: Yes, the one next to the library serves handmade ravioli with black truffle.\n"
-    "Ann: Great, I will book a table for seven o'clock and tell Carla about it."
-)
-
-
-def test_self_information_keeps_about_rate_of_the_tokens_in_order(
-    self_info: SelfInformationCompressor, tokens: TokenCounter
+def test_each_exchange_is_compressed_alone_with_its_speaker_labels(
+    conversation: Conversation, tokens: TokenCounter
 ) -> None:
-    (compressed,) = self_info.compress_many([PARAGRAPH])
-    ratio = tokens.count(compressed) / tokens.count(PARAGRAPH)
-    assert 0.7 <= ratio <= 0.85
-    kept_lines = compressed.split("\n")
-    assert len(kept_lines) == 3  # lines are kept, each shortened
-    for kept, original in zip(kept_lines, PARAGRAPH.split("\n"), strict=True):
-        words = iter(original.split())
-        assert all(word in words for word in kept.split())  # a subsequence: order preserved
-    dropped = set(PARAGRAPH.split()) - set(compressed.split())
-    assert dropped & {"the", "to", "a", "that", "about"}  # predictable words go first
-    assert all(word in compressed for word in ("Italian", "ravioli", "Carla"))
+    system = SeCom(
+        services(tokens),
+        segmenter={"_target_": "memsys.segment.texttiling.TextTilingSegmenter"},
+        compression="none",
+    )
+    plain = system.construct(conversation)
+    assert [s.index_text for s in plain.segments] == [s.text for s in plain.segments]
+    system.compressor = marker = MarkerCompressor()
+    memory = system.construct(conversation)
+    sessions = conversation.sessions
+    expected = [render_turns(ex) for session in sessions for ex in exchanges(session.turns)]
+    assert [p.text for p in marker.passages] == expected  # 9 + 4 turns in pairs: 7 exchanges
+    first_session = [("Ann:", "Ben:")] * 4 + [("Ann:",)]  # 9 turns: the last one alone
+    assert [p.markers for p in marker.passages] == first_session + [("Ben:", "Ann:")] * 2
+    lines = [line for s in memory.segments for line in s.index_text.split("\n")]
+    assert lines == [f"marker{i}" for i in range(7)]  # each segment's exchanges, by newlines
 
 
-def test_self_information_scores_words_by_their_tokens(
-    self_info: SelfInformationCompressor,
-) -> None:
-    words = self_info.score_words("Ben: handmade ravioli\nAnn: yes")
-    assert [w.line for w in words] == [0, 0, 0, 1, 1]
-    assert all(w.tokens >= 1 and w.information > 0 for w in words)
-    tokens = self_info.model().tokenize(b"Ben: handmade ravioli\nAnn: yes", add_bos=False)
-    assert sum(w.tokens for w in words) == len(tokens) - 1  # the newline belongs to no word
-    assert self_info.compress_many([""]) == [""]
-
-
-def test_long_texts_are_scored_in_windows_from_bos(self_info: SelfInformationCompressor) -> None:
-    tokens = self_info.model().tokenize(PARAGRAPH.encode(), add_bos=False)
-    whole = self_info.token_information(tokens)
-    windowed = SelfInformationCompressor(rate=0.75, n_ctx=16)
-    windowed = windowed.token_information(tokens)
-    assert len(tokens) > 40 and windowed.shape == whole.shape
-    assert windowed[:15] == pytest.approx(whole[:15], rel=1e-3, abs=1e-3)  # same context
-    assert windowed[15] != pytest.approx(whole[15], rel=1e-3)  # a new window: only BOS before
-
-
-def test_rate_one_keeps_everything_and_results_are_cached(tmp_path: Path) -> None:
-    store = SQLiteKV(tmp_path / "compressions.sqlite", table="compressions")
-    whole = SelfInformationCompressor(rate=1.0, store=store)
-    assert whole.compress_many([PARAGRAPH, PARAGRAPH]) == [PARAGRAPH, PARAGRAPH]
-    assert whole.texts_compressed == 1
-    fresh = SelfInformationCompressor(rate=1.0, store=store)
-    assert fresh.compress_many([PARAGRAPH]) == [PARAGRAPH]
-    assert fresh.texts_compressed == 0 and fresh._model is None  # served from SQLite
-    with pytest.raises(ValueError, match="rate"):
-        SelfInformationCompressor(rate=0.0)
-
-
-class RecordingPromptCompressor:
-    """Stands in for llmlingua's PromptCompressor and records how it was built and called."""
-
-    built: ClassVar[list[dict[str, Any]]] = []
-
-    def __init__(self, **kwargs: Any) -> None:
-        self.built.append(kwargs)
-
-    def compress_prompt(self, text: str, *, rate: float) -> dict[str, Any]:
-        return {
-            "compressed_prompt": " ".join(text.split()[: max(1, int(len(text.split()) * rate))])
-        }
-
-
-def fake_llmlingua(monkeypatch: pytest.MonkeyPatch, prompt_compressor: type) -> None:
-    module = types.ModuleType("llmlingua")
-    module.PromptCompressor = prompt_compressor  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "llmlingua", module)
-
-
-def test_llmlingua2_is_built_with_the_papers_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_llmlingua(monkeypatch, RecordingPromptCompressor)
-    RecordingPromptCompressor.built.clear()
-    compressor = LLMLingua2Compressor(rate=0.5)
-    assert compressor.compress_many(["one two three four", "one two three four"]) == ["one two"] * 2
-    assert RecordingPromptCompressor.built == [
-        {"model_name": LLMLINGUA2_MODEL, "use_llmlingua2": True, "device_map": "cpu"}
-    ]
-
-
-def test_llmlingua2_missing_package_or_model_says_how_to_get_it(
+def test_paper_configuration_runs_llmlingua_end_to_end(
+    conversation: Conversation,
+    tokens: TokenCounter,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(sys.modules, "llmlingua", None)  # import fails as if not installed
-    with pytest.raises(
-        CompressorUnavailableError, match=r"pip install 'memsys-bench\[llmlingua\]'"
-    ):
-        LLMLingua2Compressor(rate=0.75).compress_many(["hello there"])
-
-    class OfflineHub:
-        def __init__(self, **kwargs: Any) -> None:
-            raise OSError("We couldn't connect to 'https://huggingface.co' (HF_HUB_OFFLINE=1)")
-
-    fake_llmlingua(monkeypatch, OfflineHub)
-    with pytest.raises(CompressorUnavailableError) as raised:
-        LLMLingua2Compressor(rate=0.75).compress_many(["hello there"])
-    message = str(raised.value)
-    assert LLMLINGUA2_MODEL in message and f"huggingface-cli download {LLMLINGUA2_MODEL}" in message
-    assert "HF_HUB_OFFLINE" in message  # the original cause is kept
+    pytest.importorskip("llmlingua", reason="optional package llmlingua not installed")
+    offline_cl100k(monkeypatch)
+    corpus = [text for _, text in PETS + COOKING + HIKING]
+    model = build_tiny_llmlingua2(tmp_path / "tiny-xlm-roberta-large", corpus)
+    config = compose_method("method=secom_llmlingua2", f"method.llmlingua2_model={model}")
+    system = instantiate(config, services=services(tokens, tmp_path / "cache"))
+    memory = system.construct(conversation)
+    report = memory.report["compression"]
+    assert report["kind"] == "llmlingua2" and report["texts_compressed"] == 7
+    assert 0.4 < report["tokens_after"] / report["tokens_before"] < 0.95
+    for segment in memory.segments:
+        speakers = [line.split(":")[0] for line in segment.text.split("\n")]
+        assert [line.split(":")[0] for line in segment.index_text.split("\n")] == speakers
+    hits = system.retrieve(memory, question("When did Ben hike up Mount Tamalpais?")).items
+    assert {hit.text for hit in hits} == {segment.text for segment in memory.segments}

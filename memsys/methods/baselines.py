@@ -9,6 +9,14 @@ All share :class:`ItemMemory`: a list of items, with retrieval indexes kept for 
 lifetime (not serialized: they are cheap to rebuild from cached vectors). The ranked baselines
 build theirs when a memory is constructed or loaded, so that embedding the items counts as
 construction and a question's retrieve latency is the search alone, as for the other methods.
+
+**Denoised** (``compression`` other than ``none``; ``conf/method/*_denoised.yaml``): SeCom's
+paper compares against turn- and session-level baselines denoised as SeCom is (papers/secom.txt
+§3, "Baselines"), so that its gap to them is the granularity alone. Such a baseline indexes a
+compressed copy of each item and hands the reader the original, with SeCom's compressors and its
+exchange-by-exchange compression (:func:`memsys.compression.index_texts`): a session is its
+exchanges of two turns, a turn is compressed alone (the paper's turn is a user-bot exchange;
+here it is one utterance, the harness's turn-level unit).
 """
 
 from __future__ import annotations
@@ -16,22 +24,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memsys.base import MemorySystem, Services, item_from_json, item_to_json
+from memsys.base import MemorySystem, Services, check_choices, item_from_json, item_to_json
+from memsys.compression import (
+    COMPRESSIONS,
+    LLMLINGUA2_MODEL,
+    Compressor,
+    Unit,
+    build_compressor,
+    compression_store,
+    exchanges,
+    index_texts,
+)
 from memsys.retrievers import RETRIEVER_KINDS, Retriever, build_retriever
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session, Turn
 
 
 class ItemMemory:
-    """A conversation's memory as a flat list of items."""
+    """A conversation's memory as a flat list of items, indexed by their texts or, denoised, by
+    ``index_texts`` (one per item)."""
 
-    def __init__(self, items: tuple[MemoryItem, ...]) -> None:
+    def __init__(
+        self, items: tuple[MemoryItem, ...], index_texts: tuple[str, ...] | None = None
+    ) -> None:
+        if index_texts is not None and len(index_texts) != len(items):
+            raise ValueError(f"{len(items)} items but {len(index_texts)} index texts")
         self.items = items
+        self.index_texts = index_texts
         self._retrievers: dict[str, Retriever] = {}
 
     def retriever(self, kind: str, system: MemorySystem[Any]) -> Retriever:
-        """The index of ``kind`` over the items' texts, built once."""
+        """The index of ``kind`` over the index texts (the items' own texts by default), built
+        once."""
         if kind not in self._retrievers:
-            texts = [item.text for item in self.items]
+            texts = self.index_texts or [item.text for item in self.items]
             self._retrievers[kind] = build_retriever(kind, texts, system.services.embedder)
         return self._retrievers[kind]
 
@@ -52,10 +77,15 @@ class ItemMemorySystem(MemorySystem[ItemMemory]):
     """Shared (de)serialization for the item-list baselines."""
 
     def dump_memory(self, memory: ItemMemory) -> dict[str, Any]:
-        return {"items": [item_to_json(item) for item in memory.items]}
+        payload: dict[str, Any] = {"items": [item_to_json(item) for item in memory.items]}
+        if memory.index_texts is not None:
+            payload["index_texts"] = list(memory.index_texts)
+        return payload
 
     def load_memory(self, payload: dict[str, Any]) -> ItemMemory:
-        return ItemMemory(tuple(item_from_json(item) for item in payload["items"]))
+        items = tuple(item_from_json(item) for item in payload["items"])
+        index = payload.get("index_texts")
+        return ItemMemory(items, tuple(index) if index is not None else None)
 
 
 class ZeroHistory(ItemMemorySystem):
@@ -86,24 +116,52 @@ class FullHistory(ItemMemorySystem):
 
 
 class _RankedItems(ItemMemorySystem):
-    """Top-k items by a BM25 or dense retriever."""
+    """Top-k items by a BM25 or dense retriever, over the items or their compressed copies
+    (``compression`` and the options after it mean what they mean for SeCom)."""
 
-    def __init__(self, services: Services, *, retriever: str = "dense", top_k: int = 10) -> None:
+    def __init__(
+        self,
+        services: Services,
+        *,
+        retriever: str = "dense",
+        top_k: int = 10,
+        compression: str = "none",
+        compression_rate: float = 0.75,
+        llmlingua2_model: str = LLMLINGUA2_MODEL,
+        compression_device: str = "cpu",
+        compression_threads: int | None = 1,
+    ) -> None:
         super().__init__(services)
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
         if retriever not in RETRIEVER_KINDS:
             raise ValueError(f"unknown retriever {retriever!r}; expected one of {RETRIEVER_KINDS}")
+        check_choices(("compression", compression, COMPRESSIONS))
         self.retriever = retriever
         self.top_k = top_k
+        self.compressor: Compressor | None = None
+        if compression != "none":
+            self.compressor = build_compressor(
+                compression,
+                rate=compression_rate,
+                store=compression_store(services.cache_dir),
+                llmlingua2_model=llmlingua2_model,
+                device=compression_device,
+                n_threads=compression_threads,
+            )
 
-    def indexed(self, memory: ItemMemory) -> ItemMemory:
-        """``memory`` with its retrieval index built (items embedded, for dense)."""
+    def indexed(self, items: Sequence[MemoryItem], units: Sequence[Unit]) -> ItemMemory:
+        """A memory of ``items`` with its retrieval index built (items embedded, for dense);
+        denoised, each item is indexed by its unit (its exchanges) compressed."""
+        index = None if self.compressor is None else tuple(index_texts(self.compressor, units))
+        memory = ItemMemory(tuple(items), index)
         memory.retriever(self.retriever, self)
         return memory
 
     def load_memory(self, payload: dict[str, Any]) -> ItemMemory:
-        return self.indexed(super().load_memory(payload))
+        memory = super().load_memory(payload)
+        memory.retriever(self.retriever, self)
+        return memory
 
     def prepare_queries(self, questions: Sequence[Question]) -> None:
         """Embed a batch's questions in one model call (the cache then serves ``retrieve``)."""
@@ -119,15 +177,17 @@ class _RankedItems(ItemMemorySystem):
         return Retrieval(items)
 
     def construction_config(self) -> dict[str, Any]:
-        return {}
+        """Empty for the plain baselines (their cached memories keep their keys)."""
+        return {} if self.compressor is None else {"compression": self.compressor.identity()}
 
 
 class TurnRAG(_RankedItems):
     """Turn-level retrieval-augmented generation."""
 
     def construct(self, conversation: Conversation) -> ItemMemory:
-        turns = enumerate(conversation.turns)
-        return self.indexed(ItemMemory(tuple(turn_item(turn, i) for i, turn in turns)))
+        turns = conversation.turns
+        items = [turn_item(turn, i) for i, turn in enumerate(turns)]
+        return self.indexed(items, [[(turn,)] for turn in turns])
 
 
 class SessionRAG(_RankedItems):
@@ -138,4 +198,4 @@ class SessionRAG(_RankedItems):
         for session in conversation.sessions:
             items.append(session_item(session, position))
             position += len(session.turns)
-        return self.indexed(ItemMemory(tuple(items)))
+        return self.indexed(items, [exchanges(s.turns) for s in conversation.sessions])

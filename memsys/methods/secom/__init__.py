@@ -1,0 +1,17 @@
+"""SeCom (Pan et al., ``papers/secom.txt``): segment-level memory, compression-based denoising.
+
+One module per step of the paper: :mod:`.segmentation` (§2.2, sessions into topical segments of
+whole exchanges), :mod:`.denoising` (§2.3, Eq. 2's ``f_Comp``, exchange by exchange), :mod:`.memory`
+(the segments, indexed by their compressed text, returned as the original) and :mod:`.method`
+(the :class:`SeCom` memory system, whose docstring lists the readings taken where the paper is
+vague). The compressors are shared with the denoised baselines (:mod:`memsys.compression`).
+``docs/methods/secom.md`` maps the paper to this code; the configs are
+``conf/method/secom*.yaml``.
+"""
+
+from memsys.methods.secom.denoising import denoise
+from memsys.methods.secom.memory import SeComMemory, Segment
+from memsys.methods.secom.method import SeCom
+from memsys.methods.secom.segmentation import SegmentSpan, segment_sessions
+
+__all__ = ["SeCom", "SeComMemory", "Segment", "SegmentSpan", "denoise", "segment_sessions"]
