@@ -1,18 +1,23 @@
-"""ES-Mem: hand-computed coarse-to-fine scores, lite round trip, LLM boundaries with fallbacks,
-and every ES-Mem config (the method and its ablations) instantiated and run."""
+"""ES-Mem: hand-computed coarse-to-fine scores, lite summaries and window-fitted boundaries, lite
+round trip, LLM boundaries with fallbacks, sessions segmented together, and every ES-Mem config
+(the method and its ablations) instantiated, run and shown to change the reader's context."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from dialogues import build_conversation
 from llm_fakes import make_backbone
-from segment_fakes import RuleProvider, hashing_embedder, user_text
+from segment_fakes import HashingModel, RuleProvider, user_text
 
 from benchmarks.answering.context import render_context
 from memsys.base import Services
@@ -21,16 +26,45 @@ from memsys.llm.errors import ProviderError
 from memsys.llm.types import LLMRequest
 from memsys.methods.esmem import (
     BOUNDARY_SYSTEM_PROMPT,
+    EmbedderWindow,
     ESMem,
     ESMemMemory,
     Event,
     clean_boundary,
+    distinctive_words,
+    fit_boundary,
     rank_events,
 )
-from memsys.segment.esmem import INTENT_SCHEMA, TOPIC_SCHEMA
+from memsys.segment.esmem import INTENT_SCHEMA, TOPIC_SCHEMA, ESMemSegmenter
 from memsys.types import Conversation, Question
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+class WordTokenizer:
+    """Whitespace words as tokens and two special tokens: MiniLM's tokenizer interface."""
+
+    def num_special_tokens_to_add(self) -> int:
+        return 2
+
+    def __call__(self, text: str, **_: object) -> dict[str, list[tuple[int, int]]]:
+        return {"offset_mapping": [match.span() for match in re.finditer(r"\S+", text)]}
+
+
+class WindowedHashingModel(HashingModel):
+    """The hashing stand-in for MiniLM with a tokenizer and an input window."""
+
+    tokenizer = WordTokenizer()
+
+    def __init__(self, max_seq_length: int) -> None:
+        self.max_seq_length = max_seq_length
+
+
+def hashing_embedder(max_seq_length: int = 256) -> Embedder:
+    """An embedder over :class:`WindowedHashingModel` with an in-memory cache."""
+    model = WindowedHashingModel(max_seq_length)
+    return Embedder(EmbedderConfig(model="hashing-test"), EmbeddingCache(), model=model)
+
 
 # --- hand-computed retrieval ----------------------------------------------------------------------
 
@@ -102,11 +136,12 @@ def hand_memory() -> tuple[ESMemMemory, Services, Question]:
             lines=(f"Ann: line {i}",),
             topics=(f"topic {i}",),
             keywords=(f"word {i}",),
+            summary=f"topic {i}: word {i}",
             boundary=f"boundary {i}",
             boundary_source="template",
         )
         table[event.boundary] = np.array([b, np.sqrt(1 - b * b), 0.0])
-        table[event.summary()] = np.array([s, 0.0, np.sqrt(1 - s * s)])
+        table[event.summary] = np.array([s, 0.0, np.sqrt(1 - s * s)])
         events.append(event)
     embedder = Embedder(EmbedderConfig(model="table"), EmbeddingCache(), model=TableModel(table))
     return ESMemMemory(events, {}), Services(embedder, WordCounter()), question  # type: ignore[arg-type]
@@ -131,10 +166,66 @@ def test_retrieve_on_a_hand_built_memory() -> None:
     assert item.text == "Boundary: boundary 3\nSummary: topic 3: word 3"
     assert item.kind == "event_summary" and item.turn_ids == ("D1:4",)
 
-    # w/o bnd: summary anchors 7 and 3 activate 1..7; ranked by summary alone. (With the
-    # configured k = 10 >= K every top-K summary is an anchor: flat summary retrieval.)
-    flat = ESMem(services, retrieval={**HAND_OPTIONS, "anchors": "summary", "alpha": 1.0})
-    assert [item.position for item in flat.retrieve(memory, question).items] == [7, 3, 2, 5, 6]
+    # w/o bnd: flat retrieval by summary over the whole memory, whatever k and w say. (Summary
+    # anchors 7 and 3 would activate only 1..7 with w = 2, and leave out event 0.)
+    flat = ESMem(services, retrieval={**HAND_OPTIONS, "anchors": "none", "alpha": 1.0})
+    assert [item.position for item in flat.retrieve(memory, question).items] == [7, 3, 2, 0, 5]
+    assert [item.score for item in flat.retrieve(memory, question).items] == pytest.approx(
+        [0.95, 0.9, 0.6, 0.5, 0.4]
+    )
+
+
+def test_without_summaries_the_score_is_the_context_score() -> None:
+    memory, services, question = hand_memory()
+    no_summary = [replace(event, topics=(), keywords=(), summary="") for event in memory.events]
+    system = ESMem(
+        services,
+        construction={"summaries": False},
+        retrieval={**HAND_OPTIONS, "alpha": 0.0, "top_events": 5},
+    )
+    retrieval = system.retrieve(ESMemMemory(no_summary, {}), question)
+    # S_ctx alone: window of anchor 1 (0.9) outwards from it, then anchor 4's (0.8)
+    assert [item.position for item in retrieval.items] == [1, 0, 2, 3, 4]
+    assert [item.score for item in retrieval.items] == pytest.approx([0.9] * 4 + [0.8])
+
+
+# --- boundaries within the embedder's window ----------------------------------------------------
+
+
+def test_fit_boundary_keeps_the_current_opening_first_by_hand() -> None:
+    head = "pets ended. Transitioned to cooking."  # 5 words
+    previous = ["A: p1 p2", "B: p3 p4"]
+    current = ["A: c1 c2 c3", "B: c4"]
+    # head 5 + "Context:" 1 + current 4 + 1 + 2 = 13; then "B: p3 p4 /" 4 = 17; "A: p1 p2 /" no
+    window = EmbedderWindow(WordTokenizer(), limit=17)
+    fitted = fit_boundary(head, previous, current, window)
+    assert fitted == f"{head} Context: B: p3 p4 / A: c1 c2 c3 / B: c4"
+    assert window.count(fitted) == 17
+    # one turn too long for the window: its beginning, cut to fit, and nothing else
+    long_turn = "A: " + " ".join(f"w{i}" for i in range(10))
+    small = EmbedderWindow(WordTokenizer(), limit=6)
+    assert fit_boundary(head, previous, [long_turn], small) == "Context: A: w0 w1 w2 w3"
+    # the first event: no previous turns, no head
+    assert fit_boundary("", (), current, window) == "Context: A: c1 c2 c3 / B: c4"
+
+
+def test_embedder_window_counts_minilm_word_pieces() -> None:
+    from transformers import AutoTokenizer
+
+    from memsys.embed import resolve_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-MiniLM-L6-v2"))
+    window = EmbedderWindow(tokenizer, limit=24)
+    turn = "Caroline: I went to the LGBTQ support group yesterday and it was so powerful!"
+    assert window.count(turn) == len(tokenizer(turn, add_special_tokens=False)["input_ids"])
+    assert window.cut(turn, 5) == "Caroline: I went to"  # spelling kept, cut at a piece
+    fitted = fit_boundary("support ended. Transitioned to painting.", [turn], [turn, turn], window)
+    # the opening turn whole (19 pieces), the head cut to the rest, no other turn
+    assert window.count(fitted) == 24 and fitted.endswith(f"Context: {turn}")
+    assert fitted.startswith("support ended.") and fitted.count("Caroline") == 1
+    model = WindowedHashingModel(max_seq_length=40)
+    embedder = Embedder(EmbedderConfig(model="hashing-test"), EmbeddingCache(), model=model)
+    assert EmbedderWindow.of(embedder).limit == 38  # max_seq_length less two special tokens
 
 
 # --- construction ---------------------------------------------------------------------------------
@@ -183,6 +274,59 @@ def tiny_conversation() -> Conversation:
     )
 
 
+WORK = [
+    ("Alice", "My new job at the bank starts on Monday."),
+    ("Bob", "Congratulations! What will you do at the bank?"),
+    ("Alice", "I will review loans for small businesses."),
+    ("Bob", "Reviewing loans sounds like a serious job."),
+]
+MOVIES = [
+    ("Bob", "Have you seen the new space movie?"),
+    ("Alice", "Yes, the space battles in that movie were amazing."),
+    ("Bob", "The movie soundtrack was my favourite part."),
+    ("Alice", "I bought the soundtrack after the movie."),
+]
+GARDEN = [
+    ("Alice", "My tomatoes are finally growing in the garden."),
+    ("Bob", "Do you water the garden every morning?"),
+    ("Alice", "Every morning, and I added compost to the soil."),
+    ("Bob", "Compost makes the soil rich, your garden will thrive."),
+]
+TRAVEL = [
+    ("Bob", "We booked a trip to Lisbon for August."),
+    ("Alice", "Lisbon! Will you take the tram up the hills?"),
+    ("Bob", "Yes, the old tram and a boat trip on the river."),
+    ("Alice", "Send me photos of the river and the tram."),
+]
+
+
+def four_session_conversation() -> Conversation:
+    """Eight topics in four sessions (about 11 lite events) and a question on each topic: a
+    memory larger than K, so that what an ablation removes shows in the reader's context."""
+    questions = [
+        Question(f"q{i}", "four", text, "", "single_hop")
+        for i, text in enumerate(
+            [
+                "Which trail did Bob hike?",
+                "What did Bob cook for dinner?",
+                "Does Bob have a dog or cats?",
+                "What kind of guitar does Alice play?",
+                "Where does Alice work?",
+                "Which movie did they see?",
+                "What grows in Alice's garden?",
+                "Where is Bob travelling in August?",
+            ]
+        )
+    ]
+    sessions = [
+        (datetime(2023, 5, 8), PETS + COOKING),
+        (datetime(2023, 6, 1), HIKING + GUITAR),
+        (datetime(2023, 7, 1), WORK + MOVIES),
+        (datetime(2023, 7, 20), GARDEN + TRAVEL),
+    ]
+    return build_conversation(sessions, ("Alice", "Bob"), questions, "four")
+
+
 def topic_of(text: str) -> str:
     lowered = text.lower()
     return next(topic for topic, words in TOPIC_WORDS.items() if any(w in lowered for w in words))
@@ -228,10 +372,15 @@ def test_lite_construct_dump_load_retrieve() -> None:
     assert events[0].boundary.startswith("The conversation opens with ")
     assert events[0].boundary_source == "opening"
     assert {e.boundary_source for e in events[1:]} == {"template"}
-    assert all(" ended. Transitioned to " in e.boundary for e in events[1:])
     second = events[1]
+    assert second.boundary.startswith(
+        f"{', '.join(events[0].keywords)} ended. Transitioned to {', '.join(second.keywords)}."
+    )
     assert events[0].lines[-1] in second.boundary and second.lines[0] in second.boundary
-    assert second.summary() == f"{'; '.join(second.topics)}: {', '.join(second.keywords)}"
+    # lite s_i: the event's distinctive words over the conversation's events
+    texts = [[line.split(": ", 1)[1] for line in event.lines] for event in events]
+    assert [e.keywords for e in events] == distinctive_words(texts, limit=5)
+    assert second.summary == ", ".join(second.keywords) and second.topics == ()
     report = memory.report
     assert report["events"] == len(events) and report["sessions"] == 2
     assert report["segmentation"]["llm_calls"] == 0 and report["boundaries"]["llm_calls"] == 0
@@ -251,6 +400,57 @@ def test_lite_construct_dump_load_retrieve() -> None:
     top = first.items[0]
     assert top.turn_ids == hiking.turn_ids and top.text == "\n".join(hiking.lines)
     assert top.timestamp == datetime(2023, 6, 1) and top.kind == "event"
+
+
+def test_lite_boundaries_fit_the_window_and_keep_the_current_event() -> None:
+    # a 30-word window: four raw turns of 7-10 words each never fit whole
+    embedder = hashing_embedder(max_seq_length=32)
+    system = ESMem(Services(embedder, WordCounter()))  # type: ignore[arg-type]
+    events = system.construct(four_session_conversation()).events
+    window = EmbedderWindow.of(embedder)
+    assert window.limit == 30
+    assert all(window.count(event.boundary) <= 30 for event in events)
+    for previous, current in itertools.pairwise(events):
+        head = f"{previous.summary} ended. Transitioned to {current.summary}."
+        assert current.boundary.startswith(head)
+        assert current.lines[0] in current.boundary  # whole: every turn fits on its own here
+        kept_previous = [line for line in previous.lines if line in current.boundary]
+        assert kept_previous == list(previous.lines[len(previous.lines) - len(kept_previous) :])
+
+
+def test_sessions_are_segmented_together_in_shared_batches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Stage 1 goes out one turn position at a time for all sessions, stage 2 and the boundary
+    descriptions in one batch each; the requests are those of one session at a time."""
+    one_at_a_time = RuleProvider(scripted)
+    backbone = make_backbone(one_at_a_time, concurrency=1)  # type: ignore[arg-type]
+    for session in tiny_conversation().sessions:
+        turns = session.turns
+        ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone).segment(
+            [t.text for t in turns], [t.speaker for t in turns]
+        )
+    together = RuleProvider(scripted)
+    backbone = make_backbone(together, concurrency=8)  # type: ignore[arg-type]
+    batches: list[int] = []
+    complete_many = backbone.complete_many
+
+    def counted(requests: Sequence[LLMRequest], **options: Any) -> Any:
+        batches.append(len(requests))
+        return complete_many(requests, **options)
+
+    monkeypatch.setattr(backbone, "complete_many", counted)
+    system = ESMem(Services(hashing_embedder(), WordCounter(), backbone), extraction="llm")  # type: ignore[arg-type]
+    memory = system.construct(tiny_conversation())
+    # 8 turn positions x 2 sessions, then every candidate of both sessions, then 3 boundaries
+    assert batches[:8] == [2] * 8 and len(batches) == 10 and batches[-1] == 3
+
+    def key(request: LLMRequest) -> str:
+        return json.dumps(request.messages)
+
+    segmentation = [r for r in together.requests if r.params.json_schema is not None]
+    assert sorted(map(key, segmentation)) == sorted(map(key, one_at_a_time.requests))
+    assert memory.report["segmentation"]["llm_calls"] == len(one_at_a_time.requests)
 
 
 def test_llm_mode_boundaries_with_fallbacks_are_counted() -> None:
@@ -315,14 +515,21 @@ def test_options_are_checked_and_top_events_is_retrieval_only() -> None:
         {"retrieval": {"alpha": 1.5}},
         {"retrieval": {"anchors": "raw"}},
         {"retrieval": {"top_events": 0}},
+        {"retrieval": {"anchors": "none"}},  # flat retrieval has no S_ctx: alpha must be 1
+        {"construction": {"summaries": False}},  # no S_sum: alpha must be 0
+        {"construction": {"summaries": False}, "retrieval": {"anchors": "none", "alpha": 1.0}},
+        {"construction": {"summary_keywords": 0}},
     ):
         with pytest.raises(ValueError):
             ESMem(services, **bad)
     five = ESMem(services, retrieval={"top_events": 5}).construction_identity()
     ten = ESMem(services, retrieval={"top_events": 10, "alpha": 0.0}).construction_identity()
-    assert five == ten  # one memory serves every backbone and the no-summary ablation
-    no_boundary = ESMem(services, retrieval={"anchors": "summary"}).construction_identity()
+    assert five == ten  # one memory serves every backbone and the alpha = 0 variant
+    flat = {"anchors": "none", "alpha": 1.0}
+    no_boundary = ESMem(services, retrieval=flat).construction_identity()
     assert no_boundary["config"]["boundaries"] is False and no_boundary != five
+    no_summary = ESMem(services, construction={"summaries": False}, retrieval={"alpha": 0.0})
+    assert no_summary.construction_identity() != five  # b_i is made without summaries
     with pytest.raises(ValueError, match="needs a backbone"):
         ESMem(services, extraction="llm").construct(tiny_conversation())
 
@@ -379,3 +586,74 @@ def test_every_esmem_config_instantiates_and_runs(name: str) -> None:
         assert all(item.text.startswith("Boundary: ") for item in retrieval.items)
     else:
         assert all(item.kind == "event" for item in retrieval.items)
+
+
+LITE_ABLATIONS = ["esmem_no_boundary", "esmem_no_raw", "esmem_no_segmentation", "esmem_no_summary"]
+
+
+def contexts(name: str, conversation: Conversation) -> tuple[ESMem, ESMemMemory, list[str]]:
+    """The lite config ``name`` built on ``conversation``, and the context the reader gets for
+    each question (the kept items in time order, as text)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"method={name}"])
+    system = instantiate(
+        cfg.method, services=Services(hashing_embedder(), WordCounter()), _convert_="partial"
+    )
+    memory = system.construct(conversation)
+    system.prepare_queries(conversation.questions)
+    shown = []
+    for question in conversation.questions:
+        items = system.retrieve(memory, question).items
+        kept = render_context(items, WordCounter(), budget=10_000).items
+        shown.append("\n\n".join(item.text for item in kept))
+    return system, memory, shown
+
+
+@pytest.mark.parametrize("name", LITE_ABLATIONS)
+def test_every_ablation_changes_the_readers_context(name: str) -> None:
+    conversation = four_session_conversation()
+    *_, reference = contexts("esmem", conversation)
+    system, memory, shown = contexts(name, conversation)
+    changed = sum(a != b for a, b in zip(shown, reference, strict=True))
+    assert changed >= len(reference) // 2, f"{name} changes {changed} of {len(reference)}"
+    events = memory.events
+    if name == "esmem_no_summary":  # no s_i anywhere: not indexed, not in b_i
+        assert not any(e.summary or e.keywords or e.topics for e in events)
+        assert all(e.boundary.startswith("Context: ") for e in events)
+    if name == "esmem_no_boundary":  # flat: the top K summaries of the whole memory
+        question = conversation.questions[0]
+        scores = (
+            memory.vectors("summary", system.services.embedder)
+            @ (system.services.embedder.encode([question.question])[0])
+        )
+        flat = np.argsort(-scores, kind="stable")[: system.retrieval.top_events].tolist()
+        assert [j for j, _ in system.rank(memory, question)] == flat
+    if name == "esmem_no_raw":
+        assert all(text.startswith("Boundary: ") for text in shown)
+    if name == "esmem_no_segmentation":
+        assert len(events) == len(conversation.turns)
+
+
+def test_without_summaries_the_boundary_prompt_has_no_summary_fields() -> None:
+    provider = RuleProvider(scripted)
+    backbone = make_backbone(provider, concurrency=1)  # type: ignore[arg-type]
+    system = ESMem(
+        Services(hashing_embedder(), WordCounter(), backbone),  # type: ignore[arg-type]
+        extraction="llm",
+        construction={"summaries": False},
+        retrieval={"alpha": 0.0},
+    )
+    memory = system.construct(tiny_conversation())
+    prompts = [
+        user_text(r)
+        for r in provider.requests
+        if r.messages[0]["content"] == BOUNDARY_SYSTEM_PROMPT
+    ]
+    assert len(prompts) == 3 and all("Dialogue snippet:" in prompt for prompt in prompts)
+    assert not any("Topic summary" in prompt or "Keywords" in prompt for prompt in prompts)
+    assert not any(e.summary or e.topics or e.keywords for e in memory.events)
+    fallback = memory.events[3]  # a JSON reply: the template, without a head
+    assert fallback.boundary_source == "fallback" and fallback.boundary.startswith("Context: ")

@@ -1,15 +1,26 @@
-"""ES-Mem segmentation: stage math on hand-computed numbers, LLM replies, fallbacks, lite rule."""
+"""ES-Mem segmentation: stage math on hand-computed numbers, LLM replies, fallbacks, lite rule,
+and several dialogues segmented together as one at a time."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
-from segment_fakes import PETS_THEN_COOKING, hashing_embedder, rule_backbone, user_text
+from llm_fakes import make_backbone
+from segment_fakes import (
+    PETS_THEN_COOKING,
+    RuleProvider,
+    hashing_embedder,
+    rule_backbone,
+    user_text,
+)
 
 from memsys.llm.types import LLMRequest
+from memsys.segment.base import CostMeter, DialogueText, labels_from_gaps
 from memsys.segment.esmem import (
     INTENT_SCHEMA,
     TOPIC_SCHEMA,
@@ -116,6 +127,39 @@ def test_llm_mode_end_to_end_with_scripted_replies() -> None:
     assert cost.llm_calls == len(PETS_THEN_COOKING) + len(candidates)
     assert cost.prompt_tokens == 11 * cost.llm_calls and cost.fallbacks == {}
     assert segmenter.reply_counts()["topic"]["clean"] == len(PETS_THEN_COOKING)
+
+
+def test_dialogues_segmented_together_equal_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    dialogues = [PETS_THEN_COOKING, PETS_THEN_COOKING[2:7], PETS_THEN_COOKING[:3]]
+    alone_backbone, alone = rule_backbone(scripted_replies(shift_after=3))
+    segmenter = ESMemSegmenter(embedder=hashing_embedder(), backbone=alone_backbone)
+    one_by_one = [segmenter.segment(dialogue) for dialogue in dialogues]
+
+    together = RuleProvider(scripted_replies(shift_after=3))
+    backbone = make_backbone(together, concurrency=8)  # type: ignore[arg-type]
+    batches: list[int] = []
+    complete_many = backbone.complete_many
+
+    def counted(requests: Sequence[LLMRequest], **options: Any) -> Any:
+        batches.append(len(requests))
+        return complete_many(requests, **options)
+
+    monkeypatch.setattr(backbone, "complete_many", counted)
+    meter = CostMeter()
+    segmenter = ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone)
+    decided = segmenter.boundaries_many([DialogueText(tuple(d)) for d in dialogues], meter)
+    for alone_result, result in zip(one_by_one, decided, strict=True):
+        assert alone_result.labels == labels_from_gaps(len(alone_result.labels), result.gaps)
+        assert alone_result.annotations == result.annotations
+        assert alone_result.details == result.details
+    # stage 1: one batch per turn position (8, 5 and 3 turns); stage 2: one batch for all
+    assert batches == [3, 3, 3, 2, 2, 1, 1, 1, sum(len(d.details["candidates"]) for d in decided)]
+
+    def key(request: LLMRequest) -> str:
+        return json.dumps(request.messages)
+
+    assert sorted(map(key, together.requests)) == sorted(map(key, alone.requests))
+    assert meter.finish().llm_calls == len(alone.requests)
 
 
 def test_garbage_replies_fall_back_and_are_counted() -> None:

@@ -16,6 +16,11 @@ A boundary at t means "between turn t and t + 1", i.e. label 1 on utterance t. F
 segmentation benchmark a turn is one utterance. The per-turn topics and keywords are returned as
 annotations: ES-Mem's event summaries are made of them.
 
+:meth:`ESMemSegmenter.boundaries_many` segments several dialogues (a conversation's sessions) at
+once: stage 1's recurrence is within a dialogue, so the dialogues' t-th turns go out in one
+batch, and stage 2's candidates of all dialogues in another; the requests, hence the results, are
+those of segmenting the dialogues one at a time.
+
 Readings taken where the paper is vague (each a config value where it is a choice):
 
 * The embedded text is ``"<topic>: <kw1>, <kw2>, ..."``.
@@ -50,15 +55,8 @@ import numpy as np
 from memsys.embed import Embedder
 from memsys.llm.backbone import Backbone
 from memsys.llm.jsonout import JSONReplyParser
-from memsys.llm.types import LLMRequest, SamplingParams
-from memsys.segment.base import (
-    Boundaries,
-    CostMeter,
-    DialogueText,
-    Segmenter,
-    ask,
-    ask_many,
-)
+from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
+from memsys.segment.base import Boundaries, CostMeter, DialogueText, Segmenter, ask_many
 from memsys.segment.depth import block_similarities
 from memsys.segment.lexical import keywords
 
@@ -315,85 +313,146 @@ class ESMemSegmenter(Segmenter):
             self.require_embedder().encode([text for dialogue in dialogues for text in dialogue])
 
     def boundaries(self, dialogue: DialogueText, meter: CostMeter) -> Boundaries:
+        return self.boundaries_many([dialogue], meter)[0]
+
+    def boundaries_many(
+        self, dialogues: Sequence[DialogueText], meter: CostMeter
+    ) -> list[Boundaries]:
+        """The boundaries of several dialogues of two or more utterances each (a conversation's
+        sessions), their LLM calls in shared batches, their cost on one ``meter``.
+
+        Stage 1's recurrence runs within a dialogue, so the dialogues advance in lockstep, one
+        batch per turn position; stage 2 sends every candidate of every dialogue in one batch.
+        The requests are those of segmenting the dialogues one by one, so are the results.
+        """
+        if not dialogues:
+            return []
         embedder = self.require_embedder()
         if self.uses_llm:
-            annotations = self._llm_annotations(dialogue, meter)
-            vectors = embedder.encode([annotation_text(a) for a in annotations])
+            annotations = self._llm_annotations(dialogues, meter)
+            vectors = [
+                embedder.encode([annotation_text(a) for a in notes]) for notes in annotations
+            ]
         else:
             annotations = [
-                lite_annotation(text, self.keyword_limit) for text in dialogue.utterances
+                [lite_annotation(text, self.keyword_limit) for text in dialogue.utterances]
+                for dialogue in dialogues
             ]
-            vectors = embedder.encode(dialogue.utterances)
-        information = gaussian_mutual_information(adjacent_pearson(vectors.astype(np.float64)))
-        candidates = quantile_candidates(information, self.quantile)
+            vectors = [embedder.encode(dialogue.utterances) for dialogue in dialogues]
+        information = [
+            gaussian_mutual_information(adjacent_pearson(v.astype(np.float64))) for v in vectors
+        ]
+        candidates = [quantile_candidates(values, self.quantile) for values in information]
         if self.uses_llm:
-            probabilities = self._intent_probabilities(dialogue, candidates, meter)
+            probabilities = self._intent_probabilities(dialogues, candidates, meter)
         else:
-            contrast = rank_shift_probability(block_similarities(vectors, self.window))
-            probabilities = {gap: float(contrast[gap]) for gap in candidates}
+            probabilities = []
+            for gaps, dialogue_vectors in zip(candidates, vectors, strict=True):
+                similarities = block_similarities(dialogue_vectors, self.window)
+                contrast = rank_shift_probability(similarities)
+                probabilities.append({gap: float(contrast[gap]) for gap in gaps})
+        return [
+            self._decide(*parts)
+            for parts in zip(annotations, information, candidates, probabilities, strict=True)
+        ]
+
+    def _decide(
+        self,
+        annotations: Sequence[Mapping[str, Any]],
+        information: np.ndarray,
+        candidates: Sequence[int],
+        probabilities: Mapping[int, float | None],
+    ) -> Boundaries:
+        """Keep the candidates whose p_eb reaches tau_c (and, with ``keep``, the unjudged ones)."""
         kept = [gap for gap, p in probabilities.items() if p is not None and p >= self.threshold]
         if self.on_intent_failure == "keep":
             kept += [gap for gap, p in probabilities.items() if p is None]
         details = {
             "mutual_information": [round(float(v), 6) for v in information],
-            "candidates": candidates,
+            "candidates": list(candidates),
             "p_eb": {
                 str(gap): None if p is None else round(p, 6) for gap, p in probabilities.items()
             },
         }
         return Boundaries(sorted(kept), annotations=tuple(annotations), details=details)
 
-    def _llm_annotations(self, dialogue: DialogueText, meter: CostMeter) -> list[dict[str, Any]]:
-        """Stage 1, recurrent: each turn's call sees the previous turn and its annotation."""
-        backbone = self.require_backbone()
+    def _llm_annotations(
+        self, dialogues: Sequence[DialogueText], meter: CostMeter
+    ) -> list[list[dict[str, Any]]]:
+        """Stage 1, recurrent: each turn's call sees the previous turn and its annotation; the
+        t-th turns of all dialogues go out together."""
         params = SamplingParams(max_tokens=self.topic_max_tokens, json_schema=TOPIC_SCHEMA)
-        annotations: list[dict[str, Any]] = []
-        for index in range(len(dialogue)):
-            previous = annotations[-1] if annotations else None
-            prompt = TOPIC_USER_PROMPT.format(
-                previous_text=dialogue.line(index - 1) if index else FIRST_TURN,
-                previous_annotation=_compact_json(previous) if previous else FIRST_TURN,
-                text=dialogue.line(index),
-            )
-            messages = [
-                {"role": "system", "content": TOPIC_SYSTEM_PROMPT},
-                {"role": "user", "content": prompt},
+        annotations: list[list[dict[str, Any]]] = [[] for _ in dialogues]
+        for index in range(max(len(dialogue) for dialogue in dialogues)):
+            active = [k for k, dialogue in enumerate(dialogues) if index < len(dialogue)]
+            requests = [
+                LLMRequest(self._topic_messages(dialogues[k], index, annotations[k]), params)
+                for k in active
             ]
-            reply = ask(backbone, messages, params, meter)
-            parsed = self.topic_parser.parse(reply.text) if reply else None
-            if parsed is not None and parsed.ok:
-                topic = str(parsed.value["topic"]).strip()
-                words = [str(word).strip() for word in parsed.value["keywords"]]
-                annotations.append({"topic": topic, "keywords": [w for w in words if w]})
-            else:
-                meter.fallback("topic_fallback")
-                annotations.append(lite_annotation(dialogue.utterances[index], self.keyword_limit))
+            replies = ask_many(self.require_backbone(), requests, meter)
+            for k, reply in zip(active, replies, strict=True):
+                annotations[k].append(
+                    self._read_topic(reply, dialogues[k].utterances[index], meter)
+                )
         return annotations
 
+    @staticmethod
+    def _topic_messages(
+        dialogue: DialogueText, index: int, previous: Sequence[Mapping[str, Any]]
+    ) -> tuple[Message, ...]:
+        """Figure 6's request for turn ``index``, given the annotations of the turns before it."""
+        prompt = TOPIC_USER_PROMPT.format(
+            previous_text=dialogue.line(index - 1) if index else FIRST_TURN,
+            previous_annotation=_compact_json(previous[-1]) if index else FIRST_TURN,
+            text=dialogue.line(index),
+        )
+        return (
+            {"role": "system", "content": TOPIC_SYSTEM_PROMPT},
+            {"role": "user", "content": prompt},
+        )
+
+    def _read_topic(self, reply: LLMResponse | None, text: str, meter: CostMeter) -> dict[str, Any]:
+        """A turn's annotation from its stage-1 reply, or the lite one when the reply is unusable."""
+        parsed = self.topic_parser.parse(reply.text) if reply else None
+        if parsed is not None and parsed.ok:
+            topic = str(parsed.value["topic"]).strip()
+            words = [str(word).strip() for word in parsed.value["keywords"]]
+            return {"topic": topic, "keywords": [w for w in words if w]}
+        meter.fallback("topic_fallback")
+        return lite_annotation(text, self.keyword_limit)
+
     def _intent_probabilities(
-        self, dialogue: DialogueText, candidates: Sequence[int], meter: CostMeter
-    ) -> dict[int, float | None]:
-        """Stage 2: p_eb per candidate gap, ``None`` where the reply was unusable."""
+        self,
+        dialogues: Sequence[DialogueText],
+        candidates: Sequence[Sequence[int]],
+        meter: CostMeter,
+    ) -> list[dict[int, float | None]]:
+        """Stage 2: p_eb per candidate gap of each dialogue (``None`` where the reply was
+        unusable), every candidate of every dialogue in one batch."""
         params = SamplingParams(max_tokens=self.intent_max_tokens, json_schema=INTENT_SCHEMA)
         requests = []
-        for gap in candidates:
-            left = range(max(0, gap - self.window + 1), gap + 1)
-            right = range(gap + 1, min(len(dialogue), gap + 1 + self.window))
-            prompt = INTENT_USER_PROMPT.format(
-                left_context="\n".join(dialogue.line(i) for i in left),
-                right_context="\n".join(dialogue.line(i) for i in right),
-            )
-            messages = (
-                {"role": "system", "content": INTENT_SYSTEM_PROMPT},
-                {"role": "user", "content": prompt},
-            )
-            requests.append(LLMRequest(messages, params))
-        replies = ask_many(self.require_backbone(), requests, meter) if requests else []
-        probabilities: dict[int, float | None] = {}
-        for gap, reply in zip(candidates, replies, strict=True):
-            probabilities[gap] = self._parse_intent(reply.text) if reply else None
-            if probabilities[gap] is None:
-                meter.fallback("intent_fallback")
+        for dialogue, gaps in zip(dialogues, candidates, strict=True):
+            for gap in gaps:
+                left = range(max(0, gap - self.window + 1), gap + 1)
+                right = range(gap + 1, min(len(dialogue), gap + 1 + self.window))
+                prompt = INTENT_USER_PROMPT.format(
+                    left_context="\n".join(dialogue.line(i) for i in left),
+                    right_context="\n".join(dialogue.line(i) for i in right),
+                )
+                messages = (
+                    {"role": "system", "content": INTENT_SYSTEM_PROMPT},
+                    {"role": "user", "content": prompt},
+                )
+                requests.append(LLMRequest(messages, params))
+        replies = iter(ask_many(self.require_backbone(), requests, meter) if requests else [])
+        probabilities: list[dict[int, float | None]] = []
+        for gaps in candidates:
+            probabilities.append({})
+            for gap in gaps:
+                reply = next(replies)
+                probabilities[-1][gap] = self._parse_intent(reply.text) if reply else None
+                if probabilities[-1][gap] is None:
+                    meter.fallback("intent_fallback")
         return probabilities
 
     def _parse_intent(self, text: str) -> float | None:

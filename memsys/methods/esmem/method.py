@@ -1,0 +1,309 @@
+"""ES-Mem: event-segmented, three-level memory with coarse-to-fine retrieval.
+
+Paper: "ES-Mem: Event Segmentation-Based Memory for Long-Term Dialogue Agents"
+(papers/es-mem.txt). Implemented: §3.2 layered memory construction (Eqs. 5-6, the boundary
+prompt of Appendix E / Figure 8), §3.3 coarse-to-fine retrieval (Eqs. 7-10), Appendix B's
+hyper-parameters, and §4.4's four ablations as config values. §3.1's segmentation is
+:class:`memsys.segment.esmem.ESMemSegmenter`, run on all sessions of a conversation together.
+
+Memory. Each session is segmented into events; event i is a unit (b_i, s_i, r_i, t_i)
+(:class:`.events.Event`): r_i = its turns as ``speaker: text`` lines, t_i = its session's date,
+s_i = its summary (:mod:`.summary`), b_i = a description of how the conversation moves from event
+i - 1 (possibly in the previous session: events are ordered in time across sessions) to event i.
+``extraction: llm`` asks the backbone for b_i with Figure 8's instructions (:mod:`.prompts`),
+given both summaries and the last/first L = 4 turns of the two events; all boundaries of a
+conversation go out in one batch. ``extraction: lite`` (no LLM call anywhere) fills the paper's
+structured format, fitted to the embedder's input window (:mod:`.boundary`).
+
+Retrieval (:mod:`.retrieval`). sim_bnd = cos(query, b_i) picks the top k = 10 anchors; each
+anchor a activates the events a - w .. a + w (w = 3); a candidate j gets S_ctx(j) = the best
+sim_bnd of the anchors whose window covers it and Score(j) = alpha·cos(query, s_j) +
+(1 - alpha)·S_ctx(j) (alpha = 0.7); the top K events are returned with their raw turns. K
+depends on the answering backbone in the paper (5 for the 3B models, 10 for GPT-4o-mini):
+conf/method/esmem.yaml reads it from the backbone config's ``esmem_top_events`` (5 where a
+backbone does not set it). K is a retrieval setting only, so one memory serves every backbone.
+
+Every reading taken where the paper is vague, with the code of each paper component and the
+ablations, is listed in the fidelity card ``docs/methods/esmem.md``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from hashlib import sha256
+from typing import Any
+
+from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
+from memsys.llm.backbone import Backbone
+from memsys.llm.types import LLMRequest, SamplingParams
+from memsys.segment.base import (
+    Boundaries,
+    CostMeter,
+    DialogueText,
+    ask_many,
+    labels_from_gaps,
+    segments_from_labels,
+)
+from memsys.segment.esmem import ESMemSegmenter, lite_annotation
+from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
+
+from .boundary import EmbedderWindow, opening_boundary, template_boundary
+from .events import ESMemMemory, Event
+from .prompts import BOUNDARY_SYSTEM_PROMPT, boundary_messages, boundary_user_prompt, clean_boundary
+from .retrieval import RetrievalOptions, rank_events, rank_flat
+from .summary import distinctive_words, llm_summary
+
+SEGMENTATION_MODES = ("dynamic", "turn", "session")
+
+
+@dataclass(frozen=True)
+class ConstructionOptions:
+    """What changes the memory: event granularity, the segmenter's settings, summaries,
+    boundary context."""
+
+    segmentation: str = "dynamic"
+    segmenter: dict[str, Any] = field(default_factory=dict)
+    summaries: bool = True
+    summary_keywords: int = 5
+    boundary_context: int = 4
+    boundary_max_tokens: int = 128
+
+    def __post_init__(self) -> None:
+        check_choices(("segmentation", self.segmentation, SEGMENTATION_MODES))
+        if min(self.boundary_context, self.boundary_max_tokens, self.summary_keywords) < 1:
+            raise ValueError(
+                "boundary_context, boundary_max_tokens and summary_keywords must be at least 1"
+            )
+
+
+class ESMem(MemorySystem[ESMemMemory]):
+    """Event-segmented layered memory with boundary-anchored retrieval (module docstring)."""
+
+    construction_version = 2
+
+    def __init__(
+        self,
+        services: Services,
+        *,
+        extraction: str = "lite",
+        construction: dict[str, Any] | None = None,
+        retrieval: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(services)
+        check_choices(("extraction", extraction, EXTRACTION_MODES))
+        self.extraction = extraction
+        self.uses_llm = extraction == "llm"
+        self.construction = ConstructionOptions(**dict(construction or {}))
+        self.retrieval = RetrievalOptions(**dict(retrieval or {}))
+        if not self.construction.summaries:
+            if self.retrieval.anchors == "none":
+                raise ValueError("without summaries and boundary anchors nothing ranks events")
+            if self.retrieval.alpha != 0.0:
+                raise ValueError("without summaries Score(j) = S_ctx(j): alpha must be 0")
+        # Without boundary anchors and boundary text in the context, b_i is never read: skip it.
+        self.needs_boundaries = (
+            self.retrieval.anchors == "boundary" or self.retrieval.context == "summary"
+        )
+
+    # --- construction -------------------------------------------------------------------------
+
+    def construction_config(self) -> dict[str, Any]:
+        options = self.construction
+        config: dict[str, Any] = {
+            "extraction": self.extraction,
+            "segmentation": options.segmentation,
+            "segmenter": {"version": ESMemSegmenter.version, **options.segmenter},
+            "summaries": options.summaries,
+            "boundaries": self.needs_boundaries,
+            "boundary_context": options.boundary_context,
+        }
+        if options.summaries and not self.uses_llm:
+            config["summary_keywords"] = options.summary_keywords
+        if self.uses_llm and self.needs_boundaries:
+            prompt = BOUNDARY_SYSTEM_PROMPT + boundary_user_prompt(options.summaries)
+            config["boundary_max_tokens"] = options.boundary_max_tokens
+            config["boundary_prompt_sha256"] = sha256(prompt.encode()).hexdigest()[:16]
+        return config
+
+    def construct(self, conversation: Conversation) -> ESMemMemory:
+        sessions = [session for session in conversation.sessions if session.turns]
+        segmenter = ESMemSegmenter(
+            extraction=self.extraction,  # type: ignore[arg-type]
+            embedder=self.services.embedder,
+            backbone=self._backbone() if self.uses_llm else None,
+            **self.construction.segmenter,
+        )
+        segmenter.prepare([[turn.text for turn in session.turns] for session in sessions])
+        meter = CostMeter(self.services.embedder)
+        segmented = [session for session in sessions if len(session.turns) > 1]
+        dialogues = [
+            DialogueText(tuple(t.text for t in s.turns), tuple(t.speaker for t in s.turns))
+            for s in segmented
+        ]
+        decisions = iter(segmenter.boundaries_many(dialogues, meter))
+        events: list[Event] = []
+        position = 0
+        for session in sessions:
+            decided = next(decisions) if len(session.turns) > 1 else Boundaries(())
+            events += self._events(session, position, decided, segmenter.keyword_limit)
+            position += len(session.turns)
+        if self.construction.summaries and not self.uses_llm:
+            events = self._lite_summaries(events, conversation)
+        report: dict[str, Any] = {
+            "sessions": len(sessions),
+            "events": len(events),
+            "segmentation": {
+                **meter.finish().to_json(),
+                "single_turn_sessions": len(sessions) - len(segmented),
+                "replies": segmenter.reply_counts(),
+            },
+        }
+        if self.needs_boundaries:
+            events, report["boundaries"] = self._describe_boundaries(events)
+        memory = ESMemMemory(events, report)
+        if events:
+            memory.vectors(
+                "boundary" if self.needs_boundaries else "summary", self.services.embedder
+            )
+        return memory
+
+    def _events(
+        self, session: Session, position: int, decided: Boundaries, keyword_limit: int
+    ) -> list[Event]:
+        """The events of one session (``position``: conversation index of its first turn); in
+        ``llm`` mode with their summaries (the turns' annotations; the lite annotation of a
+        one-turn session's turn, which is not segmented)."""
+        turns = session.turns
+        if self.construction.segmentation == "dynamic":
+            spans = segments_from_labels(labels_from_gaps(len(turns), set(decided.gaps)))
+        elif self.construction.segmentation == "turn":
+            spans = [(index, index) for index in range(len(turns))]
+        else:
+            spans = [(0, len(turns) - 1)]
+        summarize = self.construction.summaries and self.uses_llm
+        notes = decided.annotations
+        if summarize and not notes:
+            notes = tuple(lite_annotation(turn.text, keyword_limit) for turn in turns)
+        events = []
+        for first, last in spans:
+            span = turns[first : last + 1]
+            topics, keywords, summary = (
+                llm_summary(notes[first : last + 1]) if summarize else ((), (), "")
+            )
+            events.append(
+                Event(
+                    session_id=session.session_id,
+                    timestamp=session.timestamp,
+                    position=position + first,
+                    turn_ids=tuple(turn.turn_id for turn in span),
+                    lines=tuple(f"{turn.speaker}: {turn.text}" for turn in span),
+                    topics=topics,
+                    keywords=keywords,
+                    summary=summary,
+                )
+            )
+        return events
+
+    def _lite_summaries(self, events: list[Event], conversation: Conversation) -> list[Event]:
+        """Lite s_i: each event's distinctive words over the conversation's events (an event
+        without a content word is summarized by its own text)."""
+        text_of = {turn.turn_id: turn.text for turn in conversation.turns}
+        texts = [[text_of[turn_id] for turn_id in event.turn_ids] for event in events]
+        words = distinctive_words(texts, self.construction.summary_keywords)
+        return [
+            replace(event, keywords=chosen, summary=", ".join(chosen) or " ".join(event.lines))
+            for event, chosen in zip(events, words, strict=True)
+        ]
+
+    def _describe_boundaries(self, events: list[Event]) -> tuple[list[Event], dict[str, Any]]:
+        """b_i for every event: opening template, then LLM descriptions (one batch) or templates."""
+        context = self.construction.boundary_context
+        window = EmbedderWindow.of(self.services.embedder)
+        meter = CostMeter()
+        sources: Counter[str] = Counter()
+        described: list[Event] = []
+        replies: list[str | None] = [None] * len(events)
+        if self.uses_llm and len(events) > 1:
+            params = SamplingParams(max_tokens=self.construction.boundary_max_tokens)
+            summaries = self.construction.summaries
+            requests = [
+                LLMRequest(boundary_messages(events[i - 1], events[i], context, summaries), params)
+                for i in range(1, len(events))
+            ]
+            answers = ask_many(self._backbone(), requests, meter)
+            replies[1:] = [clean_boundary(a.text) if a else None for a in answers]
+        for index, event in enumerate(events):
+            if index == 0:
+                text, source = opening_boundary(event, context, window), "opening"
+            elif replies[index] is not None:
+                text, source = replies[index], "llm"
+            else:
+                text = template_boundary(events[index - 1], event, context, window)
+                source = "template"
+                if self.uses_llm:
+                    source = "fallback"
+                    meter.fallback("boundary_fallback")
+            sources[source] += 1
+            described.append(replace(event, boundary=text, boundary_source=source))
+        cost = meter.finish().to_json()
+        cost.pop("texts_embedded")
+        return described, {**cost, "sources": dict(sorted(sources.items()))}
+
+    def _backbone(self) -> Backbone:
+        if self.services.backbone is None:
+            raise ValueError("ES-Mem with extraction: llm needs a backbone (services.backbone)")
+        return self.services.backbone
+
+    # --- retrieval ----------------------------------------------------------------------------
+
+    def prepare_queries(self, questions: Sequence[Question]) -> None:
+        """Embed the batch's questions in one model call (``retrieve`` then reads the cache)."""
+        self.services.embedder.encode([question.question for question in questions])
+
+    def rank(self, memory: ESMemMemory, question: Question) -> list[tuple[int, float]]:
+        """``(event index, Score)`` of the top events for ``question``, best first."""
+        if not memory.events:
+            return []
+        options = self.retrieval
+        embedder = self.services.embedder
+        query = embedder.encode([question.question])[0]
+        summary_scores = (
+            memory.vectors("summary", embedder) @ query if self.construction.summaries else None
+        )
+        if options.anchors == "none":
+            assert summary_scores is not None  # checked in __init__
+            return rank_flat(summary_scores, options.top_events)
+        return rank_events(
+            memory.vectors("boundary", embedder) @ query,
+            summary_scores,
+            anchor_k=options.anchor_k,
+            window=options.window,
+            alpha=options.alpha,
+            top_events=options.top_events,
+        )
+
+    def retrieve(self, memory: ESMemMemory, question: Question) -> Retrieval:
+        return Retrieval(
+            tuple(self._item(memory.events[j], score) for j, score in self.rank(memory, question))
+        )
+
+    def _item(self, event: Event, score: float) -> MemoryItem:
+        if self.retrieval.context == "raw":
+            text, kind = "\n".join(event.lines), "event"
+        else:
+            parts = [f"Boundary: {event.boundary}"]
+            if event.summary:
+                parts.append(f"Summary: {event.summary}")
+            text, kind = "\n".join(parts), "event_summary"
+        return MemoryItem(text, event.turn_ids, event.timestamp, event.position, score, kind)
+
+    # --- serialization ------------------------------------------------------------------------
+
+    def dump_memory(self, memory: ESMemMemory) -> dict[str, Any]:
+        return {"events": [event.to_json() for event in memory.events], "report": memory.report}
+
+    def load_memory(self, payload: dict[str, Any]) -> ESMemMemory:
+        events = [Event.from_json(event) for event in payload["events"]]
+        return ESMemMemory(events, dict(payload["report"]))

@@ -1,0 +1,92 @@
+"""Coarse-to-fine retrieval (§3.3, Eqs. 7-10) on precomputed similarities, and its settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: ``boundary``: Eqs. 7-9 (anchors, activated intervals); ``none``: the "w/o bnd" ablation.
+ANCHOR_MODES = ("boundary", "none")
+#: What the reader gets of a retrieved event: its raw turns, or (w/o raw) boundary and summary.
+CONTEXT_KINDS = ("raw", "summary")
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    """Coarse-to-fine retrieval settings (Appendix B) and the ablation switches."""
+
+    anchors: str = "boundary"
+    anchor_k: int = 10
+    window: int = 3
+    alpha: float = 0.7
+    top_events: int = 5
+    context: str = "raw"
+
+    def __post_init__(self) -> None:
+        if self.anchors not in ANCHOR_MODES:
+            raise ValueError(f"anchors must be one of {ANCHOR_MODES}, got {self.anchors!r}")
+        if self.context not in CONTEXT_KINDS:
+            raise ValueError(f"context must be one of {CONTEXT_KINDS}, got {self.context!r}")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        if self.anchors == "none" and self.alpha != 1.0:
+            raise ValueError("anchors: none ranks by summary similarity alone: alpha must be 1")
+        if self.anchor_k < 1 or self.top_events < 1 or self.window < 0:
+            raise ValueError("anchor_k and top_events must be >= 1 and window >= 0")
+
+
+def rank_events(
+    anchor_scores: np.ndarray,
+    summary_scores: np.ndarray | None,
+    *,
+    anchor_k: int,
+    window: int,
+    alpha: float,
+    top_events: int,
+) -> list[tuple[int, float]]:
+    """Eqs. 8-10: ``(event index, Score)`` of the top events, best first. Anchors are the
+    ``anchor_k`` best ``anchor_scores`` (sim_bnd); each activates the events within ``window``
+    of it; S_ctx(j) is the best score of the anchors covering j, and Score(j) = alpha·S_sum(j) +
+    (1 - alpha)·S_ctx(j), or S_ctx(j) alone without summaries (``summary_scores=None``). Ties go
+    to the event nearer its best anchor, then to the earlier event.
+
+    >>> rank_events(np.array([0.9, 0.1, 0.2]), np.array([0.0, 0.5, 0.4]),
+    ...             anchor_k=1, window=1, alpha=0.5, top_events=2)
+    [(1, 0.7), (0, 0.45)]
+    >>> rank_events(np.array([0.9, 0.1, 0.2]), None, anchor_k=1, window=1, alpha=0.0,
+    ...             top_events=3)
+    [(0, 0.9), (1, 0.9)]
+    """
+    order = np.argsort(-anchor_scores, kind="stable")[:anchor_k]
+    context: dict[int, tuple[float, int]] = {}  # j -> (S_ctx(j), distance to that anchor)
+    for anchor in order.tolist():
+        score = float(anchor_scores[anchor])
+        for j in range(max(0, anchor - window), min(len(anchor_scores), anchor + window + 1)):
+            best = context.get(j)
+            candidate = (score, abs(j - anchor))
+            if best is None or (-candidate[0], candidate[1]) < (-best[0], best[1]):
+                context[j] = candidate
+    scored = [
+        (
+            s_ctx
+            if summary_scores is None
+            else alpha * float(summary_scores[j]) + (1 - alpha) * s_ctx,
+            distance,
+            j,
+        )
+        for j, (s_ctx, distance) in context.items()
+    ]
+    scored.sort(key=lambda entry: (-entry[0], entry[1], entry[2]))
+    return [(j, score) for score, _, j in scored[:top_events]]
+
+
+def rank_flat(summary_scores: np.ndarray, top_events: int) -> list[tuple[int, float]]:
+    """The "w/o bnd" ablation: the top events by summary similarity over the whole memory, no
+    anchor and no activated interval (flat retrieval); ties go to the earlier event.
+
+    >>> rank_flat(np.array([0.2, 0.8, 0.2, 0.5]), top_events=3)
+    [(1, 0.8), (3, 0.5), (0, 0.2)]
+    """
+    order = np.argsort(-summary_scores, kind="stable")[:top_events]
+    return [(j, float(summary_scores[j])) for j in order.tolist()]
