@@ -44,7 +44,7 @@ from memsys.kvstore import SQLiteKV
 COMPRESSIONS: tuple[str, ...] = ("none", "self_info", "llmlingua2")
 
 
-def compression_store(cache_dir: Path | None) -> SQLiteKV | None:
+def _store(cache_dir: Path | None) -> SQLiteKV | None:
     """The persistent cache of compressed passages under a run's cache directory, if any."""
     if cache_dir is None:
         return None
@@ -55,20 +55,22 @@ def build_compressor(
     kind: str,
     *,
     rate: float,
-    store: SQLiteKV | None = None,
+    cache_dir: Path | None = None,
     llmlingua2_model: str = LLMLINGUA2_MODEL,
     device: str = "cpu",
     n_threads: int | None = 1,
 ) -> Compressor:
     """The compressor named by config (``none``, ``self_info`` or ``llmlingua2``); ``device``
-    is LLMLingua-2's, ``n_threads`` the self-information model's."""
+    is LLMLingua-2's, ``n_threads`` the self-information model's; compressed passages persist
+    in ``cache_dir``/compressions.sqlite when a cache directory is given."""
+    if kind not in COMPRESSIONS:
+        raise ValueError(f"compression must be one of {COMPRESSIONS}, got {kind!r}")
     if kind == "none":
         return IdentityCompressor()
+    store = _store(cache_dir)
     if kind == "self_info":
         return SelfInformationCompressor(rate=rate, store=store, n_threads=n_threads)
-    if kind == "llmlingua2":
-        return LLMLingua2Compressor(rate=rate, store=store, model=llmlingua2_model, device=device)
-    raise ValueError(f"unknown compression {kind!r}; expected one of {COMPRESSIONS}")
+    return LLMLingua2Compressor(rate=rate, store=store, model=llmlingua2_model, device=device)
 
 
 __all__ = [
@@ -84,7 +86,6 @@ __all__ = [
     "SelfInformationCompressor",
     "Unit",
     "build_compressor",
-    "compression_store",
     "exchanges",
     "index_texts",
     "render_turns",

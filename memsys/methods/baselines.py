@@ -24,14 +24,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memsys.base import MemorySystem, Services, check_choices, item_from_json, item_to_json
+from memsys.base import MemorySystem, Services, item_from_json, item_to_json
 from memsys.compression import (
-    COMPRESSIONS,
     LLMLINGUA2_MODEL,
     Compressor,
     Unit,
     build_compressor,
-    compression_store,
     exchanges,
     index_texts,
 )
@@ -136,7 +134,6 @@ class _RankedItems(ItemMemorySystem):
             raise ValueError(f"top_k must be at least 1, got {top_k}")
         if retriever not in RETRIEVER_KINDS:
             raise ValueError(f"unknown retriever {retriever!r}; expected one of {RETRIEVER_KINDS}")
-        check_choices(("compression", compression, COMPRESSIONS))
         self.retriever = retriever
         self.top_k = top_k
         self.compressor: Compressor | None = None
@@ -144,7 +141,7 @@ class _RankedItems(ItemMemorySystem):
             self.compressor = build_compressor(
                 compression,
                 rate=compression_rate,
-                store=compression_store(services.cache_dir),
+                cache_dir=services.cache_dir,
                 llmlingua2_model=llmlingua2_model,
                 device=compression_device,
                 n_threads=compression_threads,

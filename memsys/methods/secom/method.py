@@ -54,11 +54,9 @@ from hydra.utils import instantiate
 
 from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.compression import (
-    COMPRESSIONS,
     LLMLINGUA2_MODEL,
     Compressor,
     build_compressor,
-    compression_store,
     render_turns,
 )
 from memsys.methods.secom.denoising import denoise
@@ -93,7 +91,6 @@ class SeCom(MemorySystem[SeComMemory]):
         super().__init__(services)
         check_choices(
             ("extraction", extraction, EXTRACTION_MODES),
-            ("compression", compression, COMPRESSIONS),
             ("retriever", retriever, RETRIEVER_KINDS),
         )
         segmenter_extraction = segmenter.get("extraction", "lite")
@@ -114,7 +111,7 @@ class SeCom(MemorySystem[SeComMemory]):
         self.compressor: Compressor = build_compressor(
             compression,
             rate=compression_rate,
-            store=compression_store(services.cache_dir),
+            cache_dir=services.cache_dir,
             llmlingua2_model=llmlingua2_model,
             device=compression_device,
             n_threads=compression_threads,
