@@ -15,6 +15,7 @@ from llm_fakes import free_port
 
 from benchmarks.data.paths import resolve_data_dir
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.llm.fake_server import FakeChatServer
 from memsys.llm.providers.llamacpp import locate_gguf
 from memsys.nlp import NLP
 
@@ -78,3 +79,17 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def no_env_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No data, cache or vLLM location from the developer's shell leaks into a test's run."""
+    for variable in ("MEMBENCH_DATA", "MEMSYS_CACHE_DIR", "VLLM_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeChatServer]:
+    """A scripted OpenAI-compatible server (see :mod:`memsys.llm.fake_server`)."""
+    with FakeChatServer(hang_s=10.0) as running:
+        yield running
