@@ -248,7 +248,9 @@ def build_record(
             "completion_tokens": verdict.completion_tokens,
             "latency_s": round(verdict.latency_s, 6),
             "attempts": verdict.attempts,
+            "asked": verdict.asked,
             "error": verdict.error,
+            **({"final": True} if verdict.final else {}),
         }
     return record
 
@@ -256,9 +258,10 @@ def build_record(
 def failed(record: dict[str, Any]) -> bool:
     """Whether a question's answer or verdict failed (a dead server, garbage that survived the
     retries): the next run of the config asks it again, so a flaky endpoint costs one rerun,
-    not a hole in the results. A verdict whose unparseable reply is in the response cache
-    fails the same way again."""
-    return bool(record.get("failure") or (record.get("judging") or {}).get("error"))
+    not a hole in the results. A verdict asks new rungs of the judge's ladder each time
+    (:mod:`benchmarks.metrics.judge`) until its failure is ``final``: then it stays failed."""
+    judging = record.get("judging") or {}
+    return bool(record.get("failure") or (judging.get("error") and not judging.get("final")))
 
 
 def new_construction_counts() -> dict[str, Any]:

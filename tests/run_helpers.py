@@ -26,7 +26,7 @@ from benchmarks.data.paths import REPO_ROOT
 CONF = REPO_ROOT / "conf"
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "tiny"
 #: Record fields that legitimately differ between two runs of one config.
-VOLATILE = {"latency_s", "cached"}
+VOLATILE = {"latency_s", "cached", "asked"}  # "asked": requests sent now, not cached
 
 
 def fixture_overrides(results: Path, cache: Path) -> list[str]:
@@ -48,7 +48,8 @@ def compose_config(overrides: list[str]) -> DictConfig:
 
 
 def stable(record: dict[str, Any]) -> dict[str, Any]:
-    """A record without timings and cache flags, which legitimately differ between runs."""
+    """A record without timings and cache flags (and counts of requests not served from the
+    cache), which legitimately differ between runs."""
     return {
         key: stable(value) if isinstance(value, dict) else value
         for key, value in record.items()
@@ -62,11 +63,13 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def read_ledger(run_dir: Path) -> list[dict[str, Any]]:
-    """The complete lines of a run's LLM call ledger (a line being written is skipped)."""
+    """The call records of a run's LLM call ledger: complete lines (a line being written is
+    skipped), without the ``sent`` lines booked before each request goes out."""
     path = run_dir / "llm_calls.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().split("\n")[:-1]]
+    lines = [json.loads(line) for line in path.read_text().split("\n")[:-1]]
+    return [line for line in lines if "sent" not in line]
 
 
 def start_cli(overrides: list[str], hydra_dir: Path) -> subprocess.Popen[bytes]:

@@ -95,10 +95,10 @@ def test_a_rerun_asks_the_failed_questions_again(tmp_path: Path, server: FakeCha
     run_dir = Path(first["run_dir"])
     order = [r["question_id"] for r in read_records(run_dir)]
 
-    server.clear()  # the endpoint is back; beach's unparseable verdict stays in the cache
+    server.clear()  # the endpoint is back; beach's unparseable verdicts stay in the cache
     server.on(JUDGE, reply=CORRECT)
     second = run(compose_config(overrides))
-    assert second["failures"] == {"answer": 0, "judge": 1}
+    assert second["failures"] == {"answer": 0, "judge": 0}
     assert second["invocation"]["retried"] == 3 and second["invocation"]["questions"] == 0
     answering = second["accounting"]["this_invocation"]["stages"]["answering"]
     assert (answering["calls"], answering["cache_hits"]) == (3, 1)  # beach's answer: cached
@@ -107,6 +107,14 @@ def test_a_rerun_asks_the_failed_questions_again(tmp_path: Path, server: FakeCha
     assert len(lines) == 9  # 6 + 3 superseding lines, appended
     latest = by_question(list(latest_records(lines, "question_id").values()))
     assert latest["dog"]["prediction"] and latest["bowl"]["scores"]["judge_acc"] == 1.0
+    # The two cached unparseable rungs are passed over; the third (resampled) one is asked.
+    assert latest["beach"]["judging"] | {"latency_s": 0} == {
+        **latest["beach"]["judging"],
+        "attempts": 3,
+        "asked": 1,
+        "error": None,
+        "latency_s": 0,
+    }
     assert [
         r["question_id"] for r in load_runs(tmp_path / "runs", "locomo", "full")[0].records
     ] == order
@@ -151,3 +159,37 @@ def test_breaker_stops_the_cli_with_a_clear_message_and_a_rerun_resumes(
     assert resumed["accounting"]["this_invocation"]["stages"]["answering"]["calls"] == 4
     assert resumed["failures"] == {"answer": 0, "judge": 0}
     assert len({r["question_id"] for r in read_records(run_dir)}) == 6
+
+
+def test_an_unparseable_verdict_is_asked_anew_each_rerun_until_its_rungs_run_out(
+    tmp_path: Path, server: FakeChatServer
+) -> None:
+    """A judge that never replies JSON for one question: each rerun sends new requests (rungs
+    the cache has not seen, so not a free replay of the same failure) and says it asked again;
+    once every rung is tried the failure is final and reruns leave it alone."""
+    server.on([QUESTIONS["beach"], JUDGE], reply="I would rather not say.")
+    server.on(JUDGE, reply=CORRECT)
+    overrides = [
+        *fixture_overrides(tmp_path / "runs", tmp_path / "cache"),
+        "method=turn_rag_bm25",
+        *server_backbone(server),
+    ]
+    seen: list[tuple[int, int, int, bool]] = []
+    for _ in range(4):
+        before = server.request_count
+        summary = run(compose_config(overrides))
+        beach = by_question(
+            list(latest_records(read_records(Path(summary["run_dir"])), "question_id").values())
+        )["beach"]["judging"]
+        seen.append(
+            (
+                beach["attempts"],
+                beach["asked"],
+                server.request_count - before,
+                summary["invocation"]["retried"],
+            )
+        )
+        assert summary["failures"]["judge"] == 1
+    # (rungs tried, sent by this run, requests the server saw, questions asked again)
+    assert seen == [(2, 2, 13, 0), (4, 2, 2, 1), (6, 2, 2, 1), (6, 2, 0, 0)]
+    assert beach["final"] is True

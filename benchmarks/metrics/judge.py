@@ -10,16 +10,20 @@ formats and grading rules:
   information; preference questions are graded against a rubric; ``_abs`` questions are correct
   when the response recognises the question as unanswerable. As JSON ``{"answer": "yes"|"no"}``.
 
-A reply that is not the expected JSON is asked again once with a reminder (a new request, so the
-cache cannot hand back the same bad reply); if that fails too, or the call itself fails, the
-verdict is a counted failure (``correct is None``), never a silent 0 or 1.
+A reply that is not the expected JSON is asked again, up a ladder of new requests (so the cache
+cannot hand back the same bad reply): the prompt, the prompt with a reminder after the bad reply,
+then the prompt sampled with seeds 3, 4, ... (:data:`RESAMPLE_TEMPERATURE`). One run sends at most
+:data:`ATTEMPTS_PER_RUN` of them to the model; a rung whose reply is cached and unparseable is
+passed over at no cost, so a rerun asks new rungs instead of failing on the old replies. When
+that fails too, or the call itself fails, the verdict is a counted failure (``correct is None``),
+never a silent 0 or 1; the next run asks again, until :data:`MAX_ATTEMPTS` rungs have been
+tried and the failure is final.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memsys.llm.backbone import Backbone
@@ -97,12 +101,21 @@ Model response: {prediction}
 Does the model recognise the question as unanswerable? Reply with JSON only: \
 {{"answer": "yes"}} or {{"answer": "no"}}."""
 RETRY_REMINDER = "Your reply was not the JSON asked for. Reply with the JSON object only."
+#: Requests one run sends to the model for one verdict (cached rungs are not counted).
+ATTEMPTS_PER_RUN = 2
+#: Rungs of the ladder in all; a verdict still unparseable after them is a final failure.
+MAX_ATTEMPTS = 6
+#: Sampling temperature of rungs 3 and up (rung ``n`` has seed ``n``): greedy decoding would
+#: repeat the reply that could not be parsed.
+RESAMPLE_TEMPERATURE = 0.7
 
 
 @dataclass(frozen=True)
 class Verdict:
     """``correct`` is None when no verdict could be obtained (``error`` says why).
 
+    ``attempts`` counts the rungs tried, ``asked`` those sent to the model in this run (the rest
+    came from the cache); ``final`` says a failure will not be asked again (every rung tried).
     Token counts and latency add up over the attempts.
     """
 
@@ -113,6 +126,8 @@ class Verdict:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    asked: int = 0
+    final: bool = False
 
 
 def judge_prompt(question: Question, prediction: str) -> tuple[str, dict[str, Any]]:
@@ -128,6 +143,61 @@ def judge_prompt(question: Question, prediction: str) -> tuple[str, dict[str, An
     return LME_STANDARD.format(extra=extra.get(question.category, ""), **fields), YES_NO_SCHEMA
 
 
+def ladder_request(
+    prompt: str, schema: dict[str, Any], rung: int, last_reply: str, max_tokens: int
+) -> LLMRequest:
+    """Rung ``rung`` of the ladder (see the module docstring); ``last_reply`` is rung 1's."""
+    messages: list[Message] = [{"role": "user", "content": prompt}]
+    params = SamplingParams(max_tokens=max_tokens, json_schema=schema)
+    if rung == 2:
+        messages += [
+            {"role": "assistant", "content": last_reply},
+            {"role": "user", "content": RETRY_REMINDER},
+        ]
+    elif rung > 2:
+        params = SamplingParams(
+            max_tokens=max_tokens, json_schema=schema, temperature=RESAMPLE_TEMPERATURE, seed=rung
+        )
+    return LLMRequest(tuple(messages), params)
+
+
+@dataclass
+class _Grading:
+    """One verdict on its way up the ladder."""
+
+    prompt: str
+    schema: dict[str, Any]
+    rung: int = 0
+    asked: int = 0
+    reply: str = ""
+    error: str | None = None
+    call_failed: bool = False
+    correct: bool | None = None
+    cost: dict[str, float] = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0}
+    )
+
+    def climbing(self) -> bool:
+        """Whether this verdict takes the next rung in this run."""
+        if self.correct is not None or self.call_failed:
+            return False  # a failed call is asked again by the next run, from the bottom rung
+        return self.asked < ATTEMPTS_PER_RUN and self.rung < MAX_ATTEMPTS
+
+    def verdict(self) -> Verdict:
+        final = self.correct is None and not self.call_failed and self.rung >= MAX_ATTEMPTS
+        return Verdict(
+            self.correct,
+            self.reply,
+            self.rung,
+            self.error,
+            int(self.cost["prompt_tokens"]),
+            int(self.cost["completion_tokens"]),
+            self.cost["latency_s"],
+            self.asked,
+            final,
+        )
+
+
 class Judge:
     """Grades answers through a backbone; parse counts are kept for the run summary."""
 
@@ -141,62 +211,45 @@ class Judge:
 
     def grade_many(self, items: Sequence[tuple[Question, str]]) -> list[Verdict]:
         """One verdict per (question, prediction), in order; failures are verdicts too."""
-        prompts = [judge_prompt(question, prediction) for question, prediction in items]
-        first = [[{"role": "user", "content": text}] for text, _ in prompts]
-        replies = self._ask(first, prompts)
-        verdicts = [
-            self._verdict(reply, schema, 1)
-            for reply, (_, schema) in zip(replies, prompts, strict=True)
-        ]
-        retry = [
-            i for i, verdict in enumerate(verdicts) if verdict.correct is None and verdict.reply
-        ]
-        if retry:
-            second = [
-                [
-                    *first[i],
-                    {"role": "assistant", "content": verdicts[i].reply},
-                    {"role": "user", "content": RETRY_REMINDER},
-                ]
-                for i in retry
-            ]
-            for i, reply in zip(retry, self._ask(second, [prompts[i] for i in retry]), strict=True):
-                earlier = verdicts[i]
-                verdict = self._verdict(reply, prompts[i][1], 2)
-                verdicts[i] = dataclasses.replace(
-                    verdict,
-                    prompt_tokens=verdict.prompt_tokens + earlier.prompt_tokens,
-                    completion_tokens=verdict.completion_tokens + earlier.completion_tokens,
-                    latency_s=verdict.latency_s + earlier.latency_s,
+        gradings = [_Grading(*judge_prompt(question, prediction)) for question, prediction in items]
+        first_replies = [""] * len(gradings)
+        while climbing := [i for i, grading in enumerate(gradings) if grading.climbing()]:
+            requests = [
+                ladder_request(
+                    gradings[i].prompt,
+                    gradings[i].schema,
+                    gradings[i].rung + 1,
+                    first_replies[i],
+                    self.max_tokens,
                 )
-        return verdicts
-
-    def _ask(
-        self, conversations: list[list[Message]], prompts: Sequence[tuple[str, dict[str, Any]]]
-    ) -> list[LLMResponse | LLMError]:
-        requests = [
-            LLMRequest(
-                tuple(messages), SamplingParams(max_tokens=self.max_tokens, json_schema=schema)
+                for i in climbing
+            ]
+            replies = self.backbone.complete_many(
+                requests, stage="judging", return_exceptions=True
             )
-            for messages, (_, schema) in zip(conversations, prompts, strict=True)
-        ]
-        return self.backbone.complete_many(requests, stage="judging", return_exceptions=True)
+            for i, reply in zip(climbing, replies, strict=True):
+                self._take(gradings[i], reply)
+                if gradings[i].rung == 1:
+                    first_replies[i] = gradings[i].reply
+        return [grading.verdict() for grading in gradings]
 
-    def _verdict(
-        self, reply: LLMResponse | LLMError, schema: dict[str, Any], attempts: int
-    ) -> Verdict:
+    def _take(self, grading: _Grading, reply: LLMResponse | LLMError) -> None:
+        """Record one rung's reply: a verdict, or why there is none."""
+        grading.rung += 1
         if isinstance(reply, LLMError):
-            return Verdict(None, "", attempts, f"judge call failed: {reply}")
-        parser = self.parsers["locomo" if schema is LOCOMO_SCHEMA else "yes_no"]
+            grading.asked += 1
+            grading.reply, grading.error = "", f"judge call failed: {reply}"
+            grading.call_failed = True
+            return
+        grading.asked += not reply.cached
+        grading.cost["prompt_tokens"] += reply.prompt_tokens
+        grading.cost["completion_tokens"] += reply.completion_tokens
+        grading.cost["latency_s"] += reply.latency_s
+        parser = self.parsers["locomo" if grading.schema is LOCOMO_SCHEMA else "yes_no"]
         parsed = parser.parse(reply.text)
-        cost = {
-            "prompt_tokens": reply.prompt_tokens,
-            "completion_tokens": reply.completion_tokens,
-            "latency_s": reply.latency_s,
-        }
+        grading.reply = reply.text
         if not parsed.ok:
-            return Verdict(
-                None, reply.text, attempts, f"unparseable verdict: {parsed.error}", **cost
-            )
+            grading.error = f"unparseable verdict: {parsed.error}"
+            return
         value = parsed.value.get("label", parsed.value.get("answer"))
-        return Verdict(value in {"CORRECT", "yes"}, reply.text, attempts, **cost)
+        grading.correct, grading.error = value in {"CORRECT", "yes"}, None

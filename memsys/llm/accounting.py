@@ -6,6 +6,9 @@ tables report that cost next to accuracy. Every backbone call appends one :class
 plain JSON to be written with each run's results. Records hold counts and timings only, never a
 prompt, a reply or a credential. With a ``ledger`` file each record is also appended there as it
 happens, so a run directory's cost covers every invocation of a resumed run, killed ones included.
+A request about to be sent to a provider is first booked as ``sent``: one that a kill (or an
+abandoned batch) left without a record is counted as ``interrupted`` (the provider may have
+billed it; its tokens are unknown).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import dataclasses
 import json
 import os
 import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,11 @@ from typing import Any
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One backbone call: ``attempts`` includes retries; ``ok`` is False when it failed."""
+    """One backbone call: ``attempts`` includes retries; ``ok`` is False when it failed.
+
+    ``request_id`` matches the call's ``sent`` line (None for cache hits); ``interrupted`` marks a
+    sent request that never finished (made up when a ledger is read).
+    """
 
     stage: str
     model: str
@@ -31,6 +39,8 @@ class CallRecord:
     cached: bool
     attempts: int
     ok: bool
+    request_id: str | None = None
+    interrupted: bool = False
 
 
 class Accounting:
@@ -41,24 +51,58 @@ class Accounting:
         self._records: list[CallRecord] = []
         self.ledger = Path(ledger) if ledger is not None else None
 
+    def sent(self, stage: str, model: str) -> str:
+        """Book a request about to go to a provider; its :class:`CallRecord` follows with the
+        returned id. Until then, a reader of the ledger counts it as interrupted."""
+        request_id = uuid.uuid4().hex
+        self._append({"sent": request_id, "stage": stage, "model": model})
+        return request_id
+
     def record(self, call: CallRecord) -> None:
         """Add one call (and append it to the ledger)."""
         with self._lock:
             self._records.append(call)
-            if self.ledger is not None:
-                with self.ledger.open("a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(dataclasses.asdict(call), sort_keys=True) + "\n")
+        self._append(_without_defaults(call))
+
+    def _append(self, line: dict[str, Any]) -> None:
+        if self.ledger is None:
+            return
+        with self._lock, self.ledger.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line, sort_keys=True) + "\n")
 
     @classmethod
     def from_ledger(cls, path: str | os.PathLike[str]) -> Accounting:
-        """Every call a ledger holds (a partial last line, cut by a kill, is skipped)."""
+        """Every call a ledger holds, plus one interrupted call per request sent and never
+        recorded (a partial last line, cut by a kill, is skipped)."""
         accounting = cls()
+        unfinished: dict[str, dict[str, Any]] = {}
         if Path(path).exists():
             for line in Path(path).read_text(encoding="utf-8").splitlines():
                 try:
-                    accounting._records.append(CallRecord(**json.loads(line)))
+                    fields = json.loads(line)
+                    if "sent" in fields:
+                        unfinished[fields["sent"]] = fields
+                        continue
+                    call = CallRecord(**fields)
                 except (json.JSONDecodeError, TypeError):
                     continue
+                accounting._records.append(call)
+                unfinished.pop(call.request_id or "", None)
+        accounting._records.extend(
+            CallRecord(
+                stage=sent["stage"],
+                model=sent["model"],
+                prompt_tokens=0,
+                completion_tokens=0,
+                latency_s=0.0,
+                cached=False,
+                attempts=1,
+                ok=False,
+                request_id=request_id,
+                interrupted=True,
+            )
+            for request_id, sent in unfinished.items()
+        )
         return accounting
 
     def records(self) -> list[CallRecord]:
@@ -70,6 +114,7 @@ class Accounting:
         """Per-stage and total aggregates, JSON-serializable.
 
         ``calls`` counts every request; ``cache_hits`` those answered from the cache;
+        ``interrupted`` those sent and never finished (killed; counted in ``failed`` too);
         ``provider_*_tokens`` only tokens actually sent to a provider in this run (what it
         cost now), while ``prompt_tokens``/``completion_tokens`` include cached replies (what the
         method costs). ``latency_s`` sums wall time over calls.
@@ -99,6 +144,7 @@ def _aggregate(records: list[CallRecord]) -> dict[str, Any]:
         "calls": len(records),
         "cache_hits": sum(call.cached for call in records),
         "failed": sum(not call.ok for call in records),
+        "interrupted": sum(call.interrupted for call in records),
         "retries": sum(call.attempts - 1 for call in records if call.attempts > 0),
         "prompt_tokens": sum(call.prompt_tokens for call in records),
         "completion_tokens": sum(call.completion_tokens for call in records),
@@ -110,3 +156,13 @@ def _aggregate(records: list[CallRecord]) -> dict[str, Any]:
             round(sum(call.latency_s for call in fresh) / len(fresh), 6) if fresh else 0.0
         ),
     }
+
+
+def _without_defaults(call: CallRecord) -> dict[str, Any]:
+    """A ledger line: the call's fields, leaving out ``interrupted`` (only made up on reading)
+    and a missing ``request_id`` (cache hits), so ledgers stay as they were for them."""
+    fields = dataclasses.asdict(call)
+    fields.pop("interrupted")
+    if fields["request_id"] is None:
+        fields.pop("request_id")
+    return fields

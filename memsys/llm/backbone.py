@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import copy
 import random
+import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Literal, NoReturn, overload
 
@@ -27,6 +28,7 @@ from memsys.llm.errors import (
     ProviderError,
     TransientProviderError,
 )
+from memsys.llm.pool import POLL_S, AbandonablePool, Cancelled, wait_for
 from memsys.llm.providers.base import BatchProvider, Provider
 from memsys.llm.retry import FailureBreaker, RetryPolicy
 from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, SamplingParams
@@ -96,7 +98,7 @@ class Backbone:
         :class:`~memsys.llm.errors.CacheMissError` on a miss in ``replay`` mode.
         """
         request = LLMRequest(tuple(messages), params or SamplingParams())
-        return self._complete(request, stage or self.stage)
+        return self._complete(request, stage or self.stage, threading.Event())
 
     @overload
     def complete_many(
@@ -127,29 +129,39 @@ class Backbone:
 
         Like ``asyncio.gather``: the first failure is raised (pending requests are cancelled)
         unless ``return_exceptions``, which puts each failed request's error in its slot. A
-        tripped breaker is always raised: the run must stop. Providers that batch natively
-        (in-process vLLM) get all cache misses in one engine call.
+        tripped breaker is always raised: the run must stop. An interruption (Ctrl-C, SIGTERM
+        through ``sys.exit``) returns at once, abandoning the requests in flight
+        (:mod:`memsys.llm.pool`). Providers that batch natively (in-process vLLM) get all cache
+        misses in one engine call.
         """
         stage = stage or self.stage
         if isinstance(self.provider, BatchProvider):
             return self._complete_batch(self.provider, requests, stage, return_exceptions)
-        workers = max(1, min(self.settings.concurrency, len(requests)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
-            futures = [pool.submit(self._complete, request, stage) for request in requests]
-            try:
-                return [_outcome(future, return_exceptions) for future in futures]
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+        pool = AbandonablePool(
+            lambda request, cancelled: self._complete(request, stage, cancelled),
+            requests,
+            self.settings.concurrency,
+        )
+        try:
+            return [_outcome(future, return_exceptions) for future in pool.futures]
+        except BaseException:
+            pool.abandon(wait=getattr(self.provider, "in_process", False))
+            raise
 
-    def _complete(self, request: LLMRequest, stage: str) -> LLMResponse:
+    def _complete(self, request: LLMRequest, stage: str, cancelled: threading.Event) -> LLMResponse:
+        """One request: from the cache, or sent with retries until it succeeds, fails for
+        good, or its batch is abandoned (``cancelled``: it stops before its next attempt)."""
         started = time.perf_counter()
         cached = self.cache.get(self.model_id, request)
         if cached is not None:
             return self._respond(stage, cached, time.perf_counter() - started, True, attempts=0)
         policy = self.settings.retry
+        # Booked before anything is sent: a kill mid-request still leaves it in the ledger.
+        request_id = self.accounting.sent(stage, self.model_id)
         attempt = 0
         while True:
+            if cancelled.is_set():
+                raise Cancelled
             attempt += 1
             try:
                 self._breaker.check()
@@ -157,16 +169,25 @@ class Backbone:
             except TransientProviderError as error:
                 if attempt < policy.max_attempts:
                     delay = policy.backoff_s(attempt - 1, self._rng, error.retry_after_s)
-                    self._breaker.tripped.wait(delay)
+                    self._pause(delay, cancelled)
                     continue
-                self._fail([request], stage, started, attempt, error)
+                self._fail([request], stage, started, attempt, error, [request_id])
             except (ProviderError, BackboneUnavailableError) as error:
-                self._fail([request], stage, started, attempt, error)
+                self._fail([request], stage, started, attempt, error, [request_id])
             else:
                 self._breaker.success()
                 self.cache.put(self.model_id, request, completion)
                 latency_s = time.perf_counter() - started
-                return self._respond(stage, completion, latency_s, False, attempt)
+                return self._respond(stage, completion, latency_s, False, attempt, request_id)
+
+    def _pause(self, seconds: float, cancelled: threading.Event) -> None:
+        """Back off for ``seconds``, waking early when the batch is abandoned or the breaker
+        trips (the next attempt then stops at once)."""
+        deadline = time.monotonic() + seconds
+        while not self._breaker.tripped.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or cancelled.wait(min(remaining, POLL_S)):
+                return
 
     def _complete_batch(
         self,
@@ -182,14 +203,16 @@ class Backbone:
         misses = [request for request, hit in zip(requests, found, strict=True) if hit is None]
         generated: list[Completion | LLMError] = []
         share_s = 0.0
+        sent: list[str] = []
         if misses:
             batch_started = time.perf_counter()
+            sent = [self.accounting.sent(stage, self.model_id) for _ in misses]
             try:
                 self._breaker.check()
                 generated = list(provider.generate_batch(misses))
             except (ProviderError, BackboneUnavailableError) as error:
                 try:
-                    self._fail(misses, stage, batch_started, 1, error)
+                    self._fail(misses, stage, batch_started, 1, error, sent)
                 except LLMRequestError as request_error:
                     if not return_exceptions:
                         raise
@@ -197,24 +220,32 @@ class Backbone:
             else:
                 self._breaker.success()
             share_s = (time.perf_counter() - batch_started) / len(misses)
-        fresh = iter(zip(misses, generated, strict=True))
+        fresh = iter(zip(misses, generated, sent, strict=True))
         results: list[LLMResponse | LLMError] = []
         for hit in found:
             if hit is not None:
                 results.append(self._respond(stage, hit, lookup_s, True, attempts=0))
                 continue
-            request, outcome = next(fresh)
-            if isinstance(outcome, LLMError):
+            request, outcome, request_id = next(fresh)
+            if isinstance(outcome, LLMError):  # the engine call failed: _fail booked it
                 results.append(outcome)
             else:
                 self.cache.put(self.model_id, request, outcome)
-                results.append(self._respond(stage, outcome, share_s, False, attempts=1))
+                results.append(
+                    self._respond(stage, outcome, share_s, False, attempts=1, request_id=request_id)
+                )
         return results
 
     def _respond(
-        self, stage: str, completion: Completion, latency_s: float, cached: bool, attempts: int
+        self,
+        stage: str,
+        completion: Completion,
+        latency_s: float,
+        cached: bool,
+        attempts: int,
+        request_id: str | None = None,
     ) -> LLMResponse:
-        self._book(stage, completion, latency_s, cached, attempts)
+        self._book(stage, completion, latency_s, cached, attempts, request_id)
         return LLMResponse(
             text=completion.text,
             prompt_tokens=completion.prompt_tokens,
@@ -232,6 +263,7 @@ class Backbone:
         latency_s: float,
         cached: bool,
         attempts: int,
+        request_id: str | None = None,
     ) -> None:
         self.accounting.record(
             CallRecord(
@@ -243,6 +275,7 @@ class Backbone:
                 cached=cached,
                 attempts=attempts,
                 ok=completion is not None,
+                request_id=request_id,
             )
         )
 
@@ -253,11 +286,12 @@ class Backbone:
         started: float,
         attempts: int,
         error: LLMError,
+        request_ids: Sequence[str],
     ) -> NoReturn:
         """Book failed requests, feed the breaker (which may stop the run), and raise."""
         latency_s = time.perf_counter() - started
-        for _ in requests:
-            self._book(stage, None, latency_s, False, attempts)
+        for request_id in request_ids:
+            self._book(stage, None, latency_s, False, attempts, request_id)
         if isinstance(error, BackboneUnavailableError):
             raise error
         self._breaker.failure(error)
@@ -269,7 +303,7 @@ class Backbone:
 
 def _outcome(future: Future[LLMResponse], return_exceptions: bool) -> LLMResponse | LLMError:
     try:
-        return future.result()
+        return wait_for(future)
     except (BackboneUnavailableError, CacheMissError):
         raise  # the run must stop: a dead backbone, or a replay that diverged from its recording
     except LLMError as error:

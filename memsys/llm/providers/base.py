@@ -19,6 +19,9 @@ class Provider(Protocol):
 
     ``model_id`` is the model's identity for the cache key: model name and revision (or file),
     never an endpoint URL or a credential. ``endpoint`` names where requests go, for messages.
+    A provider that runs the model in this process sets ``in_process = True``: an interrupted
+    run then waits for its running call to return (native code must not be running when the
+    interpreter exits) instead of abandoning it (see :mod:`memsys.llm.pool`).
     """
 
     model_id: str

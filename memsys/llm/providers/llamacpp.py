@@ -73,6 +73,8 @@ def locate_gguf(model_path: str | None, package: str | None) -> Path:
 class LlamaCppProvider:
     """One loaded model; a lock serializes requests (a ``Llama`` is not thread-safe)."""
 
+    in_process = True
+
     def __init__(self, config: LlamaCppConfig, gguf: Path) -> None:
         try:
             from llama_cpp import Llama

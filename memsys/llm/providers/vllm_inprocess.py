@@ -46,6 +46,8 @@ class VLLMConfig:
 class VLLMProvider:
     """A loaded ``vllm.LLM``; not thread-safe, so the backbone hands it whole batches."""
 
+    in_process = True
+
     def __init__(self, config: VLLMConfig, vllm: Any) -> None:
         self.config = config
         self.model_id = f"vllm:{config.model}" + (f"@{config.revision}" if config.revision else "")
