@@ -1,8 +1,8 @@
 """What the runners' command lines do with an error a user can act on: one line, exit status 2.
 
-A wrong key, a missing dataset, a backbone that is down or a replay that diverged from its
-recording is the user's to fix; a traceback would only bury the message. Anything else is a
-bug and keeps its traceback.
+A wrong key, a missing dataset, a backbone that is down, a replay that diverged from its
+recording, a full results disk or a damaged run log is the user's to fix; a traceback would
+only bury the message. Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TypeVar
 from omegaconf import DictConfig
 
 from benchmarks.data.errors import DataMissingError, DatasetError
-from benchmarks.runlog import RunInProgressError
+from benchmarks.runlog import DamagedLogError, ResultsWriteError, RunInProgressError
 from benchmarks.settings import ConfigError
 from memsys.llm.errors import BackboneUnavailableError, CacheMissError, ProviderUnavailableError
 
@@ -28,6 +28,8 @@ CLEAR_ERRORS = (
     ProviderUnavailableError,
     CacheMissError,
     RunInProgressError,
+    ResultsWriteError,
+    DamagedLogError,
 )
 
 

@@ -39,12 +39,19 @@ from benchmarks.harness import (
     new_construction_counts,
     resolve_path,
 )
-from benchmarks.runlog import RecordLog, exclusive, summarize_invocations
+from benchmarks.runlog import (
+    RecordLog,
+    exclusive,
+    log_invocation,
+    summarize_invocations,
+    write_atomically,
+)
 from benchmarks.settings import RunSettings, run_id, run_identity, validate
 from benchmarks.subsets import select
 from benchmarks.summary import format_summary, summarize_run
 from benchmarks.workers import Task, WorkerPool, WorkerUsage, peak_rss_mb
 from memsys.llm.accounting import Accounting
+from memsys.llm.redact import redact, redact_run_outputs
 from memsys.types import Conversation
 
 log = logging.getLogger("benchmarks.run")
@@ -127,6 +134,7 @@ def answer_pending_in_workers(
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run (or resume) one configuration; return its metrics summary."""
+    redact_run_outputs()
     settings = validate(cfg)
     identity = run_identity(cfg)
     run_dir = resolve_path(cfg.results_dir) / run_id(identity)
@@ -140,7 +148,7 @@ def run_in(
 ) -> dict[str, Any]:
     """:func:`run` once ``run_dir`` is held by this process."""
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat()
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
+    (run_dir / "config.yaml").write_text(redact(OmegaConf.to_yaml(OmegaConf.create(identity))))
     harness = build_harness(cfg, settings, run_dir)
     log = RecordLog(run_dir / "predictions.jsonl", retryable=failed)
     conversations = select(
@@ -171,7 +179,8 @@ def run_in(
             **usage.work_with(harness.work_counts()),
             "workers": settings.workers,
         }
-        invocations.append([invocation])
+        # on a full disk the line goes to stderr, and the error under way is not buried
+        log_invocation(invocations, invocation, unwinding=sys.exc_info()[1] is not None)
     records = log.records()
     summary = summarize_run(records, settings)
     summary["run_dir"] = shown_path(run_dir)
@@ -190,7 +199,7 @@ def run_in(
     summary["accounting"]["this_invocation"] = harness.accounting.summary()
     if harness.judge is not None:
         summary["judge_parse"] = {name: p.counts() for name, p in harness.judge.parsers.items()}
-    (run_dir / "metrics.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+    write_atomically(run_dir / "metrics.json", json.dumps(summary, indent=2, sort_keys=True))
     return summary
 
 

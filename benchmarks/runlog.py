@@ -1,9 +1,11 @@
 """Append-only JSONL of per-item results (questions, dialogues) that survives ``kill -9``.
 
-Each record is written as one line with a single ``write`` of the full line, then flushed and
-fsynced, so after a crash the file holds whole lines plus at most one partial last line. Opening
-the log drops that partial tail (truncating the file to its last newline), so a resumed run
-appends after the last complete record: no record is lost twice, none is duplicated.
+Each record is written as one line with a single ``write`` of the full line, then fsynced, so
+after a crash the file holds whole lines plus at most one partial last line. Opening the log
+drops that partial tail (truncating the file to its last newline), so a resumed run appends
+after the last complete record: no record is lost twice, none is duplicated. A write that fails
+(a full disk) is cut back off the file and raised as :class:`ResultsWriteError` naming it; a
+complete line that is not a record is damage, :class:`DamagedLogError`, never skipped.
 
 A log may name records worth another try (``retryable``: a question whose answer or verdict
 failed): those ids stay pending, and the record a later run appends for one supersedes it. The
@@ -12,17 +14,57 @@ file stays append-only; readers keep each id's last line (:func:`latest_records`
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
+
+from benchmarks.data.paths import shown_path
 
 
 class RunInProgressError(RuntimeError):
     """Another process is writing the same run directory."""
+
+
+class ResultsWriteError(RuntimeError):
+    """A run's file could not be written, mostly because its disk is full. The message names
+    the file and the remedy: what is logged stays whole (a cut line is removed), so a rerun
+    resumes."""
+
+    def __init__(self, path: Path, cause: OSError) -> None:
+        self.path = path
+        remedy = "free space" if cause.errno in (errno.ENOSPC, errno.EDQUOT) else "fix that"
+        super().__init__(
+            f"cannot write {shown_path(path)}: {cause.strerror or cause}; {remedy} and rerun: "
+            "the records already written are kept and the run resumes"
+        )
+
+
+_START_OVER = ", or delete the file to start the run over"
+#: What to do about a damaged line of a log keyed by each key (and what deleting it undoes).
+_REMEDY = {
+    "question_id": f"delete that line to ask its question again{_START_OVER}",
+    "id": f"delete that line to segment its dialogue again{_START_OVER}",
+    "started": "delete that line (which forgets that invocation's cost) and rerun",
+}
+
+
+class DamagedLogError(ValueError):
+    """A complete line of a run log that is not a record: damage, not a write cut by a kill
+    (that leaves a partial last line, which opening the log drops)."""
+
+    def __init__(self, path: Path, line: int, key: str) -> None:
+        self.path, self.line = path, line
+        remedy = _REMEDY.get(key, f"delete that line to redo its record{_START_OVER}")
+        super().__init__(
+            f"{shown_path(path)}:{line}: corrupt record, not a JSON object with a {key!r} "
+            f"(damaged?): {remedy}"
+        )
 
 
 @contextmanager
@@ -60,7 +102,7 @@ class RecordLog:
         self.superseded = 0  # records this instance replaced by appending another for the id
         path.parent.mkdir(parents=True, exist_ok=True)
         self.repaired_bytes = _drop_partial_tail(path)
-        self._records = latest_records(_read_lines(path), key) if path.exists() else {}
+        self._records = latest_records(_read_lines(path, key), key) if path.exists() else {}
 
     def __contains__(self, item_id: str) -> bool:
         return item_id in self._records
@@ -82,28 +124,90 @@ class RecordLog:
 
     def append(self, records: Iterable[dict[str, Any]]) -> None:
         """Write records durably; a record for an id already logged is an error unless the
-        logged one is retryable (the new one then supersedes it)."""
-        with self.path.open("a", encoding="utf-8") as handle:
+        logged one is retryable (the new one then supersedes it). A failed write raises
+        :class:`ResultsWriteError`, the records before it logged and kept."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise ResultsWriteError(self.path, error) from error
+        try:
             for record in records:
                 item_id = str(record[self.key])
                 logged = self._records.get(item_id)
                 if logged is not None and not self.retryable(logged):
                     raise ValueError(f"{self.path}: {self.key} {item_id} is already logged")
-                handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+                line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+                _append_line(fd, self.path, line.encode("utf-8"))
                 self.superseded += logged is not None
                 self._records[item_id] = record
+        finally:
+            os.close(fd)
 
 
-def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """The JSON lines of ``path``; a line that does not parse is an error naming it."""
-    with path.open(encoding="utf-8") as handle:
+def log_invocation(invocations: RecordLog, invocation: dict[str, Any], unwinding: bool) -> None:
+    """Append an invocation's cost line. When its disk refuses the line, print it on stderr so
+    the cost is still seen, and raise only if no other error is ``unwinding`` the run: a second
+    error would bury the first under chained tracebacks."""
+    try:
+        invocations.append([invocation])
+    except ResultsWriteError:
+        line = json.dumps(invocation, sort_keys=True)
+        shown = shown_path(invocations.path)
+        print(f"cost of this invocation, not logged to {shown}: {line}", file=sys.stderr)
+        if not unwinding:
+            raise
+
+
+def _append_line(fd: int, path: Path, line: bytes) -> None:
+    """Write ``line`` whole and fsync it. On failure cut the file back to where the line began,
+    so that it holds whole records only, and raise :class:`ResultsWriteError` naming ``path``."""
+    start = os.lseek(fd, 0, os.SEEK_END)
+    try:
+        _write_all(fd, line)
+        os.fsync(fd)
+    except OSError as error:
+        with suppress(OSError):  # else the next open drops the partial line
+            os.ftruncate(fd, start)
+        raise ResultsWriteError(path, error) from error
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until all of ``data`` is written: a filling disk writes short first."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one rename, so a full disk or a kill leaves the old
+    file rather than a cut one; a failure raises :class:`ResultsWriteError` naming ``path``."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, text.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except OSError as error:
+        with suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise ResultsWriteError(path, error) from error
+
+
+def _read_lines(path: Path, key: str) -> Iterator[dict[str, Any]]:
+    """The records of ``path``; a line that is not a JSON object with ``key`` is damage, an
+    error naming the line (:class:`DamagedLogError`)."""
+    with path.open("rb") as handle:
         for line_number, line in enumerate(handle, start=1):
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: corrupt record ({error})") from error
+                record = json.loads(line.decode("utf-8"))
+            except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
+                raise DamagedLogError(path, line_number, key) from error
+            if not isinstance(record, dict) or key not in record:
+                raise DamagedLogError(path, line_number, key)
+            yield record
 
 
 def latest_records(records: Iterable[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:

@@ -45,23 +45,27 @@ from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
 from benchmarks.harness import resolve_path
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
 from benchmarks.metrics.stats import bootstrap_ci
-from benchmarks.runlog import RecordLog, exclusive
+from benchmarks.runlog import RecordLog, exclusive, write_atomically
 from benchmarks.settings import (
     CACHE_MODES,
     LOCATION_KEYS,
     ConfigError,
+    check_backbone,
     drop_embedder_default,
+    drop_server_locations,
     run_id,
 )
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.kvstore import SQLiteKV
 from memsys.llm.accounting import Accounting
 from memsys.llm.factory import build_backbone
+from memsys.llm.redact import redact, redact_run_outputs
 from memsys.llm.replay import open_response_cache
 from memsys.segment import Segmentation, Segmenter
 from memsys.types import SegmentationDialogue
 
-#: Keys that do not change any label: where things live, how to show them, what to report.
+#: Keys that do not change any label: where things live, how to show them, what to report (and,
+#: inside the backbone, where its server is: :func:`~benchmarks.settings.drop_server_locations`).
 IDENTITY_EXCLUDED = (*LOCATION_KEYS, "limit", "seed", "prepare_batch")
 
 
@@ -122,6 +126,8 @@ def validate(cfg: DictConfig) -> SegmentSettings:
     llm_cache_mode = _select(cfg, "llm_cache_mode")
     if llm_cache_mode not in CACHE_MODES:
         raise ConfigError("llm_cache_mode", f"expected one of {list(CACHE_MODES)}")
+    if extraction == "llm":
+        check_backbone(cfg, "backbone")
     return SegmentSettings(
         dataset=dataset,
         split=split,
@@ -148,6 +154,7 @@ def segment_identity(cfg: DictConfig, settings: SegmentSettings) -> dict[str, An
         ) from error
     identity["segmenter_version"] = segmenter_class.version
     drop_embedder_default(identity)
+    drop_server_locations(identity)
     if not settings.uses_llm:
         identity.pop("backbone", None)
     return identity
@@ -247,13 +254,14 @@ def fit_if_needed(
     training = load_segmentation(request.dataset, request.split, data_dir)[: request.dialogues]
     store = SQLiteKV(cache_dir / "segmenter_guidance.sqlite", table="guidance")
     report = segmenter.fit(training, window_diff=window_diff, store=store)
-    (run_dir / "training.json").write_text(json.dumps(report, indent=2, sort_keys=True))
+    write_atomically(run_dir / "training.json", json.dumps(report, indent=2, sort_keys=True))
     return report
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Segment (or resume) one configuration's dialogues; return and write the metrics."""
     started = time.perf_counter()
+    redact_run_outputs()
     settings = validate(cfg)
     identity = segment_identity(cfg, settings)
     run_dir = resolve_path(cfg.results_dir) / run_id(identity)
@@ -270,7 +278,7 @@ def segment_in(
     started: float,
 ) -> dict[str, Any]:
     """:func:`run` once ``run_dir`` is held by this process."""
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(identity)))
+    (run_dir / "config.yaml").write_text(redact(OmegaConf.to_yaml(OmegaConf.create(identity))))
     data_dir = resolve_data_dir(cfg.data_dir)
     cache_dir = resolve_path(cfg.cache_dir)
     split = load_segmentation(settings.dataset, settings.split, data_dir)
@@ -319,7 +327,7 @@ def segment_in(
     if (run_dir / "training.json").exists():
         summary["training"] = json.loads((run_dir / "training.json").read_text())
     write_references(run_dir / "references.jsonl", dialogues)
-    (run_dir / "metrics.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+    write_atomically(run_dir / "metrics.json", json.dumps(summary, indent=2, sort_keys=True))
     return summary
 
 
@@ -328,7 +336,7 @@ def write_references(path: Path, dialogues: Sequence[SegmentationDialogue]) -> N
     lines = (
         json.dumps({"id": d.dialogue_id, "labels": list(d.boundary_labels)}) for d in dialogues
     )
-    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    write_atomically(path, "".join(f"{line}\n" for line in lines))
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="segment")

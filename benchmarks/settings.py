@@ -7,16 +7,18 @@ import inspect
 import json
 import types
 import typing
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from benchmarks.answering.context import CONTEXT_ORDERS
 from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.subsets import SubsetSpec
+from memsys.llm.retry import RetryPolicy
 
 #: Keys that say where things live, how to display them or how many processes do the work: not
 #: part of a run's identity.
@@ -30,8 +32,17 @@ LOCATION_KEYS = (
     "workers",
     "hydra",
 )
+#: Where a backbone's server is, and which environment variables hold its URL and its key: not
+#: part of a run's identity either (``model`` and ``revision`` say what answers), so a run resumes
+#: against a server that moved to another host or port. Backbones without a server have none.
+SERVER_LOCATION_KEYS = ("base_url", "base_url_env", "api_key_env")
+#: The backbones a run may call: the answering one, and the judge's when it has its own.
+BACKBONE_KEYS = ("backbone", "judge.backbone")
+#: Retry settings that must be above zero (the other numbers may be zero: no backoff).
+POSITIVE_RETRY_SETTINGS = ("request_timeout_s",)
 DATASETS = {"locomo": (None,), "longmemeval": ("s", "oracle")}
 _ABSENT = object()
+MANDATORY = "missing: a mandatory value (???) that no config or override sets"
 CACHE_MODES = ("readwrite", "replay", "off")
 
 
@@ -66,20 +77,37 @@ class RunSettings:
     workers: int
 
 
-def _get(cfg: DictConfig, key: str) -> Any:
+def _get(cfg: DictConfig, key: str, default: Any = _ABSENT, *, named: str | None = None) -> Any:
+    """The value at ``key`` below ``cfg``; ``default`` if the key is absent (an error without
+    one). Errors name ``named`` (the full key, when ``cfg`` is a node inside the config) or
+    ``key``."""
     try:
-        value = OmegaConf.select(cfg, key, throw_on_missing=False, default=_ABSENT)
+        value = OmegaConf.select(cfg, key, throw_on_missing=True, default=_ABSENT)
+    except MissingMandatoryValue as error:
+        raise ConfigError(named or key, MANDATORY) from error
     except OmegaConfBaseException as error:  # e.g. an interpolation that does not resolve
-        raise ConfigError(key, f"cannot resolve: {error}") from error
+        raise ConfigError(named or key, f"cannot resolve: {_first_line(error)}") from error
     if value is _ABSENT:
-        raise ConfigError(key, "missing")
+        if default is not _ABSENT:
+            return default
+        raise ConfigError(named or key, "missing")
     return value
 
 
+def _first_line(error: Exception) -> str:
+    """OmegaConf's message without the lines it adds (the key, the object type)."""
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
 def _positive_int(
-    cfg: DictConfig, key: str, *, allow_none: bool = False, allow_zero: bool = False
+    cfg: DictConfig,
+    key: str,
+    *,
+    allow_none: bool = False,
+    allow_zero: bool = False,
+    default: Any = _ABSENT,
 ) -> Any:
-    value = _get(cfg, key)
+    value = _get(cfg, key, default)
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
@@ -87,6 +115,15 @@ def _positive_int(
         raise ConfigError(
             key, f"expected {kind} integer{' or null' if allow_none else ''}, got {value!r}"
         )
+    return value
+
+
+def _number(cfg: DictConfig, key: str, *, positive: bool) -> Any:
+    value = _get(cfg, key)
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not (value > 0 if positive else value >= 0):  # NaN fails both
+        kind = "a positive" if positive else "a non-negative"
+        raise ConfigError(key, f"expected {kind} number, got {value!r}")
     return value
 
 
@@ -120,6 +157,11 @@ def validate(cfg: DictConfig) -> RunSettings:
     )
     template = _choice(cfg, "answer.template", (*TEMPLATES, None))
     calls_llm = template is not None or OmegaConf.select(cfg, "method.extraction") == "llm"
+    judge_enabled = _choice(cfg, "judge.enabled", (True, False))
+    if calls_llm:
+        check_backbone(cfg, "backbone")
+        if judge_enabled and _get(cfg, "judge.backbone", None) is not None:
+            check_backbone(cfg, "judge.backbone")
     workers = _positive_int(cfg, "workers")
     if workers > 1 and calls_llm:
         raise ConfigError(
@@ -137,7 +179,7 @@ def validate(cfg: DictConfig) -> RunSettings:
         context_budget=_positive_int(cfg, "answer.context_budget"),
         context_order=_choice(cfg, "answer.order", CONTEXT_ORDERS),
         answer_max_tokens=_positive_int(cfg, "answer.max_tokens", allow_zero=True),
-        judge_enabled=_choice(cfg, "judge.enabled", (True, False)),
+        judge_enabled=judge_enabled,
         adversarial=_choice(cfg, "adversarial", ("exclude", "include")),
         batch_size=_positive_int(cfg, "batch_size"),
         seed=subset.seed,
@@ -161,6 +203,7 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
     if identity.get("answer", {}).get("order") == "time":
         identity["answer"].pop("order")
     drop_embedder_default(identity)
+    drop_server_locations(identity)
     if identity.get("answer", {}).get("template") is None:
         identity.pop("judge", None)
         if identity.get("method", {}).get("extraction") != "llm":
@@ -176,10 +219,63 @@ def drop_embedder_default(identity: dict[str, Any]) -> None:
         embedder.pop("normalize")
 
 
+def drop_server_locations(identity: dict[str, Any]) -> None:
+    """Take :data:`SERVER_LOCATION_KEYS` out of each backbone's provider in ``identity``."""
+    for key in BACKBONE_KEYS:
+        provider = _nested(identity, f"{key}.provider")
+        if isinstance(provider, dict):
+            for name in SERVER_LOCATION_KEYS:
+                provider.pop(name, None)
+
+
+def _nested(tree: Any, path: str) -> Any:
+    """``tree[a][b]...`` for ``path`` ``a.b...``, or None where a level is not a mapping."""
+    for part in path.split("."):
+        tree = tree.get(part) if isinstance(tree, dict) else None
+    return tree
+
+
 def run_id(identity: dict[str, Any]) -> str:
     """Short content hash of a run identity: the run directory's name."""
     canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def check_backbone(cfg: DictConfig, key: str) -> None:
+    """Every setting of the backbone at ``key`` (``backbone`` or ``judge.backbone``): its
+    provider's options, ``concurrency`` and ``retry``, so that a bad one fails before the run
+    directory exists, not at the first request (or, for a timeout, after building the memory)."""
+    target = _get(cfg, f"{key}.provider._target_", None)
+    try:
+        provider = get_class(str(target))
+    except Exception as error:  # Hydra wraps the import error
+        raise ConfigError(
+            f"{key}.provider._target_", f"expected a provider config class, got {target!r}"
+        ) from error
+    check_options(_get(cfg, f"{key}.provider"), f"{key}.provider", provider.__init__)
+    _positive_int(cfg, f"{key}.concurrency", allow_none=True, default=None)
+    check_retry(cfg, f"{key}.retry")
+
+
+def check_retry(cfg: DictConfig, key: str) -> None:
+    """The retry settings at ``key`` (absent or null: the defaults): each a field of
+    :class:`~memsys.llm.retry.RetryPolicy`; the integers (attempts, failures) positive, the other
+    numbers not negative, and :data:`POSITIVE_RETRY_SETTINGS` positive."""
+    retry = _get(cfg, key, None)
+    if retry is None:
+        return
+    hints = typing.get_type_hints(RetryPolicy)
+    known = {field.name: hints[field.name] for field in fields(RetryPolicy)}
+    if not isinstance(retry, DictConfig):
+        raise ConfigError(key, f"expected a mapping with some of {list(known)}, got {retry!r}")
+    for name in retry:
+        setting = f"{key}.{name}"
+        if name not in known:
+            raise ConfigError(setting, f"unknown retry setting; expected one of {list(known)}")
+        if known[name] is int:
+            _positive_int(cfg, setting)
+        else:
+            _number(cfg, setting, positive=name in POSITIVE_RETRY_SETTINGS)
 
 
 def check_method_options(method: DictConfig) -> None:
@@ -187,31 +283,51 @@ def check_method_options(method: DictConfig) -> None:
 
     So that ``method.top_k=abc`` fails up front naming its key, instead of deep inside a run (a
     method checks ranges itself; a value of the wrong type may pass them, ``1.5 < 1`` is False).
-    Scalar annotations are checked (bool, int, float, str, Literal, unions with None); containers
-    and anything else are left to the constructor.
     """
-    target = OmegaConf.select(method, "_target_")
     try:
-        options = OmegaConf.to_container(method, resolve=True)
-    except OmegaConfBaseException as error:
-        raise ConfigError("method", f"cannot resolve: {error}") from error
-    try:
-        constructor = get_class(str(target)).__init__
-        parameters = inspect.signature(constructor).parameters
-        hints = typing.get_type_hints(constructor)
-    except Exception:  # unimportable or unannotated: instantiation will say what is wrong
-        return
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-    assert isinstance(options, dict)
-    for name, value in options.items():
+        constructor = get_class(str(OmegaConf.select(method, "_target_"))).__init__
+    except Exception:  # unimportable: instantiation will say what is wrong
+        constructor = None
+    check_options(method, "method", constructor)
+
+
+def check_options(node: DictConfig, key: str, constructor: Callable[..., Any] | None) -> None:
+    """Each option of the config ``node`` at ``key`` against the parameter of ``constructor``
+    it fills: an unset mandatory value (``???``), an unknown name or a value of the wrong type
+    is a :class:`ConfigError` naming the option's key.
+
+    Scalar annotations are checked (bool, int, float, str, Literal, unions with None); containers
+    and anything else, and every option of an unknown or unannotated constructor, are left to
+    the constructor.
+    """
+    target = OmegaConf.select(node, "_target_")
+    parameters, hints = _parameters(constructor)
+    takes_any = parameters is None or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+    for name in node:
         if str(name).startswith("_"):
             continue
-        if name not in parameters:
+        value = _get(node, str(name), named=f"{key}.{name}")
+        if parameters is None or name not in parameters:
             if takes_any:
                 continue
-            raise ConfigError(f"method.{name}", f"{target} has no option {name!r}")
+            raise ConfigError(f"{key}.{name}", f"{target} has no option {name!r}")
         if name in hints and not _is_instance(value, hints[name]):
-            raise ConfigError(f"method.{name}", f"expected {hints[name]}, got {value!r}")
+            raise ConfigError(f"{key}.{name}", f"expected {hints[name]}, got {value!r}")
+
+
+def _parameters(
+    constructor: Callable[..., Any] | None,
+) -> tuple[Mapping[str, inspect.Parameter] | None, dict[str, Any]]:
+    """A constructor's parameters and type hints; ``(None, {})`` when it is unknown or its
+    annotations do not resolve (instantiation will say what is wrong)."""
+    if constructor is None:
+        return None, {}
+    try:
+        return inspect.signature(constructor).parameters, typing.get_type_hints(constructor)
+    except Exception:
+        return None, {}
 
 
 def _is_instance(value: Any, annotation: Any) -> bool:

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
+from run_helpers import compose_config
 
+from benchmarks.settings import ConfigError, validate
 from memsys.llm import Accounting, ProviderUnavailableError, ResponseCache, build_backbone
 from memsys.llm.__main__ import CONF_DIR, compose_ask_config, main
 from memsys.llm.factory import backbone_settings
@@ -31,6 +33,23 @@ def test_every_backbone_config_instantiates(name: str) -> None:
     settings = backbone_settings(cfg.backbone)
     assert settings.concurrency >= 1
     assert "api_key" not in cfg.backbone.provider, "keys come from the env var in api_key_env"
+
+
+@pytest.mark.parametrize("judge", sorted(path.stem for path in (CONF_DIR / "judge").glob("*.yaml")))
+@pytest.mark.parametrize("name", BACKBONES)
+def test_every_backbone_config_passes_the_runner_checks(name: str, judge: str) -> None:
+    """The runner checks every backbone setting up front: none of the shipped ones fails, as
+    the answer backbone or the judge's."""
+    cfg = compose_config([f"backbone={name}", f"judge={judge}"])
+    if OmegaConf.is_missing(cfg.backbone.provider, "model"):  # generic server config
+        cfg.backbone.provider.model = "served-model"
+    validate(cfg)
+
+
+def test_a_server_backbone_without_a_model_names_the_key() -> None:
+    with pytest.raises(ConfigError, match="missing") as raised:
+        validate(compose_config(["backbone=openai_server"]))
+    assert raised.value.key == "backbone.provider.model"
 
 
 def test_api_backbone_without_its_key_says_which_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import json
+import subprocess
+import sys
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hydra import compose, initialize_config_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import DictConfig, OmegaConf
 from run_helpers import (
+    CONF,
     FIXTURE,
     compose_config,
+    fixture_overrides,
 )
 
 from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.data import DatasetError, iter_longmemeval, read_locomo
 from benchmarks.data.longmemeval import parse_instance
+from benchmarks.data.paths import REPO_ROOT
 from benchmarks.data.segmentation import (
     read_dts_hub,
     read_superdialseg_json,
@@ -29,6 +36,8 @@ from benchmarks.data.segmentation import (
     read_topic_id_txt,
 )
 from benchmarks.harness import instantiate_method
+from benchmarks.run import run
+from benchmarks.segment import validate as segment_validate
 from benchmarks.settings import CACHE_MODES, ConfigError, validate
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
@@ -279,7 +288,7 @@ def base_config() -> DictConfig:
 
 def with_value(cfg: DictConfig, key: str, value: Any) -> DictConfig:
     changed = copy.deepcopy(cfg)
-    OmegaConf.update(changed, key, value, merge=False)
+    OmegaConf.update(changed, key, value, merge=False, force_add=True)
     return changed
 
 
@@ -293,6 +302,120 @@ def test_fuzzed_run_keys_are_config_errors_naming_the_key(
     with pytest.raises(ConfigError) as raised:
         validate(with_value(base_config, key, value))
     assert raised.value.key == key
+
+
+NOT_A_NUMBER = (
+    st.booleans()
+    | st.text(max_size=8)
+    | st.sampled_from(["${missing.key}", "12", ""])
+    | st.lists(st.integers(), max_size=2)
+)
+NOT_A_NAME = st.booleans() | st.integers() | st.floats() | st.sampled_from(["???"])
+#: Settings of a backbone (under ``backbone`` and ``judge.backbone``) and wrong values for them.
+WRONG_BACKBONE_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "concurrency": NOT_AN_INT | st.integers(max_value=0),
+    "retry": st.text(max_size=4) | st.integers() | st.lists(st.integers(), max_size=2),
+    "retry.max_attempts": NOT_AN_INT | st.none() | st.integers(max_value=0),
+    "retry.max_consecutive_failures": NOT_AN_INT | st.none() | st.integers(max_value=0),
+    "retry.request_timeout_s": NOT_A_NUMBER | st.none() | st.floats(max_value=0),
+    "retry.initial_backoff_s": NOT_A_NUMBER | st.floats(max_value=-0.001) | st.just(float("nan")),
+    "retry.max_backoff_s": NOT_A_NUMBER | st.integers(max_value=-1),
+    "retry.backoff_multiplier": NOT_A_NUMBER | st.none(),
+    "retry.max_atempts": st.integers(1, 5),  # misspelled
+    "provider.model": NOT_A_NAME | st.none(),
+    "provider.base_url": NOT_A_NAME.filter(lambda value: value != "???"),
+    "provider.json_mode": NOT_A_CHOICE.filter(
+        lambda value: value not in ("json_schema", "json_object", "none")
+    ),
+    "provider.api_kee_env": st.just("OPENAI_API_KEY"),  # misspelled
+    "provider._target_": st.sampled_from(["memsys.llm.NoSuchConfig", "", None, 3]),
+}
+#: A run that answers with a server backbone and judges with another.
+SERVER_BACKBONES = [
+    "method=turn_rag_bm25",
+    "backbone=openai_server",
+    "backbone.provider.model=served",
+    "judge=gpt-4o-mini",
+]
+
+
+@functools.cache
+def server_config() -> DictConfig:
+    return compose_config(SERVER_BACKBONES)
+
+
+@settings(FUZZ, max_examples=300)
+@given(data=st.data())
+def test_fuzzed_backbone_settings_are_config_errors_naming_the_key(data: st.DataObject) -> None:
+    cfg = server_config()
+    validate(cfg)  # the configs as shipped are fine
+    key = data.draw(st.sampled_from(sorted(WRONG_BACKBONE_VALUES)))
+    full_key = f"{data.draw(st.sampled_from(['backbone', 'judge.backbone']))}.{key}"
+    with pytest.raises(ConfigError) as raised:
+        validate(with_value(cfg, full_key, data.draw(WRONG_BACKBONE_VALUES[key])))
+    assert raised.value.key == full_key
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "message"),
+    [
+        ("backbone.concurrency=-1", "backbone.concurrency", "expected a positive integer"),
+        ("+backbone.retry.max_attempts=0", "backbone.retry.max_attempts", "got 0"),
+        ("+backbone.retry.max_atempts=3", "backbone.retry.max_atempts", "max_attempts"),
+        ("backbone.retry.request_timeout_s=-1", "backbone.retry.request_timeout_s", "positive"),
+        ("backbone.provider.model=???", "backbone.provider.model", "missing"),
+        ("judge.backbone.retry.max_attempts=0", "judge.backbone.retry.max_attempts", "got 0"),
+    ],
+)
+def test_a_wrong_backbone_setting_fails_before_any_run_directory(
+    tmp_path: Path, override: str, key: str, message: str
+) -> None:
+    overrides = [*fixture_overrides(tmp_path / "runs", tmp_path / "cache"), *SERVER_BACKBONES]
+    with pytest.raises(ConfigError, match=message) as raised:
+        run(compose_config([*overrides, override]))
+    assert raised.value.key == key
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_wrong_backbone_setting_is_one_line_from_the_cli(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            *fixture_overrides(tmp_path / "runs", tmp_path / "cache"),
+            *SERVER_BACKBONES,
+            "+backbone.retry.max_atempts=3",
+            f"hydra.run.dir={tmp_path / 'hydra'}",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: config key 'backbone.retry.max_atempts': ")
+    assert len(result.stderr.splitlines()) == 1 and not (tmp_path / "runs").exists()
+
+
+def test_a_run_that_calls_no_llm_does_not_check_the_backbone() -> None:
+    """Retrieval-only runs serve every backbone, configured or not."""
+    validate(compose_config(["answer=none", "backbone=openai_server", "backbone.concurrency=0"]))
+
+
+def test_the_segmenter_backbone_is_checked_when_it_is_used() -> None:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(
+            config_name="segment",
+            overrides=["segmenter=esmem", "backbone=openai_server", "backbone.provider.model=m"],
+        )
+    segment_validate(cfg)
+    with pytest.raises(ConfigError) as raised:
+        segment_validate(with_value(cfg, "backbone.retry.max_attempts", 0))
+    assert raised.value.key == "backbone.retry.max_attempts"
+    lite = with_value(cfg, "segmenter.extraction", "lite")  # the backbone is not used
+    segment_validate(with_value(lite, "backbone.retry.max_attempts", 0))
 
 
 #: Options of two methods (one a baseline, one with many numeric knobs) and wrong values.

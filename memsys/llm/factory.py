@@ -24,8 +24,9 @@ def backbone_settings(config: DictConfig | dict[str, Any]) -> BackboneSettings:
     node = OmegaConf.create(config) if isinstance(config, dict) else config
     retry = node.get("retry")
     retry_fields = OmegaConf.to_container(retry, resolve=True) if retry is not None else {}
+    concurrency = node.get("concurrency")
     return BackboneSettings(
-        concurrency=int(node.get("concurrency") or BackboneSettings().concurrency),
+        concurrency=BackboneSettings().concurrency if concurrency is None else int(concurrency),
         retry=RetryPolicy(**retry_fields),  # type: ignore[arg-type]
     )
 

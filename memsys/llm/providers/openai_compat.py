@@ -4,7 +4,9 @@ One provider covers OpenAI itself (GPT-4o-mini), ``vllm serve`` (Qwen2.5-3B-Inst
 Llama-3.2-3B-Instruct), Ollama and llama.cpp's server: they differ only in base URL, model name
 and how they accept a JSON schema (``json_mode``). The client's own retries are switched off so
 that :class:`~memsys.llm.retry.RetryPolicy` is the only policy in force. The API key is read
-from the environment variable the config names and lives only inside the client object.
+from the environment variable the config names and lives only inside the client object; a
+credential in the base URL (user info, an ``api_key`` query) goes out with the requests and is
+masked in :attr:`OpenAICompatProvider.endpoint`, which messages show (:mod:`memsys.llm.redact`).
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import openai
 
 from memsys.llm.errors import ProviderError, ProviderUnavailableError, TransientProviderError
+from memsys.llm.redact import redact
 from memsys.llm.types import Completion, LLMRequest
 
 #: Placeholder key for local servers started without ``--api-key`` (the client insists on one).
@@ -60,7 +62,8 @@ class OpenAICompatProvider:
         self.model_id = f"openai-compatible:{config.model}" + (
             f"@{config.revision}" if config.revision else ""
         )
-        self.endpoint = _public_url(base_url or "https://api.openai.com/v1")
+        # Shown in messages, so without credentials; the client connects with the real URL.
+        self.endpoint = redact(base_url or "https://api.openai.com/v1")
         self._client = openai.OpenAI(
             api_key=_api_key(config.api_key_env),
             base_url=base_url,
@@ -81,7 +84,9 @@ class OpenAICompatProvider:
                 f"{self.endpoint}: timed out after {timeout_s}s"
             ) from error
         except openai.APIConnectionError as error:
-            raise TransientProviderError(f"{self.endpoint}: connection error: {error}") from error
+            raise TransientProviderError(
+                f"{self.endpoint}: connection error: {redact(str(error))}"
+            ) from error
         except openai.APIStatusError as error:
             raise _status_error(self.endpoint, error) from error
         except (openai.APIResponseValidationError, json.JSONDecodeError) as error:
@@ -117,14 +122,6 @@ def _api_key(variable: str | None) -> str:
             "server that needs no key"
         )
     return key
-
-
-def _public_url(url: str) -> str:
-    """The URL without user info, query or fragment, safe to print."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def _response_format(mode: str, schema: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,94 @@
+"""Credentials in endpoint URLs kept out of everything a run writes.
+
+A base URL may carry a secret: basic-auth user info (``http://user:pass@host/v1``) or a key in
+its query (``?api_key=...``). The provider connects with the real URL; whatever is written or
+shown (configs, Hydra's saved files, log records, error messages) gets :func:`redact` first.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+
+#: What replaces a secret.
+MASK = "***"
+#: Query parameters whose value is a credential.
+SECRET_PARAMETERS = ("api_key", "api-key", "apikey", "key", "token", "access_token", "password")
+#: Loggers that log every request's full URL at INFO.
+HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "openai")
+
+# A URL's user info: from ``scheme://`` to the authority's last ``@`` (as ``urlsplit`` reads it);
+# Hydra writes a multirun's overrides with ``:`` escaped (``http\://user\:pass@host``).
+_USER_INFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*\\?://)[^\s/?#'\"]*@")
+_SECRET_QUERY = re.compile(
+    rf"(?P<name>[?&](?:{'|'.join(map(re.escape, SECRET_PARAMETERS))})=)[^&#\s'\"]*", re.IGNORECASE
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with the user info and secret query values of every URL in it masked."""
+    text = _USER_INFO.sub(rf"\g<scheme>{MASK}@", text)
+    return _SECRET_QUERY.sub(rf"\g<name>{MASK}", text)
+
+
+class RedactFilter(logging.Filter):
+    """Masks URL credentials in a record's message and traceback before any handler writes it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            record.msg, record.args = redact(record.getMessage()), None
+        except Exception:  # arguments that do not fit the message: the handler reports it
+            return True
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def install_log_redaction() -> None:
+    """Mask URL credentials in whatever the root logger's handlers write, and keep the HTTP
+    clients' per-request lines (a full URL each) out of the logs.
+
+    Idempotent; called where a run starts, after Hydra has configured logging for the job.
+    """
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(existing, RedactFilter) for existing in handler.filters):
+            handler.addFilter(RedactFilter())
+    for name in HTTP_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def redact_file(path: Path) -> None:
+    """Rewrite ``path`` with URL credentials masked (untouched when it holds none)."""
+    text = path.read_text(encoding="utf-8")
+    if (masked := redact(text)) != text:
+        path.write_text(masked, encoding="utf-8")
+
+
+def hydra_saved_files() -> list[Path]:
+    """The files Hydra wrote for this job before the task function ran: the composed config,
+    its own config and the overrides (``.hydra/*.yaml``), and a multirun's ``multirun.yaml``.
+    Empty outside a Hydra app (a test, or a runner composing configs itself)."""
+    if not HydraConfig.initialized():
+        return []
+    hydra = HydraConfig.get()
+    files: list[Path] = []
+    if hydra.output_subdir is not None:
+        files += sorted((Path(hydra.runtime.output_dir) / hydra.output_subdir).glob("*.yaml"))
+    if hydra.mode == RunMode.MULTIRUN:
+        files.append(Path(hydra.runtime.cwd) / hydra.sweep.dir / "multirun.yaml")
+    return [path for path in files if path.is_file()]
+
+
+def redact_run_outputs() -> None:
+    """From now on, and in what Hydra wrote already, no URL credential: the runners' first step."""
+    install_log_redaction()
+    for path in hydra_saved_files():
+        redact_file(path)
