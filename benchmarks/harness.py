@@ -88,19 +88,24 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
     )
     backbone = (
         build_backbone(cfg.backbone, cache=response_cache, accounting=accounting)
-        if settings.calls_llm
+        if settings.template is not None or settings.construction_key == "backbone"
         else None
     )
+    builder = backbone
+    if settings.construction_key == "construction.backbone":
+        builder = build_backbone(
+            cfg.construction.backbone, cache=response_cache, accounting=accounting
+        )
     services = Services(
         embedder=embedder,
         tokens=TokenCounter(),
-        backbone=backbone.with_stage("construction") if backbone else None,
+        backbone=builder.with_stage("construction") if builder else None,
         nlp=NLP(cache=ParseCache(cache_dir / "parses.sqlite")),
         cache_dir=cache_dir,
     )
     system = instantiate_method(cfg.method, services)
     judge = None
-    if settings.judge_enabled and backbone is not None:
+    if settings.judge_enabled and backbone is not None and settings.template is not None:
         judge_backbone = backbone
         if cfg.judge.backbone is not None:
             judge_backbone = build_backbone(

@@ -377,8 +377,18 @@ def row_key(config: dict[str, Any], variant: str = "") -> RowKey:
         backbone="" if retrieval_only else str(config.get("backbone", {}).get("name", "?")),
         baseline=str(method.get("_target_", "")).rsplit(".", 1)[0] == BASELINE_MODULE,
         method=f"{method_name(method)} [{variant}]" if variant else method_name(method),
-        extraction=str(method.get("extraction") or ""),
+        extraction=extraction_description(config),
     )
+
+
+def extraction_description(config: dict[str, Any]) -> str:
+    """The extraction mode, and for ``llm`` the model that built the memory: ``llm
+    (gpt-4o-mini)``, so a row says which model constructed and which (Backbone) answered."""
+    extraction = str(config.get("method", {}).get("extraction") or "")
+    if extraction != "llm":
+        return extraction
+    builder = (config.get("construction") or {}).get("backbone") or config.get("backbone") or {}
+    return f"llm ({builder['name']})" if builder.get("name") else extraction
 
 
 def judge_description(judge: dict[str, Any] | None) -> str:
@@ -675,6 +685,8 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
         f"Dataset: {dataset_description(shared['dataset'])}",
         f"Subset: {subset_description(shared['subset'], longmemeval)}; seed {shared['seed']}",
         f"F1 scorer: {SCORER_DEFINITIONS[metric]}; BLEU-1: {BLEU_DEFINITION}",
+        "Models: Backbone = the reader (answers); Extraction = lite (no LLM) or llm (the model "
+        "that built the memory)" + ("; the judge below" if answered else ""),
     ]
     if answered:
         instructions = JUDGE_INSTRUCTIONS.get(shared["dataset"].get("name"), "unknown instruction")

@@ -36,8 +36,9 @@ LOCATION_KEYS = (
 #: part of a run's identity either (``model`` and ``revision`` say what answers), so a run resumes
 #: against a server that moved to another host or port. Backbones without a server have none.
 SERVER_LOCATION_KEYS = ("base_url", "base_url_env", "api_key_env")
-#: The backbones a run may call: the answering one, and the judge's when it has its own.
-BACKBONE_KEYS = ("backbone", "judge.backbone")
+#: The backbones a run may call: the answering one, and the construction model's and the
+#: judge's when they have their own.
+BACKBONE_KEYS = ("backbone", "construction.backbone", "judge.backbone")
 #: Retry settings that must be above zero (the other numbers may be zero: no backoff).
 POSITIVE_RETRY_SETTINGS = ("request_timeout_s",)
 DATASETS = {"locomo": (None,), "longmemeval": ("s", "oracle")}
@@ -74,6 +75,9 @@ class RunSettings:
     llm_cache_mode: str
     #: Whether the run needs a backbone: it answers, or its method extracts with an LLM.
     calls_llm: bool
+    #: The config key of the backbone that builds llm-mode memories: ``construction.backbone``,
+    #: or ``backbone`` (the reader) when ``construction=same``; None for a lite method.
+    construction_key: str | None
     workers: int
 
 
@@ -156,12 +160,15 @@ def validate(cfg: DictConfig) -> RunSettings:
         seed=_positive_int(cfg, "seed", allow_zero=True),
     )
     template = _choice(cfg, "answer.template", (*TEMPLATES, None))
-    calls_llm = template is not None or OmegaConf.select(cfg, "method.extraction") == "llm"
+    construction_key = construction_backbone_key(cfg)
+    calls_llm = template is not None or construction_key is not None
     judge_enabled = _choice(cfg, "judge.enabled", (True, False))
-    if calls_llm:
+    if template is not None or construction_key == "backbone":
         check_backbone(cfg, "backbone")
-        if judge_enabled and _get(cfg, "judge.backbone", None) is not None:
-            check_backbone(cfg, "judge.backbone")
+    if construction_key == "construction.backbone":
+        check_backbone(cfg, construction_key)
+    if template is not None and judge_enabled and _get(cfg, "judge.backbone", None) is not None:
+        check_backbone(cfg, "judge.backbone")
     workers = _positive_int(cfg, "workers")
     if workers > 1 and calls_llm:
         raise ConfigError(
@@ -185,16 +192,28 @@ def validate(cfg: DictConfig) -> RunSettings:
         seed=subset.seed,
         llm_cache_mode=_choice(cfg, "llm_cache_mode", CACHE_MODES),
         calls_llm=calls_llm,
+        construction_key=construction_key,
         workers=workers,
     )
+
+
+def construction_backbone_key(cfg: DictConfig) -> str | None:
+    """Where the backbone that builds the memory is configured (see
+    :attr:`RunSettings.construction_key`)."""
+    if OmegaConf.select(cfg, "method.extraction") != "llm":
+        return None
+    own = OmegaConf.select(cfg, "construction.backbone", default=None)
+    return "construction.backbone" if own is not None else "backbone"
 
 
 def run_identity(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config minus locations: what a run's results depend on.
 
     With ``answer=none`` nothing is answered or judged, so the judge is left out, and so is the
-    backbone unless the method builds its memory with it (``extraction: llm``): one
-    retrieval-only run of a lite method serves every backbone.
+    backbone unless the method builds its memory with it (``extraction: llm``, ``construction=
+    same``): one retrieval-only run of a lite method serves every backbone. ``construction=same``
+    leaves the identity (runs logged before the key existed keep their ids), and so does any
+    construction model of a lite method, which calls none.
     """
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
@@ -204,9 +223,12 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
         identity["answer"].pop("order")
     drop_embedder_default(identity)
     drop_server_locations(identity)
+    construction_key = construction_backbone_key(cfg)
+    if construction_key != "construction.backbone":
+        identity.pop("construction", None)
     if identity.get("answer", {}).get("template") is None:
         identity.pop("judge", None)
-        if identity.get("method", {}).get("extraction") != "llm":
+        if construction_key != "backbone":
             identity.pop("backbone", None)
     return identity
 
