@@ -17,8 +17,10 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,9 @@ from memsys.types import Conversation
 
 log = logging.getLogger("benchmarks.run")
 
+#: Seconds between refreshes of the progress bar's status (memories, LLM calls, failures).
+TICK_S = 2.0
+
 
 def conversations_source(
     settings: RunSettings, data_dir: Path
@@ -78,18 +83,52 @@ def answer_pending(
     time; count memories built and loaded, and construction time, into ``construction``."""
     done = log.done()
     bar = tqdm(desc=f"{name} questions", unit="q", disable=not progress, file=sys.stderr)
-    for conversation in conversations:
-        pending = [q for q in conversation.questions if q.question_id not in done]
-        bar.update(len(conversation.questions) - len(pending))
-        if not pending:
-            continue
-        bar.set_postfix_str(f"constructing {conversation.conversation_id}")
-        memory = construct_memory(harness, conversation, construction)
-        bar.set_postfix_str(conversation.conversation_id)
-        for records in answer_conversation(harness, memory, conversation, pending):
-            log.append(records)
-            bar.update(len(records))
+    doing = [""]
+
+    def status() -> str:
+        calls = harness.accounting.totals()
+        return (
+            f"{doing[0]} · memories {construction['built']} built, {construction['loaded']} "
+            f"loaded · LLM calls {calls['calls']} ({calls['cache_hits']} cached, "
+            f"{calls['failed']} failed)"
+        )
+
+    with ticking(bar, status, enabled=progress):
+        for conversation in conversations:
+            pending = [q for q in conversation.questions if q.question_id not in done]
+            bar.update(len(conversation.questions) - len(pending))
+            if not pending:
+                continue
+            doing[0] = f"constructing {conversation.conversation_id}"
+            memory = construct_memory(harness, conversation, construction)
+            doing[0] = f"answering {conversation.conversation_id}"
+            for records in answer_conversation(harness, memory, conversation, pending):
+                log.append(records)
+                bar.update(len(records))
     bar.close()
+
+
+@contextmanager
+def ticking(bar: tqdm, status: Callable[[], str], *, enabled: bool) -> Iterator[None]:
+    """Refresh ``bar``'s status every :data:`TICK_S` while the body runs, so that a memory that
+    takes an hour to build shows its LLM calls going by instead of a frozen bar."""
+    if not enabled:
+        yield
+        return
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(TICK_S):
+            bar.set_postfix_str(status())
+
+    ticker = threading.Thread(target=tick, name="progress", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()
+        bar.set_postfix_str(status())
 
 
 def answer_pending_in_workers(

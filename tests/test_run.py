@@ -207,3 +207,13 @@ def test_resume_after_kill_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     resumed_records = [stable(r) for r in read_records(Path(resumed["run_dir"]))]
     assert resumed_records == [stable(r) for r in read_records(Path(uninterrupted["run_dir"]))]
     assert len({r["question_id"] for r in resumed_records}) == 6
+
+
+def test_the_progress_bar_says_what_is_built_and_what_the_llm_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    overrides = fixture_overrides(tmp_path / "runs", tmp_path / "cache")
+    run(compose_config([*overrides, "method=turn_rag_bm25", "answer=none", "progress=true"]))
+    shown = capsys.readouterr().err
+    assert "questions: 6q" in shown and "answering tiny-1" in shown
+    assert "memories 1 built, 0 loaded · LLM calls 0 (0 cached, 0 failed)" in shown

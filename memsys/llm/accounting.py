@@ -105,6 +105,17 @@ class Accounting:
         )
         return accounting
 
+    def totals(self) -> dict[str, int]:
+        """Calls, cache hits and failures so far: the cheap part of :meth:`summary`, for a
+        progress line."""
+        with self._lock:
+            records = self._records
+            return {
+                "calls": len(records),
+                "cache_hits": sum(call.cached for call in records),
+                "failed": sum(not call.ok for call in records),
+            }
+
     def records(self) -> list[CallRecord]:
         """A snapshot of all calls so far, in completion order."""
         with self._lock:
