@@ -4,7 +4,10 @@ Key = sha256 of the method's construction identity (class, version, config, embe
 construction model) and the conversation's content, so a sweep over answering backbones or prompts
 reuses memories and any change to what builds them rebuilds. Files are JSON (no pickle) with the
 payload's sha256 beside it; a file that fails to parse or whose checksum does not match is
-rebuilt, never trusted. Writes go to a temporary file renamed into place (atomic on POSIX).
+rebuilt, never trusted. Writes go to a temporary ``.part`` file renamed into place (atomic on
+POSIX); a write that fails (a full disk) removes its ``.part`` and the run goes on with the memory
+in RAM. A ``.part`` left by a killed writer is removed when a store opens, once it is older than
+:data:`STALE_PART_S`: younger ones may belong to a live writer in another process of the sweep.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,9 @@ from memsys.base import MemorySystem
 from memsys.types import Conversation
 
 log = logging.getLogger(__name__)
+
+#: Age after which a ``.part`` file is taken for a dead writer's: a live one writes in seconds.
+STALE_PART_S = 3600.0
 
 
 def canonical_json(value: Any) -> str:
@@ -51,6 +58,9 @@ class MemoryStore:
     root: Path
     rebuilt_corrupt: int = 0
 
+    def __post_init__(self) -> None:
+        _remove_stale_parts(self.root)
+
     def key(self, system: MemorySystem[Any], conversation: Conversation) -> str:
         identity = canonical_json(
             {
@@ -77,7 +87,10 @@ class MemoryStore:
         if payload is not None:
             return system.load_memory(payload), True
         memory = system.construct(conversation)
-        self._write(path, system.dump_memory(memory))
+        try:
+            self._write(path, system.dump_memory(memory))
+        except OSError as error:
+            log.warning("could not store memory file %s (%s); keeping it in RAM only", path, error)
         return memory, False
 
     def _read(self, path: Path) -> Any:
@@ -97,10 +110,25 @@ class MemoryStore:
     def _write(self, path: Path, payload: dict[str, Any]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256(canonical_json(payload).encode()).hexdigest()
-        with tempfile.NamedTemporaryFile(
-            "w", dir=path.parent, delete=False, suffix=".part", encoding="utf-8"
-        ) as handle:
-            json.dump({"sha256": digest, "payload": payload}, handle, ensure_ascii=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(handle.name).replace(path)
+        descriptor, name = tempfile.mkstemp(dir=path.parent, suffix=".part")
+        part = Path(name)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                json.dump({"sha256": digest, "payload": payload}, handle, ensure_ascii=False)
+                handle.flush()
+                os.fsync(handle.fileno())
+            part.replace(path)
+        finally:
+            part.unlink(missing_ok=True)  # only still there if the write failed
+
+
+def _remove_stale_parts(root: Path) -> None:
+    """Delete the ``.part`` files under ``root`` older than :data:`STALE_PART_S`."""
+    cutoff = time.time() - STALE_PART_S
+    for part in root.glob("*/*.part"):
+        try:
+            if part.stat().st_mtime < cutoff:
+                part.unlink()
+                log.info("removed %s, left by a writer that did not finish", part)
+        except FileNotFoundError:
+            pass  # another process removed it first

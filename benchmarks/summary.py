@@ -180,7 +180,12 @@ def format_summary(summary: dict[str, Any]) -> str:
     )
     repaired = [
         f"{name} {cache['corrupt_rows']} corrupt row(s) dropped"
-        + (f", unreadable file moved to {cache['moved_aside']}" if cache["moved_aside"] else "")
+        + (
+            f", damaged file moved to {cache['moved_aside']} "
+            f"({cache.get('salvaged_rows', 0)} readable row(s) kept)"
+            if cache["moved_aside"]
+            else ""
+        )
         for name, cache in summary.get("caches", {}).items()
         if cache["corrupt_rows"] or cache["moved_aside"]
     ]
