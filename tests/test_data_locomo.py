@@ -102,6 +102,35 @@ def test_missing_answer_names_the_question(tmp_path: Path, data_dir: Path) -> No
         read_locomo(path)
 
 
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda raw: raw[0]["qa"][2].update(question=None),
+            r"conv-26:q2: field 'question': expected a string, got None",
+        ),
+        (
+            lambda raw: raw[0]["qa"][2].update(answer=["a", "b"]),
+            r"conv-26:q2: field 'answer': expected a string or a number",
+        ),
+        (
+            lambda raw: raw[1]["conversation"]["session_1"][0].update(text=None),
+            r"conv-30/session_1 turn 0: field 'text'",
+        ),
+        (
+            lambda raw: raw[1]["conversation"].update(speaker_a=7),
+            r"record conv-30: field 'speaker_a'",
+        ),
+    ],
+)
+def test_a_null_or_wrongly_typed_text_is_named_not_read_as_a_string(
+    tmp_path: Path, data_dir: Path, mutate, message: str
+) -> None:
+    """``str(None)`` would make a question "None" and score it silently."""
+    with pytest.raises(DatasetError, match=message):
+        read_locomo(_write_mutated(tmp_path, data_dir, mutate))
+
+
 def test_bad_session_date_names_the_session(tmp_path: Path, data_dir: Path) -> None:
     def mutate(raw) -> None:
         raw[2]["conversation"]["session_3_date_time"] = "sometime in spring"

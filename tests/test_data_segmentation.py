@@ -104,6 +104,13 @@ def test_tiage_malformed_pairs_name_the_dialogue(tmp_path: Path) -> None:
         read_tiage_official(path)
 
 
+def test_tiage_unknown_label_names_the_dialogue(tmp_path: Path) -> None:
+    path = tmp_path / "anno.json"
+    path.write_text(json.dumps({"3": [["hi", "-1"], ["hello", "0"], ["so, cars?", "maybe"]]}))
+    with pytest.raises(DatasetError, match=r"record 3: labels must be -1, 0 or 1, got 'maybe'"):
+        read_tiage_official(path)
+
+
 def test_dts_hub_length_mismatch_names_the_dialogue(tmp_path: Path) -> None:
     path = tmp_path / "hub.json"
     path.write_text(

@@ -322,3 +322,18 @@ def test_read_predictions_names_file_and_line(tmp_path: Path, bad_line: str, mes
 def test_cli_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--pred", str(tmp_path / "absent.jsonl")]) == 2
     assert "absent.jsonl" in capsys.readouterr().err
+
+
+def test_cli_reads_locomo_category_5_rows_without_an_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LoCoMo's own convention: a category-5 row has ``adversarial_answer`` and no ``answer``."""
+    lone = _record(id="q6", category=5, prediction="Not mentioned", adversarial_answer="red")
+    path = _write_lines(tmp_path / "pred.jsonl", [*GOOD_LINES, lone])
+    (item,) = [p for p in read_predictions(path) if p.question_id == "q6"]
+    assert (item.answer, item.adversarial_answer) == ("red", "red")
+    assert main(["--pred", str(path), "--adversarial", "include"]) == 0
+    assert json.loads(capsys.readouterr().out)["f1_set"]["n"] == 6
+    no_gold = _record(id="q7", category=5, prediction="x")
+    with pytest.raises(InputError, match="missing key 'answer'"):
+        read_predictions(_write_lines(tmp_path / "bad.jsonl", [no_gold]))

@@ -44,10 +44,10 @@ def read_locomo(path: Path) -> tuple[list[Conversation], list[str]]:
 def _read_conversation(path: Path, index: int, item: Any, notes: list[str]) -> Conversation:
     record = f"#{index}"
     try:
-        sample_id = str(item["sample_id"])
+        sample_id = _text(path, record, item, "sample_id")
         record = sample_id
         body = item["conversation"]
-        speakers = (str(body["speaker_a"]), str(body["speaker_b"]))
+        speakers = (_text(path, record, body, "speaker_a"), _text(path, record, body, "speaker_b"))
         sessions = _read_sessions(path, sample_id, body)
         known_turns = {turn.turn_id for session in sessions for turn in session.turns}
         questions = tuple(
@@ -76,26 +76,25 @@ def _read_session(path: Path, sample_id: str, number: int, body: dict[str, Any])
         raise DatasetError(path, record, f"bad session date {date_text!r}") from error
     turns = []
     for index, raw_turn in enumerate(body[session_id]):
+        turn_record = f"{record} turn {index}"
         try:
             caption = raw_turn.get("blip_caption")
-            text = str(raw_turn["text"])
+            text = _text(path, turn_record, raw_turn, "text")
             if caption:
                 text = f"{text} [shares an image: {caption}]"
             turns.append(
                 Turn(
-                    turn_id=str(raw_turn["dia_id"]),
+                    turn_id=_text(path, turn_record, raw_turn, "dia_id"),
                     session_id=session_id,
                     index=index,
-                    speaker=str(raw_turn["speaker"]),
+                    speaker=_text(path, turn_record, raw_turn, "speaker"),
                     text=text,
                     timestamp=timestamp,
                     image_caption=caption,
                 )
             )
         except (KeyError, TypeError, AttributeError) as error:
-            raise DatasetError(
-                path, f"{record} turn {index}", f"malformed turn ({error})"
-            ) from error
+            raise DatasetError(path, turn_record, f"malformed turn ({error})") from error
     return Session(session_id, timestamp, date_text, tuple(turns))
 
 
@@ -116,17 +115,20 @@ def _read_question(
     if category == "adversarial":
         if adversarial is None:
             raise DatasetError(path, question_id, "category 5 item without adversarial_answer")
-        answer, original = str(adversarial), _text_or_none(qa.get("answer"))
+        answer = _text(path, question_id, qa, "adversarial_answer", numbers=True)
+        original = (
+            None
+            if qa.get("answer") is None
+            else _text(path, question_id, qa, "answer", numbers=True)
+        )
     else:
-        if "answer" not in qa:
-            raise DatasetError(path, question_id, "missing field 'answer'")
-        answer, original = str(qa["answer"]), None
+        answer, original = _text(path, question_id, qa, "answer", numbers=True), None
     evidence = _parse_evidence(question_id, qa["evidence"], known_turns, notes)
     sessions = tuple(dict.fromkeys(_session_of(turn_id) for turn_id in evidence))
     return Question(
         question_id=question_id,
         conversation_id=sample_id,
-        question=str(qa["question"]),
+        question=_text(path, question_id, qa, "question"),
         answer=answer,
         category=category,
         evidence=evidence,
@@ -161,3 +163,18 @@ def _session_of(turn_id: str) -> str:
 
 def _text_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+def _text(
+    path: Path, record: str, mapping: dict[str, Any], key: str, *, numbers: bool = False
+) -> str:
+    """``mapping[key]`` as text: a string (or, with ``numbers``, a number: LoCoMo's answers
+    include years and counts), never ``None`` or a container read as ``"None"`` or ``"[...]"``."""
+    if key not in mapping:
+        raise DatasetError(path, record, f"missing field {key!r}")
+    value = mapping[key]
+    kinds = (str, int, float) if numbers else (str,)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        expected = "a string or a number" if numbers else "a string"
+        raise DatasetError(path, record, f"field {key!r}: expected {expected}, got {value!r:.60}")
+    return str(value)

@@ -116,7 +116,8 @@ def read_dts_hub(path: Path, split: str | None = None) -> list[SegmentationDialo
 
 
 def read_tiage_official(path: Path) -> list[SegmentationDialogue]:
-    """TIAGE's own ``anno_<split>.json``: label "1" means the utterance *starts* a new topic."""
+    """TIAGE's own ``anno_<split>.json``: label "1" means the utterance *starts* a new topic, "0"
+    that it does not, "-1" marks a dialogue's first utterance (data/README.md); nothing else."""
     records = _load_json(path)
     if not isinstance(records, dict):
         raise DatasetError(path, None, "expected an object keyed by dialogue number")
@@ -124,11 +125,15 @@ def read_tiage_official(path: Path) -> list[SegmentationDialogue]:
     for dialogue_id, pairs in records.items():
         try:
             utterances = tuple(str(utterance) for utterance, _ in pairs)
-            shifts = [str(label) == "1" for _, label in pairs]
+            labels = [str(label) for _, label in pairs]
         except (TypeError, ValueError) as error:
             raise DatasetError(
                 path, dialogue_id, f"expected [utterance, label] pairs ({error})"
             ) from error
+        unknown = sorted(set(labels) - {"-1", "0", "1"})
+        if unknown:
+            raise DatasetError(path, dialogue_id, f"labels must be -1, 0 or 1, got {unknown[0]!r}")
+        shifts = [label == "1" for label in labels]
         if not utterances:
             raise DatasetError(path, dialogue_id, "dialogue has no utterances")
         labels = tuple(int(starts_next) for starts_next in shifts[1:]) + (0,)

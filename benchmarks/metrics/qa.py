@@ -303,7 +303,8 @@ def read_predictions(path: Path | str) -> list[QAPrediction]:
 
     Args:
         path: lines ``{"id", "category", "prediction", "answer"[, "adversarial_answer"]}``;
-            ``category`` is a LoCoMo code 1..5 or a normalized name.
+            ``category`` is a LoCoMo code 1..5 or a normalized name. A category-5 line may
+            have ``adversarial_answer`` and no ``answer``, as in LoCoMo's own file.
 
     Returns:
         The predictions in file order.
@@ -334,12 +335,16 @@ def read_predictions(path: Path | str) -> list[QAPrediction]:
         adversarial_answer = None
         if record.get("adversarial_answer") is not None:
             adversarial_answer = _text_field(record, "adversarial_answer", path, line)
+        # LoCoMo's own category-5 rows carry only ``adversarial_answer``: it is their gold.
+        lone_adversarial = category == ADVERSARIAL and record.get("answer") is None
         items.append(
             QAPrediction(
                 question_id=question_id,
                 category=category,
                 prediction=_text_field(record, "prediction", path, line),
-                answer=_text_field(record, "answer", path, line),
+                answer=adversarial_answer
+                if lone_adversarial and adversarial_answer is not None
+                else _text_field(record, "answer", path, line),
                 adversarial_answer=adversarial_answer,
             )
         )
