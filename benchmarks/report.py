@@ -58,7 +58,7 @@ from matplotlib.figure import Figure
 from benchmarks.data.paths import REPO_ROOT, shown_path
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.runlog import latest_records, summarize_invocations
-from benchmarks.summary import SCORE_NAMES, longmemeval_scores
+from benchmarks.summary import SCORE_NAMES, failure_counts, longmemeval_scores
 from memsys.types import LOCOMO_CATEGORIES
 
 BASELINE_MODULE = "memsys.methods.baselines"
@@ -68,6 +68,8 @@ METHOD_NAMES = {"ESMem": "ES-Mem"}
 PRIMARY_METRICS = ("f1_set", "f1_locomo")
 STAGES = ("construction", "answering", "judging")
 COST_KEYS = ("calls", "prompt_tokens", "completion_tokens")
+#: A run with a larger share of failed questions (answers or verdicts) is marked INVALID.
+MAX_FAILURE_SHARE = 0.02
 SCORER_DEFINITIONS = {
     "f1_set": "f1_set, the A-Mem/mem0 set F1 (lowercase, .,!? to spaces, F1 over token sets)",
     "f1_locomo": "f1_locomo, LoCoMo's own F1 (normalized, Porter-stemmed token multisets, "
@@ -182,6 +184,10 @@ class Row:
     answer_latency_s: float | None
     retrieve_latency_s: float | None
     longmemeval: LongMemEvalCells | None
+    #: Questions whose answer or verdict failed (left out of the means, not scored as wrong).
+    failed: int = 0
+    #: Whether ``failed`` exceeds the report's allowed share: the row's numbers do not stand.
+    invalid: bool = False
     comparisons: dict[str, Comparison] = field(default_factory=dict)
 
 
@@ -562,10 +568,13 @@ def complete_invocations(run: Run) -> dict[str, Any]:
     return invocations if invocations.get("questions") == len(run.records) else {}
 
 
-def build_row(run: Run, categories: Sequence[str], longmemeval: bool) -> Row:
+def build_row(
+    run: Run, categories: Sequence[str], longmemeval: bool, max_failure_share: float
+) -> Row:
     """Every number of one row, recomputed from the run's files."""
     recalls = [r["evidence_recall"] for r in run.records if r.get("evidence_recall") is not None]
     answers = [r["answering"] for r in run.records if r.get("answering")]
+    failed = sum(failure_counts(run.records).values())
     return Row(
         key=row_key(run.config, run.variant),
         run=run,
@@ -581,6 +590,8 @@ def build_row(run: Run, categories: Sequence[str], longmemeval: bool) -> Row:
             [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
         ),
         longmemeval=longmemeval_cells(run) if longmemeval else None,
+        failed=failed,
+        invalid=failed > max_failure_share * len(run.records),
     )
 
 
@@ -786,6 +797,7 @@ def build_report(
     metric: str = "f1_set",
     title: str | None = None,
     where: dict[str, Any] | None = None,
+    max_failure_share: float = MAX_FAILURE_SHARE,
 ) -> Report:
     """Select, check and recompute: the whole table, ready to write."""
     if metric not in PRIMARY_METRICS:
@@ -797,10 +809,17 @@ def build_report(
     check_one_run_per_row(runs)
     categories = category_order(runs)
     longmemeval = is_longmemeval(shared)
-    rows = sorted((build_row(run, categories, longmemeval) for run in runs), key=row_order)
+    rows = sorted(
+        (build_row(run, categories, longmemeval, max_failure_share) for run in runs),
+        key=row_order,
+    )
     for tested in (metric, "judge_acc") if longmemeval else (metric,):
         add_p_values(rows, tested)
-    notes = [judge_check(runs), unfinished_runs_line(configs, dataset, subset, where)]
+    notes = [
+        judge_check(runs),
+        unfinished_runs_line(configs, dataset, subset, where),
+        invalid_rows_line(rows, max_failure_share),
+    ]
     return Report(
         title or default_title(longmemeval),
         header_lines(shared, metric, runs_dir) + [note for note in notes if note],
@@ -808,6 +827,18 @@ def build_report(
         categories,
         rows,
         longmemeval,
+    )
+
+
+def invalid_rows_line(rows: Sequence[Row], max_failure_share: float) -> str | None:
+    """The header note that some rows do not stand, and why (None when all do)."""
+    invalid = [row for row in rows if row.invalid]
+    if not invalid:
+        return None
+    return (
+        f"INVALID rows: {len(invalid)} run(s) with more than {max_failure_share:.0%} of their "
+        "questions failed (answer or verdict; rerun the config to ask them again): their means "
+        "leave the failures out and do not stand for the method"
     )
 
 
@@ -884,8 +915,12 @@ def scope_label(scope: str) -> str:
 
 
 def row_start(row: Row) -> list[str]:
-    """The identifying cells of a row (retrieval-only rows have no backbone)."""
-    return [row.key.method, row.key.backbone or "—", row.key.extraction or "—"]
+    """The identifying cells of a row (retrieval-only rows have no backbone); an invalid row says
+    so in its first cell, with its count of failed questions."""
+    method = row.key.method
+    if row.invalid:
+        method += f" INVALID ({row.failed} of {len(row.run.records)} failed)"
+    return [method, row.key.backbone or "—", row.key.extraction or "—"]
 
 
 def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
@@ -1169,7 +1204,8 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
         "baseline": row.key.baseline,
         "run": row.run.directory.name,
         "questions": len(row.run.records),
-        "failures": sum(1 for r in row.run.records if r.get("failure")),
+        "failures": row.failed,
+        "invalid": row.invalid,
     }
     for scope in ("overall", *report.categories):
         for name in SCORE_NAMES:
@@ -1279,6 +1315,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="keep runs whose config.yaml has this value, e.g. answer.context_budget=2048",
     )
+    parser.add_argument(
+        "--max-failure-share",
+        type=float,
+        default=MAX_FAILURE_SHARE,
+        help="mark a run INVALID when more of its questions failed (default %(default)s)",
+    )
     return parser.parse_args(argv)
 
 
@@ -1293,6 +1335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             metric=args.metric,
             title=args.title,
             where=parse_where(args.where),
+            max_failure_share=args.max_failure_share,
         )
     except ReportError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -27,6 +27,15 @@ def _cell(values: Sequence[float], seed: int) -> dict[str, Any]:
     return {"mean": interval.mean, "ci95": [interval.low, interval.high], "n": len(values)}
 
 
+def failure_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Questions whose answer failed, and answered ones whose verdict failed: left out of the
+    means they would have fed, never scored as wrong."""
+    return {
+        "answer": sum(1 for r in records if (r.get("failure") or "").startswith("answer")),
+        "judge": sum(1 for r in records if (r.get("judging") or {}).get("error")),
+    }
+
+
 def summarize_run(records: Sequence[dict[str, Any]], settings: RunSettings) -> dict[str, Any]:
     """Overall and per-category means of every score, evidence recall and context size."""
     in_overall = [
@@ -42,10 +51,7 @@ def summarize_run(records: Sequence[dict[str, Any]], settings: RunSettings) -> d
         "template": settings.template,
         "adversarial": settings.adversarial,
         "questions": len(records),
-        "failures": {
-            "answer": sum(1 for r in records if (r.get("failure") or "").startswith("answer")),
-            "judge": sum(1 for r in records if (r.get("judging") or {}).get("error")),
-        },
+        "failures": failure_counts(records),
         "scores": {},
         "per_category": {},
     }

@@ -496,3 +496,26 @@ def test_judge_check_flags_a_judge_that_accepts_unrelated_answers(tmp_path: Path
     header = build_report(tmp_path / "runs").header
     assert header[-1].startswith("Judge check: the judge accepted 2 of 3 answers (67%)")
     assert "NOT a measure of accuracy" in header[-1]
+
+
+def test_a_run_with_too_many_failures_is_marked_invalid_with_its_count(tmp_path: Path) -> None:
+    """2 failed of 50 (4%) is over the default 2%: the row says INVALID and how many failed; the
+    failures are left out of its mean (not scored as 0); a looser threshold lets it stand."""
+    runs = tmp_path / "runs"
+    lines = scored([1.0] * 48 + [0.0] * 2)
+    for line in lines[-2:]:
+        line.update(failure="answer: HTTP 500", scores={}, answering=None, judging=None)
+    write_run(runs, "a", config(TURN_RAG), lines)
+    write_run(runs, "b", config(ZERO), scored([0.5] * 50))
+    out = tmp_path / "table"
+    assert main(["--runs", str(runs), "--out", str(out)]) == 0
+    markdown = out.with_suffix(".md").read_text()
+    assert "| TurnRAG (dense) INVALID (2 of 50 failed) |" in markdown
+    assert "INVALID rows: 1 run(s) with more than 2% of their questions failed" in markdown
+    assert "ZeroHistory INVALID" not in markdown
+    table = read_table(out).set_index("method")
+    assert table.loc["TurnRAG (dense)", "invalid"]
+    assert table.loc["TurnRAG (dense)", "failures"] == 2
+    assert table.loc["TurnRAG (dense)", "overall_f1_set_mean"] == 1.0
+    assert main(["--runs", str(runs), "--out", str(out), "--max-failure-share", "0.05"]) == 0
+    assert "INVALID" not in out.with_suffix(".md").read_text()
