@@ -5,12 +5,12 @@ utterance, a message, a scene). Small models return garbage often enough that a 
 survive it, and the tables have to show how often it happened. :func:`ask_json_many` does that
 the same way for every method:
 
-1. all units in one :meth:`~memsys.llm.backbone.Backbone.complete_many` batch, each reply parsed
-   by a :class:`~memsys.llm.jsonout.JSONReplyParser` and then checked by the method's ``accept``
+1. every unit asked at once (up to the backbone's concurrency), each reply parsed by a
+   :class:`~memsys.llm.jsonout.JSONReplyParser` and then checked by the method's ``accept``
    (e.g. "every argument occurs in the sentence"), which returns the converted value or ``None``;
-2. every rejected unit asked once more in a second batch, as a *new* request: the original
-   messages, the rejected reply and a note saying what was wrong (a repeated identical request
-   would only be served the same reply from the response cache);
+2. every rejected unit asked once more as soon as its reply is rejected, as a *new* request: the
+   original messages, the rejected reply and a note saying what was wrong (a repeated identical
+   request would only be served the same reply from the response cache);
 3. units rejected twice come back as ``None``: the caller runs its lite extractor on them and the
    :class:`ExtractionReport` counts them as fallbacks.
 
@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from memsys.llm.backbone import Backbone
 from memsys.llm.errors import LLMError
+from memsys.llm.flow import RequestFlow
 from memsys.llm.jsonout import JSONReplyParser
 from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
 
@@ -93,59 +94,87 @@ def ask_json_many(
     ``accept(index, value)`` gets schema-valid JSON and returns what the method keeps, or
     ``None`` to reject it (counted under ``problems['rejected']``).
     """
-    started = time.perf_counter()
-    parser = JSONReplyParser(schema)
-    params = SamplingParams(max_tokens=max_tokens, json_schema=schema)
-    results: list[T | None] = [None] * len(prompts)
-    report.units += len(prompts)
-    first = _ask(backbone, [tuple(p) for p in prompts], params, report)
-    retry: dict[int, tuple[Message, ...]] = {}
-    for index, reply in enumerate(first):
-        value, problem = _judge(index, reply, parser, accept, report)
-        if problem is None:
-            results[index] = value
-            report.accepted_first += 1
-            continue
+    with PendingJSON(
+        backbone, prompts, schema=schema, max_tokens=max_tokens, report=report
+    ) as pending:
+        return pending.results(accept)
+
+
+class PendingJSON:
+    """:func:`ask_json_many` in two halves: the prompts are sent when it is made, the replies
+    read by :meth:`results`, so that the caller can do work the prompts do not depend on (a
+    parse, an embedding) while the replies come in. Units are independent of one another and a
+    unit's retry depends only on its own first reply, so every request goes out as soon as it
+    is known (:class:`~memsys.llm.flow.RequestFlow`). Use as a context manager: leaving it
+    early stops the requests not yet sent.
+    """
+
+    def __init__(
+        self,
+        backbone: Backbone,
+        prompts: Sequence[Sequence[Message]],
+        *,
+        schema: Mapping[str, Any],
+        max_tokens: int,
+        report: ExtractionReport,
+    ) -> None:
+        self._started = time.perf_counter()
+        self._prompts = [tuple(prompt) for prompt in prompts]
+        self._parser = JSONReplyParser(schema)
+        self._params = SamplingParams(max_tokens=max_tokens, json_schema=schema)
+        self._report = report
+        self._flow = RequestFlow[tuple[int, int]](backbone)
+        report.units += len(self._prompts)
+        for index, prompt in enumerate(self._prompts):
+            self._send(index, 1, prompt)
+
+    def results(self, accept: Callable[[int, Any], T | None]) -> list[T | None]:
+        """Each unit's accepted value, ``None`` where both tries failed (see
+        :func:`ask_json_many`); the retries go out as the first replies are rejected."""
+        report = self._report
+        results: list[T | None] = [None] * len(self._prompts)
+        for (index, attempt), reply in self._flow:
+            if isinstance(reply, LLMResponse):
+                report.prompt_tokens += reply.prompt_tokens
+                report.completion_tokens += reply.completion_tokens
+            value, problem = _judge(index, reply, self._parser, accept, report)
+            if problem is None:
+                results[index] = value
+                if attempt == 1:
+                    report.accepted_first += 1
+                else:
+                    report.accepted_retry += 1
+            elif attempt == 1:
+                report.retried += 1
+                self._send(index, 2, self._retry_prompt(index, reply, problem))
+            else:
+                report.fallbacks += 1
+        for name, count in self._parser.counts().items():
+            report.parse[name] = report.parse.get(name, 0) + count
+        report.seconds += time.perf_counter() - self._started
+        return results
+
+    def _send(self, index: int, attempt: int, prompt: tuple[Message, ...]) -> None:
+        self._report.calls += 1
+        self._flow.submit((index, attempt), LLMRequest(prompt, self._params))
+
+    def _retry_prompt(
+        self, index: int, reply: LLMResponse | LLMError, problem: str
+    ) -> tuple[Message, ...]:
+        """The original messages, the rejected reply and a note saying what was wrong (a new
+        request: the same one would only be served the same reply from the response cache)."""
         reply_text = reply.text if isinstance(reply, LLMResponse) else ""
-        retry[index] = (
-            *prompts[index],
+        return (
+            *self._prompts[index],
             {"role": "assistant", "content": reply_text},
-            {
-                "role": "user",
-                "content": RETRY_NOTE.format(problem=problem),
-            },
+            {"role": "user", "content": RETRY_NOTE.format(problem=problem)},
         )
-    report.retried += len(retry)
-    second = _ask(backbone, list(retry.values()), params, report)
-    for index, reply in zip(retry, second, strict=True):
-        value, problem = _judge(index, reply, parser, accept, report)
-        if problem is None:
-            results[index] = value
-            report.accepted_retry += 1
-        else:
-            report.fallbacks += 1
-    for name, count in parser.counts().items():
-        report.parse[name] = report.parse.get(name, 0) + count
-    report.seconds += time.perf_counter() - started
-    return results
 
+    def __enter__(self) -> PendingJSON:
+        return self
 
-def _ask(
-    backbone: Backbone,
-    prompts: Sequence[tuple[Message, ...]],
-    params: SamplingParams,
-    report: ExtractionReport,
-) -> list[LLMResponse | LLMError]:
-    if not prompts:
-        return []
-    requests = [LLMRequest(prompt, params) for prompt in prompts]
-    replies = backbone.complete_many(requests, return_exceptions=True)
-    report.calls += len(requests)
-    for reply in replies:
-        if isinstance(reply, LLMResponse):
-            report.prompt_tokens += reply.prompt_tokens
-            report.completion_tokens += reply.completion_tokens
-    return replies
+    def __exit__(self, *exc_info: object) -> None:
+        self._flow.close()
 
 
 def _judge(

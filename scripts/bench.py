@@ -8,8 +8,9 @@ conversation's turns, per query, query embedding excluded), then the output of e
 script as it printed it: model services (cache-hit overhead, HTTP concurrency, embedding
 throughput; ``bench_llm.py``), harness overhead per question (``bench_harness.py``),
 personalized PageRank (``bench_ppr.py``), segmentation scoring
-(``bench_segmentation_scoring.py``) and the spaCy parse cache (``bench_parse_cache.py``). Each
-script's docstring says what it measures and how.
+(``bench_segmentation_scoring.py``), the spaCy parse cache (``bench_parse_cache.py``) and LLM
+memory construction against a fixed-latency server (``bench_construction.py``). Each script's
+docstring says what it measures and how.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ SCRIPTS = (
     ("Personalized PageRank on the largest LoCoMo graph (CAST)", "bench_ppr.py", []),
     ("Segmentation scoring (SuperDialSeg test)", "bench_segmentation_scoring.py", []),
     ("spaCy parse cache (LongMemEval-S turns)", "bench_parse_cache.py", []),
+    (
+        "Construction at the server's speed (LLM methods, LoCoMo conv-26, 0.2 s server)",
+        "bench_construction.py",
+        [],
+    ),
 )
 
 

@@ -6,11 +6,14 @@ no ``tests/__init__.py``).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from memsys.llm import (
     Accounting,
@@ -95,3 +98,68 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+class Jittered:
+    """Delays each request by a time drawn from its content (up to ``jitter_s``) before
+    ``provider`` answers it, so that concurrent requests finish out of order, the same order on
+    every run; records how many were in flight at most."""
+
+    def __init__(self, provider: Any, jitter_s: float = 0.01) -> None:
+        self.provider = provider
+        self.model_id = provider.model_id
+        self.endpoint = provider.endpoint
+        self.peak_in_flight = 0
+        self._jitter_s = jitter_s
+        self._in_flight = 0
+        self._lock = threading.Lock()
+
+    def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
+        with self._lock:
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+        try:
+            digest = hashlib.sha256(request_key(request).encode()).digest()
+            time.sleep(self._jitter_s * digest[0] / 255)
+            return self.provider.generate(request, timeout_s)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+
+def request_key(request: LLMRequest) -> str:
+    """A request's messages and sampling parameters as one string (comparable, sortable)."""
+    params = request.params
+    return json.dumps([list(request.messages), params.max_tokens, params.stop, params.json_schema])
+
+
+#: Report keys that time a construction: they differ between any two runs.
+TIMINGS = frozenset({"seconds", "llm_seconds"})
+
+
+def without_timings(value: Any) -> Any:
+    """``value`` (JSON) without the :data:`TIMINGS` keys at any depth."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [without_timings(item) for item in value]
+    return value
+
+
+def assert_concurrency_changes_nothing(
+    construct: Callable[[Backbone], Any], provider: Callable[[], Any]
+) -> None:
+    """``construct(backbone)`` (a memory dump, JSON) is the same, timings aside, with a backbone
+    of concurrency 1 and one of concurrency 8 whose replies arrive out of order; so is the set
+    of requests ``provider()`` (with a ``requests`` list) was sent."""
+    dumps, requests, peaks = [], [], []
+    for concurrency in (1, 8):
+        answering = provider()
+        jittered = Jittered(answering)
+        dump = construct(make_backbone(jittered, concurrency=concurrency))  # type: ignore[arg-type]
+        dumps.append(json.dumps(without_timings(json.loads(json.dumps(dump)))))  # key order too
+        requests.append(sorted(map(request_key, answering.requests)))
+        peaks.append(jittered.peak_in_flight)
+    assert peaks[0] == 1 and peaks[1] > 1, f"requests in flight at most: {peaks}"
+    assert requests[0] == requests[1]
+    assert dumps[0] == dumps[1]

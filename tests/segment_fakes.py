@@ -7,6 +7,8 @@ Imported as a plain module (pytest puts ``tests/`` on ``sys.path``), like ``llm_
 from __future__ import annotations
 
 import json
+import threading
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -54,18 +56,31 @@ def hashing_embedder() -> Embedder:
 
 
 class RuleProvider:
-    """Answers each request with ``reply(request)``; an exception from ``reply`` is raised."""
+    """Answers each request with ``reply(request)`` after ``delay_s``; an exception from
+    ``reply`` is raised. Records the requests and how many were in flight at most."""
 
     model_id = "fake:rules"
     endpoint = "fake://rules"
 
-    def __init__(self, reply: Callable[[LLMRequest], str]) -> None:
+    def __init__(self, reply: Callable[[LLMRequest], str], delay_s: float = 0.0) -> None:
         self.reply = reply
+        self.delay_s = delay_s
         self.requests: list[LLMRequest] = []
+        self.peak_in_flight = 0
+        self._in_flight = 0
+        self._lock = threading.Lock()
 
     def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
-        self.requests.append(request)
-        return Completion(self.reply(request), prompt_tokens=11, completion_tokens=3)
+        with self._lock:
+            self.requests.append(request)
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+        try:
+            time.sleep(self.delay_s)
+            return Completion(self.reply(request), prompt_tokens=11, completion_tokens=3)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
 
 
 def rule_backbone(reply: Callable[[LLMRequest], str]) -> tuple[Backbone, RuleProvider]:

@@ -6,17 +6,18 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import pytest
 from dialogues import build_conversation, embedded_llm_services, tiny_fixture
-from llm_fakes import make_backbone
+from llm_fakes import assert_concurrency_changes_nothing, make_backbone
 
 from memsys.base import Services
 from memsys.embed import Embedder
 from memsys.graph import PageRank, count_kinds
-from memsys.llm import Completion, LLMRequest
+from memsys.llm import Backbone, Completion, LLMRequest
 from memsys.methods.cast import (
     CAST,
     SceneRule,
@@ -308,6 +309,15 @@ def test_llm_path_with_a_fake_backbone(embedder: Embedder, nlp: NLP) -> None:
     assert not any("Mars" in pair for pair in relation)  # ungrounded triple dropped
     assert "Gina" in memory.characters()
     assert {m["location"] for m in memory.messages} == {None}  # "Mars" is not in the message
+
+
+def test_construction_is_the_same_at_any_concurrency(embedder: Embedder, nlp: NLP) -> None:
+    def construct(backbone: Backbone) -> dict[str, Any]:
+        services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
+        cast = CAST(services, extraction="llm")
+        return cast.dump_memory(cast.construct(conversation()))
+
+    assert_concurrency_changes_nothing(construct, CannedProvider)
 
 
 def test_llm_query_analysis_and_recognition_filter(embedder: Embedder, nlp: NLP) -> None:

@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 import pytest
 from dialogues import build_conversation
-from llm_fakes import make_backbone
+from llm_fakes import assert_concurrency_changes_nothing, make_backbone
 from segment_fakes import HashingModel, RuleProvider, user_text
 
 from benchmarks.answering.context import render_context
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.llm.backbone import Backbone
 from memsys.llm.errors import ProviderError
 from memsys.llm.types import LLMRequest
 from memsys.methods.esmem import (
@@ -418,11 +419,9 @@ def test_lite_boundaries_fit_the_window_and_keep_the_current_event() -> None:
         assert kept_previous == list(previous.lines[len(previous.lines) - len(kept_previous) :])
 
 
-def test_sessions_are_segmented_together_in_shared_batches(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Stage 1 goes out one turn position at a time for all sessions, stage 2 and the boundary
-    descriptions in one batch each; the requests are those of one session at a time."""
+def test_sessions_are_segmented_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each session's segmentation runs alongside the others', the boundary descriptions go
+    out in one batch; the requests are those of one session at a time."""
     one_at_a_time = RuleProvider(scripted)
     backbone = make_backbone(one_at_a_time, concurrency=1)  # type: ignore[arg-type]
     for session in tiny_conversation().sessions:
@@ -430,7 +429,7 @@ def test_sessions_are_segmented_together_in_shared_batches(
         ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone).segment(
             [t.text for t in turns], [t.speaker for t in turns]
         )
-    together = RuleProvider(scripted)
+    together = RuleProvider(scripted, delay_s=0.01)
     backbone = make_backbone(together, concurrency=8)  # type: ignore[arg-type]
     batches: list[int] = []
     complete_many = backbone.complete_many
@@ -442,8 +441,8 @@ def test_sessions_are_segmented_together_in_shared_batches(
     monkeypatch.setattr(backbone, "complete_many", counted)
     system = ESMem(Services(hashing_embedder(), WordCounter(), backbone), extraction="llm")  # type: ignore[arg-type]
     memory = system.construct(tiny_conversation())
-    # 8 turn positions x 2 sessions, then every candidate of both sessions, then 3 boundaries
-    assert batches[:8] == [2] * 8 and len(batches) == 10 and batches[-1] == 3
+    # segmentation on a request flow, both sessions' chains at once; 3 boundaries in one batch
+    assert together.peak_in_flight >= 2 and batches == [3]
 
     def key(request: LLMRequest) -> str:
         return json.dumps(request.messages)
@@ -451,6 +450,24 @@ def test_sessions_are_segmented_together_in_shared_batches(
     segmentation = [r for r in together.requests if r.params.json_schema is not None]
     assert sorted(map(key, segmentation)) == sorted(map(key, one_at_a_time.requests))
     assert memory.report["segmentation"]["llm_calls"] == len(one_at_a_time.requests)
+
+
+def test_construction_is_the_same_at_any_concurrency() -> None:
+    """Sessions of 8, 7 and 1 turns, good replies, a failed request and garbage: the same
+    memory and requests whether the chains run one request at a time or side by side."""
+    sessions = [
+        (datetime(2023, 5, 8), PETS + COOKING),
+        (datetime(2023, 6, 1), HIKING + GUITAR[:3]),
+        (datetime(2023, 6, 2), HIKING[:1]),
+        (datetime(2023, 7, 1), GUITAR + PETS),
+    ]
+    conversation = build_conversation(sessions, ("Alice", "Bob"), [], "jitter")
+
+    def construct(backbone: Backbone) -> dict[str, Any]:
+        system = ESMem(Services(hashing_embedder(), WordCounter(), backbone), extraction="llm")  # type: ignore[arg-type]
+        return system.dump_memory(system.construct(conversation))
+
+    assert_concurrency_changes_nothing(construct, lambda: RuleProvider(scripted))
 
 
 def test_llm_mode_boundaries_with_fallbacks_are_counted() -> None:

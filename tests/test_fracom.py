@@ -8,16 +8,17 @@ import json
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import pytest
 from dialogues import build_conversation, embedded_llm_services, tiny_fixture
-from llm_fakes import make_backbone
+from llm_fakes import assert_concurrency_changes_nothing, make_backbone
 
 from memsys.base import Services
 from memsys.embed import Embedder
-from memsys.llm import Completion, LLMRequest
+from memsys.llm import Backbone, Completion, LLMRequest
 from memsys.methods.fracom import FraCom, StoredProposition, compose, parse_fragments
 from memsys.nlp import NLP
 from memsys.propositions import (
@@ -297,6 +298,15 @@ def test_llm_path_uses_replies_retries_once_and_falls_back(nlp: NLP, embedder: E
     ]
     retries = [r for r in provider.requests if len(r.messages) == 3]
     assert len(retries) == 4 and retries[0].messages[1]["role"] == "assistant"  # a new request
+
+
+def test_construction_is_the_same_at_any_concurrency(nlp: NLP, embedder: Embedder) -> None:
+    def construct(backbone: Backbone) -> dict[str, Any]:
+        services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
+        system = FraCom(services, extraction="llm")
+        return system.dump_memory(system.construct(conversation()))
+
+    assert_concurrency_changes_nothing(construct, CannedProvider)
 
 
 def test_an_empty_llm_reading_of_a_question_is_retried_then_read_the_lite_way(

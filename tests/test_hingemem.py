@@ -8,13 +8,15 @@ import re
 import zlib
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from llm_fakes import make_backbone
+from llm_fakes import assert_concurrency_changes_nothing, make_backbone
 
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.llm.backbone import Backbone
 from memsys.llm.types import Completion, LLMRequest
 from memsys.methods.hingemem import HingeMem
 from memsys.methods.hingemem.extract import (
@@ -480,6 +482,15 @@ def test_llm_path_parses_good_replies_and_falls_back_on_garbage(services: Servic
     system.retrieve(memory, unusable)
     assert len(provider.requests) == 2 and system.analysis_counts["rules_fallback"] == 1
     assert system.explain(memory, unusable).plan.source == "rules_fallback"
+
+
+def test_construction_is_the_same_at_any_concurrency(services: Services) -> None:
+    def construct(backbone: Backbone) -> dict[str, Any]:
+        llm_services = Services(services.embedder, services.tokens, backbone, services.nlp)
+        system = HingeMem(llm_services, extraction="llm", construction={"min_segment_turns": 2})
+        return system.dump_memory(system.construct(tiny_conversation()))
+
+    assert_concurrency_changes_nothing(construct, CannedProvider)
 
 
 def test_reply_spans_cover_the_session() -> None:

@@ -7,6 +7,8 @@ stand-in for MiniLM. The compressors themselves are tested in test_compression.p
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -16,12 +18,14 @@ import pytest
 from dialogues import build_conversation
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
-from segment_fakes import hashing_embedder, rule_backbone
+from llm_fakes import assert_concurrency_changes_nothing
+from segment_fakes import RuleProvider, hashing_embedder, rule_backbone
 from tiny_llmlingua import build_tiny_llmlingua2, offline_cl100k
 
 from benchmarks.data.paths import REPO_ROOT
 from memsys.base import Services
 from memsys.compression import LLMLINGUA2_MODEL, Compressor, Passage, exchanges, render_turns
+from memsys.llm import Backbone, LLMRequest
 from memsys.methods.secom import SeCom
 from memsys.segment.embedding import EmbeddingSegmenter
 from memsys.segment.secom import SeComSegmenter
@@ -188,6 +192,49 @@ def test_garbage_llm_segmentation_falls_back_to_fixed_chunks_and_is_counted(
     # fixed chunks of 3 exchanges = 6 turns: session 1 (9 turns) -> 6 + 3, session 2 -> 4
     assert [len(s.turn_ids) for s in memory.segments] == [6, 3, 4]
     assert system.construction_identity()["construction_model"] == backbone.model_id
+
+
+def segments_of_two(request: LLMRequest) -> str:
+    """SeCom's segmentation reply: segments of two exchanges; garbage for the hiking session."""
+    prompt = request.messages[-1]["content"]
+    if "Mount Tamalpais" in prompt:
+        return "Sure! Here are the topics: hiking."
+    last = len(re.findall(r"^\[Exchange \d+\]: ", prompt, re.MULTILINE)) - 1
+    lines = [
+        json.dumps(
+            {
+                "segment_id": number,
+                "start_exchange_number": start,
+                "end_exchange_number": min(start + 1, last),
+                "num_exchanges": min(start + 1, last) - start + 1,
+            }
+        )
+        for number, start in enumerate(range(0, last + 1, 2))
+    ]
+    return "<segmentation>\n" + "\n".join(lines) + "\n</segmentation>"
+
+
+def test_construction_is_the_same_at_any_concurrency(tokens: TokenCounter) -> None:
+    conversation = build_conversation(
+        [
+            (datetime(2023, 5, 8), PETS + COOKING),
+            (datetime(2023, 6, 1), HIKING),
+            (datetime(2023, 6, 2), COOKING[:1]),
+            (datetime(2023, 7, 1), COOKING + PETS),
+        ],
+        ("Ann", "Ben"),
+    )
+
+    def construct(backbone: Backbone) -> dict[str, Any]:
+        system = SeCom(
+            services(tokens, backbone=backbone),
+            segmenter={"_target_": "memsys.segment.secom.SeComSegmenter", "extraction": "llm"},
+            extraction="llm",
+            compression="none",
+        )
+        return system.dump_memory(system.construct(conversation))
+
+    assert_concurrency_changes_nothing(construct, lambda: RuleProvider(segments_of_two))
 
 
 def test_segmenter_comes_from_config(tokens: TokenCounter) -> None:

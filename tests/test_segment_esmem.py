@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pytest
@@ -129,22 +127,14 @@ def test_llm_mode_end_to_end_with_scripted_replies() -> None:
     assert segmenter.reply_counts()["topic"]["clean"] == len(PETS_THEN_COOKING)
 
 
-def test_dialogues_segmented_together_equal_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dialogues_segmented_together_equal_one_at_a_time() -> None:
     dialogues = [PETS_THEN_COOKING, PETS_THEN_COOKING[2:7], PETS_THEN_COOKING[:3]]
     alone_backbone, alone = rule_backbone(scripted_replies(shift_after=3))
     segmenter = ESMemSegmenter(embedder=hashing_embedder(), backbone=alone_backbone)
     one_by_one = [segmenter.segment(dialogue) for dialogue in dialogues]
 
-    together = RuleProvider(scripted_replies(shift_after=3))
+    together = RuleProvider(scripted_replies(shift_after=3), delay_s=0.01)
     backbone = make_backbone(together, concurrency=8)  # type: ignore[arg-type]
-    batches: list[int] = []
-    complete_many = backbone.complete_many
-
-    def counted(requests: Sequence[LLMRequest], **options: Any) -> Any:
-        batches.append(len(requests))
-        return complete_many(requests, **options)
-
-    monkeypatch.setattr(backbone, "complete_many", counted)
     meter = CostMeter()
     segmenter = ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone)
     decided = segmenter.boundaries_many([DialogueText(tuple(d)) for d in dialogues], meter)
@@ -152,8 +142,8 @@ def test_dialogues_segmented_together_equal_one_at_a_time(monkeypatch: pytest.Mo
         assert alone_result.labels == labels_from_gaps(len(alone_result.labels), result.gaps)
         assert alone_result.annotations == result.annotations
         assert alone_result.details == result.details
-    # stage 1: one batch per turn position (8, 5 and 3 turns); stage 2: one batch for all
-    assert batches == [3, 3, 3, 2, 2, 1, 1, 1, sum(len(d.details["candidates"]) for d in decided)]
+    # each dialogue's stage-1 chain runs alongside the others'
+    assert together.peak_in_flight >= len(dialogues)
 
     def key(request: LLMRequest) -> str:
         return json.dumps(request.messages)

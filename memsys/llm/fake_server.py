@@ -4,7 +4,11 @@ For fault-injection tests and throughput benchmarks of the HTTP path (and as a s
 ``vllm serve`` when testing the launch script): it answers
 ``POST /v1/chat/completions`` with a valid completion that echoes the last message after a fixed
 latency, or, following a script of actions queued by the test, with a 400, a 429, a 500, a hang,
-a dropped connection, malformed JSON or a JSON object without choices. Rules keyed on a
+a dropped connection, malformed JSON or a JSON object without choices. With ``schema_replies``
+an ``ok`` reply is instead one the request's caller can use (:func:`usable_reply`): the smallest
+instance of the request's JSON schema, or for a request without one a plain reply that the
+methods' text parsers accept, so that a construction benchmark makes the requests a method makes
+with a good model rather than its retry and fallback requests. Rules keyed on a
 request's content (:meth:`FakeChatServer.on`) script one question of a run to fail for good, or a
 judge to reply with garbage, whatever order a concurrent client sends them in. It records how
 many requests it saw and their ``Authorization`` headers, so a test can prove a key was sent
@@ -12,13 +16,14 @@ without it being stored.
 
 Run standalone (prints ``READY <base url>`` once listening)::
 
-    python -m memsys.llm.fake_server --latency 0.2
+    python -m memsys.llm.fake_server --latency 0.2 [--schema-replies]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -26,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, get_args
+
+from memsys.llm.schema_reply import minimal_instance
 
 Action = Literal["ok", "400", "429", "500", "hang", "drop", "malformed", "empty"]
 ACTIONS: tuple[str, ...] = get_args(Action)
@@ -57,14 +64,22 @@ class FakeChatServer:
     """A local server on 127.0.0.1; use as a context manager or call start/stop.
 
     ``latency_s`` delays every ``ok`` reply; ``hang_s`` bounds a ``hang`` (it also ends when the
-    server stops). A request gets the action of the first content rule (:meth:`on`) that matches
+    server stops); ``schema_replies`` answers ``ok`` with :func:`usable_reply` instead of an echo. A request gets the action of the first content rule (:meth:`on`) that matches
     it; otherwise actions queued with :meth:`script` apply to the next requests in arrival order;
     once the queue is empty every request gets ``ok``.
     """
 
-    def __init__(self, latency_s: float = 0.0, hang_s: float = 30.0, port: int = 0) -> None:
+    def __init__(
+        self,
+        latency_s: float = 0.0,
+        hang_s: float = 30.0,
+        port: int = 0,
+        *,
+        schema_replies: bool = False,
+    ) -> None:
         self.latency_s = latency_s
         self.hang_s = hang_s
+        self.schema_replies = schema_replies
         self.authorization_headers: list[str] = []
         self.request_count = 0
         self._actions: deque[str] = deque()
@@ -122,7 +137,8 @@ class FakeChatServer:
             for rule in self._rules:
                 if rule.take(text):
                     return rule.action, rule.reply
-            return (self._actions.popleft() if self._actions else "ok"), None
+            action = self._actions.popleft() if self._actions else "ok"
+        return action, usable_reply(request) if self.schema_replies else None
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until :meth:`stop` (from another thread) or Ctrl-C."""
@@ -178,6 +194,47 @@ def completion_body(request: dict[str, Any], reply: str | None = None) -> dict[s
     }
 
 
+#: A ``[Exchange k]`` label of SeCom's segmentation prompt (memsys/segment/secom.py).
+_EXCHANGE = re.compile(r"^\[Exchange (\d+)\]: ", re.MULTILINE)
+#: A plain reply of three words or more, no JSON, no prompt scaffolding: ES-Mem's boundary
+#: description (memsys/methods/esmem/prompts.py, ``clean_boundary``) accepts it.
+PLAIN_REPLY = "The conversation moves from the previous topic to a new one."
+
+
+def usable_reply(request: dict[str, Any]) -> str:
+    """A reply that the request's caller can use: the smallest instance of its JSON schema
+    (``response_format``, as the OpenAI-compatible provider sends it); without a schema, for
+    SeCom's segmentation prompt one segment over all its numbered exchanges, else
+    :data:`PLAIN_REPLY`. Cut at the first ``stop`` string, as servers do."""
+    schema = request_schema(request)
+    if schema is not None:
+        return json.dumps(minimal_instance(schema))
+    prompt = str((request.get("messages") or [{}])[-1].get("content", ""))
+    numbers = [int(number) for number in _EXCHANGE.findall(prompt)]
+    text = PLAIN_REPLY
+    if numbers:
+        segment = {
+            "segment_id": 0,
+            "start_exchange_number": min(numbers),
+            "end_exchange_number": max(numbers),
+            "num_exchanges": max(numbers) - min(numbers) + 1,
+        }
+        text = f"<segmentation>\n{json.dumps(segment)}\n</segmentation>"
+    stops = request.get("stop") or []
+    for stop in [stops] if isinstance(stops, str) else stops:
+        text = text.split(stop, 1)[0]
+    return text
+
+
+def request_schema(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a chat request constrains its reply to (``json_schema`` or llama.cpp's
+    ``json_object`` form), or ``None``."""
+    response_format = request.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        return (response_format.get("json_schema") or {}).get("schema")
+    return response_format.get("schema")
+
+
 def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as real servers
@@ -231,8 +288,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per ok reply")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument(
+        "--schema-replies",
+        action="store_true",
+        help="answer with the smallest instance of each request's JSON schema (see usable_reply)",
+    )
     args = parser.parse_args()
-    server = FakeChatServer(latency_s=args.latency, port=args.port)
+    server = FakeChatServer(
+        latency_s=args.latency, port=args.port, schema_replies=args.schema_replies
+    )
     print(f"READY {server.base_url}", flush=True)
     try:
         server.serve_forever()

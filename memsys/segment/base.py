@@ -153,14 +153,19 @@ def ask_many(
     backbone: Backbone, requests: Sequence[LLMRequest], meter: CostMeter
 ) -> list[LLMResponse | None]:
     """Independent LLM calls run together, booked on ``meter``; ``None`` marks a failed one."""
+    if not requests:
+        return []
     outcomes = backbone.complete_many(requests, return_exceptions=True)
-    replies: list[LLMResponse | None] = []
-    for outcome in outcomes:
-        if isinstance(outcome, LLMError) and not isinstance(outcome, LLMRequestError):
-            raise outcome
-        meter.llm(outcome)
-        replies.append(outcome if isinstance(outcome, LLMResponse) else None)
-    return replies
+    return [booked(outcome, meter) for outcome in outcomes]
+
+
+def booked(outcome: LLMResponse | LLMError, meter: CostMeter) -> LLMResponse | None:
+    """One call's outcome booked on ``meter``: the reply, or ``None`` for a request that failed
+    for good; any other error (a tripped breaker, a replay miss) is raised: the run must stop."""
+    if isinstance(outcome, LLMError) and not isinstance(outcome, LLMRequestError):
+        raise outcome
+    meter.llm(outcome)
+    return outcome if isinstance(outcome, LLMResponse) else None
 
 
 @dataclass(frozen=True)
@@ -250,12 +255,7 @@ class Segmenter(ABC):
         """Label one dialogue; ``speakers`` may be empty when unknown."""
         dialogue = DialogueText(tuple(utterances), tuple(speakers))
         meter = CostMeter(self.embedder)
-        decided = self.boundaries(dialogue, meter) if len(dialogue) > 1 else Boundaries(())
-        if decided.annotations and len(decided.annotations) != len(dialogue):
-            raise ValueError(
-                f"{type(self).__name__}: {len(decided.annotations)} annotations "
-                f"for {len(dialogue)} utterances"
-            )
+        (decided,) = self.segment_many([dialogue], meter)
         return Segmentation(
             labels=labels_from_gaps(len(dialogue), set(decided.gaps)),
             cost=meter.finish(),
@@ -263,9 +263,35 @@ class Segmenter(ABC):
             details=decided.details,
         )
 
+    def segment_many(self, dialogues: Sequence[DialogueText], meter: CostMeter) -> list[Boundaries]:
+        """The boundaries of several dialogues of any length (a conversation's sessions), their
+        cost on one ``meter``: a one-utterance dialogue has none and costs nothing, the others
+        go to :meth:`boundaries_many` together."""
+        several = [dialogue for dialogue in dialogues if len(dialogue) > 1]
+        decided = iter(self.boundaries_many(several, meter))
+        found = [next(decided) if len(dialogue) > 1 else Boundaries(()) for dialogue in dialogues]
+        for dialogue, boundaries in zip(dialogues, found, strict=True):
+            if boundaries.annotations and len(boundaries.annotations) != len(dialogue):
+                raise ValueError(
+                    f"{type(self).__name__}: {len(boundaries.annotations)} annotations "
+                    f"for {len(dialogue)} utterances"
+                )
+        return found
+
     @abstractmethod
     def boundaries(self, dialogue: DialogueText, meter: CostMeter) -> Boundaries:
         """The gaps after which a segment ends (called for dialogues of two or more utterances)."""
+
+    def boundaries_many(
+        self, dialogues: Sequence[DialogueText], meter: CostMeter
+    ) -> list[Boundaries]:
+        """:meth:`boundaries` of several dialogues (two or more utterances each) on one meter.
+
+        The default segments them one by one; a segmenter whose LLM calls for one dialogue do
+        not depend on another's overrides it to send them together (same requests, same
+        results, less waiting).
+        """
+        return [self.boundaries(dialogue, meter) for dialogue in dialogues]
 
     @abstractmethod
     def config(self) -> dict[str, Any]:

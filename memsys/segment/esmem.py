@@ -17,9 +17,10 @@ segmentation benchmark a turn is one utterance. The per-turn topics and keywords
 annotations: ES-Mem's event summaries are made of them.
 
 :meth:`ESMemSegmenter.boundaries_many` segments several dialogues (a conversation's sessions) at
-once: stage 1's recurrence is within a dialogue, so the dialogues' t-th turns go out in one
-batch, and stage 2's candidates of all dialogues in another; the requests, hence the results, are
-those of segmenting the dialogues one at a time.
+once: stage 1's recurrence is within a dialogue, so every dialogue runs as its own chain of
+requests (turn t + 1 asked once turn t is read, its stage 2 once its stage 1 is embedded), all
+chains at once within the backbone's concurrency; the requests, hence the results, are those of
+segmenting the dialogues one at a time.
 
 Readings taken where the paper is vague (each a config value where it is a choice):
 
@@ -48,15 +49,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from memsys.embed import Embedder
 from memsys.llm.backbone import Backbone
+from memsys.llm.flow import RequestFlow
 from memsys.llm.jsonout import JSONReplyParser
-from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
-from memsys.segment.base import Boundaries, CostMeter, DialogueText, Segmenter, ask_many
+from memsys.llm.types import LLMRequest, LLMResponse, SamplingParams
+from memsys.segment.base import Boundaries, CostMeter, DialogueText, Segmenter, booked
 from memsys.segment.depth import block_similarities
 from memsys.segment.lexical import keywords
 
@@ -168,6 +171,8 @@ INTENT_SCHEMA: dict[str, Any] = {
 }
 
 FIRST_TURN = "(none: this is the first turn)"
+#: Request priorities: a stage-1 chain (the critical path) never waits behind stage-2 requests.
+STAGE_1, STAGE_2 = 0, 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,42 +324,31 @@ class ESMemSegmenter(Segmenter):
         self, dialogues: Sequence[DialogueText], meter: CostMeter
     ) -> list[Boundaries]:
         """The boundaries of several dialogues of two or more utterances each (a conversation's
-        sessions), their LLM calls in shared batches, their cost on one ``meter``.
+        sessions), their LLM calls sent together, their cost on one ``meter``.
 
-        Stage 1's recurrence runs within a dialogue, so the dialogues advance in lockstep, one
-        batch per turn position; stage 2 sends every candidate of every dialogue in one batch.
-        The requests are those of segmenting the dialogues one by one, so are the results.
+        The requests are those of segmenting the dialogues one by one, so are the results
+        (:meth:`_llm_stages` says what runs alongside what).
         """
         if not dialogues:
             return []
+        if self.uses_llm:
+            return self._llm_stages(dialogues, meter)
         embedder = self.require_embedder()
-        if self.uses_llm:
-            annotations = self._llm_annotations(dialogues, meter)
-            vectors = [
-                embedder.encode([annotation_text(a) for a in notes]) for notes in annotations
-            ]
-        else:
-            annotations = [
-                [lite_annotation(text, self.keyword_limit) for text in dialogue.utterances]
-                for dialogue in dialogues
-            ]
-            vectors = [embedder.encode(dialogue.utterances) for dialogue in dialogues]
-        information = [
-            gaussian_mutual_information(adjacent_pearson(v.astype(np.float64))) for v in vectors
-        ]
-        candidates = [quantile_candidates(values, self.quantile) for values in information]
-        if self.uses_llm:
-            probabilities = self._intent_probabilities(dialogues, candidates, meter)
-        else:
-            probabilities = []
-            for gaps, dialogue_vectors in zip(candidates, vectors, strict=True):
-                similarities = block_similarities(dialogue_vectors, self.window)
-                contrast = rank_shift_probability(similarities)
-                probabilities.append({gap: float(contrast[gap]) for gap in gaps})
-        return [
-            self._decide(*parts)
-            for parts in zip(annotations, information, candidates, probabilities, strict=True)
-        ]
+        decided = []
+        for dialogue in dialogues:
+            vectors = embedder.encode(dialogue.utterances)
+            information, candidates = self._candidates(vectors)
+            contrast = rank_shift_probability(block_similarities(vectors, self.window))
+            notes = [lite_annotation(text, self.keyword_limit) for text in dialogue.utterances]
+            probabilities = {gap: float(contrast[gap]) for gap in candidates}
+            decided.append(self._decide(notes, information, candidates, probabilities))
+        return decided
+
+    def _candidates(self, vectors: np.ndarray) -> tuple[np.ndarray, list[int]]:
+        """I_t of each gap of a dialogue whose turns embed as ``vectors``, and the gaps at or
+        below its q-quantile."""
+        information = gaussian_mutual_information(adjacent_pearson(vectors.astype(np.float64)))
+        return information, quantile_candidates(information, self.quantile)
 
     def _decide(
         self,
@@ -376,40 +370,66 @@ class ESMemSegmenter(Segmenter):
         }
         return Boundaries(sorted(kept), annotations=tuple(annotations), details=details)
 
-    def _llm_annotations(
-        self, dialogues: Sequence[DialogueText], meter: CostMeter
-    ) -> list[list[dict[str, Any]]]:
-        """Stage 1, recurrent: each turn's call sees the previous turn and its annotation; the
-        t-th turns of all dialogues go out together."""
-        params = SamplingParams(max_tokens=self.topic_max_tokens, json_schema=TOPIC_SCHEMA)
-        annotations: list[list[dict[str, Any]]] = [[] for _ in dialogues]
-        for index in range(max(len(dialogue) for dialogue in dialogues)):
-            active = [k for k, dialogue in enumerate(dialogues) if index < len(dialogue)]
-            requests = [
-                LLMRequest(self._topic_messages(dialogues[k], index, annotations[k]), params)
-                for k in active
-            ]
-            replies = ask_many(self.require_backbone(), requests, meter)
-            for k, reply in zip(active, replies, strict=True):
-                annotations[k].append(
-                    self._read_topic(reply, dialogues[k].utterances[index], meter)
-                )
-        return annotations
+    def _llm_stages(self, dialogues: Sequence[DialogueText], meter: CostMeter) -> list[Boundaries]:
+        """Both stages of every dialogue as chains on one :class:`RequestFlow`.
 
-    @staticmethod
-    def _topic_messages(
-        dialogue: DialogueText, index: int, previous: Sequence[Mapping[str, Any]]
-    ) -> tuple[Message, ...]:
+        Dialogues are independent of one another: each advances as soon as its own reply is
+        read. Within one, stage 1 is recurrent (turn t + 1's request quotes turn t's
+        annotation) and stage 2 needs the candidates, i.e. every stage-1 annotation embedded.
+        The annotations are embedded dialogue by dialogue in their order, as one at a time
+        would: the embedder encodes only what its cache lacks, and the model's last bits depend
+        on the other texts of its batch, so embedding in another order could move a candidate.
+        """
+        runs = [_DialogueRun(dialogue) for dialogue in dialogues]
+        embedded = 0  # runs whose candidates are known (a prefix)
+        with RequestFlow[tuple[str, int, int]](self.require_backbone()) as flow:
+            for k, run in enumerate(runs):
+                flow.submit(("topic", k, 0), self._topic_request(run.dialogue, 0, []), STAGE_1)
+            for (stage, k, index), outcome in flow:
+                reply, run = booked(outcome, meter), runs[k]
+                if stage == "intent":
+                    run.probabilities[index] = self._read_intent(reply, meter)
+                    continue
+                run.annotations.append(
+                    self._read_topic(reply, run.dialogue.utterances[index], meter)
+                )
+                if not run.annotated:
+                    request = self._topic_request(run.dialogue, index + 1, run.annotations)
+                    flow.submit(("topic", k, index + 1), request, priority=STAGE_1)
+                while embedded < len(runs) and runs[embedded].annotated:
+                    self._send_candidates(runs[embedded], embedded, flow)
+                    embedded += 1
+        return [
+            self._decide(run.annotations, run.information, run.candidates, run.probabilities)
+            for run in runs
+        ]
+
+    def _send_candidates(
+        self, run: _DialogueRun, k: int, flow: RequestFlow[tuple[str, int, int]]
+    ) -> None:
+        """Embed dialogue ``k``'s annotations, find its candidates and send their stage-2
+        requests (each candidate's independent of the others')."""
+        vectors = self.require_embedder().encode([annotation_text(a) for a in run.annotations])
+        run.information, run.candidates = self._candidates(vectors)
+        run.probabilities = dict.fromkeys(run.candidates)  # in gap order, filled as replies come
+        for gap in run.candidates:
+            flow.submit(("intent", k, gap), self._intent_request(run.dialogue, gap), STAGE_2)
+
+    def _topic_request(
+        self, dialogue: DialogueText, index: int, previous: Sequence[Mapping[str, Any]]
+    ) -> LLMRequest:
         """Figure 6's request for turn ``index``, given the annotations of the turns before it."""
         prompt = TOPIC_USER_PROMPT.format(
             previous_text=dialogue.line(index - 1) if index else FIRST_TURN,
             previous_annotation=_compact_json(previous[-1]) if index else FIRST_TURN,
             text=dialogue.line(index),
         )
-        return (
+        messages = (
             {"role": "system", "content": TOPIC_SYSTEM_PROMPT},
             {"role": "user", "content": prompt},
         )
+        params = SamplingParams(max_tokens=self.topic_max_tokens, json_schema=TOPIC_SCHEMA)
+        return LLMRequest(messages, params)
 
     def _read_topic(self, reply: LLMResponse | None, text: str, meter: CostMeter) -> dict[str, Any]:
         """A turn's annotation from its stage-1 reply, or the lite one when the reply is unusable."""
@@ -421,39 +441,27 @@ class ESMemSegmenter(Segmenter):
         meter.fallback("topic_fallback")
         return lite_annotation(text, self.keyword_limit)
 
-    def _intent_probabilities(
-        self,
-        dialogues: Sequence[DialogueText],
-        candidates: Sequence[Sequence[int]],
-        meter: CostMeter,
-    ) -> list[dict[int, float | None]]:
-        """Stage 2: p_eb per candidate gap of each dialogue (``None`` where the reply was
-        unusable), every candidate of every dialogue in one batch."""
+    def _intent_request(self, dialogue: DialogueText, gap: int) -> LLMRequest:
+        """Figure 7's request for the candidate cut after utterance ``gap``."""
+        left = range(max(0, gap - self.window + 1), gap + 1)
+        right = range(gap + 1, min(len(dialogue), gap + 1 + self.window))
+        prompt = INTENT_USER_PROMPT.format(
+            left_context="\n".join(dialogue.line(i) for i in left),
+            right_context="\n".join(dialogue.line(i) for i in right),
+        )
+        messages = (
+            {"role": "system", "content": INTENT_SYSTEM_PROMPT},
+            {"role": "user", "content": prompt},
+        )
         params = SamplingParams(max_tokens=self.intent_max_tokens, json_schema=INTENT_SCHEMA)
-        requests = []
-        for dialogue, gaps in zip(dialogues, candidates, strict=True):
-            for gap in gaps:
-                left = range(max(0, gap - self.window + 1), gap + 1)
-                right = range(gap + 1, min(len(dialogue), gap + 1 + self.window))
-                prompt = INTENT_USER_PROMPT.format(
-                    left_context="\n".join(dialogue.line(i) for i in left),
-                    right_context="\n".join(dialogue.line(i) for i in right),
-                )
-                messages = (
-                    {"role": "system", "content": INTENT_SYSTEM_PROMPT},
-                    {"role": "user", "content": prompt},
-                )
-                requests.append(LLMRequest(messages, params))
-        replies = iter(ask_many(self.require_backbone(), requests, meter) if requests else [])
-        probabilities: list[dict[int, float | None]] = []
-        for gaps in candidates:
-            probabilities.append({})
-            for gap in gaps:
-                reply = next(replies)
-                probabilities[-1][gap] = self._parse_intent(reply.text) if reply else None
-                if probabilities[-1][gap] is None:
-                    meter.fallback("intent_fallback")
-        return probabilities
+        return LLMRequest(messages, params)
+
+    def _read_intent(self, reply: LLMResponse | None, meter: CostMeter) -> float | None:
+        """p_eb from a stage-2 reply, or ``None`` (counted) when there is none or it is unusable."""
+        probability = self._parse_intent(reply.text) if reply else None
+        if probability is None:
+            meter.fallback("intent_fallback")
+        return probability
 
     def _parse_intent(self, text: str) -> float | None:
         """p_eb from one stage-2 reply, or ``None`` when it breaks the schema or repeats a label."""
@@ -480,6 +488,22 @@ class ESMemSegmenter(Segmenter):
             "intent_max_tokens": self.intent_max_tokens,
             "on_intent_failure": self.on_intent_failure,
         }
+
+
+@dataclass
+class _DialogueRun:
+    """One dialogue under way in :meth:`ESMemSegmenter._llm_stages`: its stage-1 annotations
+    so far; once all are in and embedded, its gaps' I_t, its candidates and their p_eb."""
+
+    dialogue: DialogueText
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+    information: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    candidates: list[int] = field(default_factory=list)
+    probabilities: dict[int, float | None] = field(default_factory=dict)
+
+    @property
+    def annotated(self) -> bool:
+        return len(self.annotations) == len(self.dialogue)
 
 
 def _compact_json(value: Mapping[str, Any]) -> str:

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from memsys.embed import Embedder
 from memsys.kvstore import SQLiteKV
 from memsys.llm.backbone import Backbone
-from memsys.llm.types import SamplingParams
+from memsys.llm.types import LLMRequest, LLMResponse, SamplingParams
 from memsys.segment.base import (
     Boundaries,
     CostMeter,
@@ -47,7 +47,7 @@ from memsys.segment.base import (
     Segmenter,
     TrainingRequest,
     WindowDiff,
-    ask,
+    ask_many,
 )
 from memsys.segment.secom_reflection import Guidance, ReflectionConfig, learn_guidance
 from memsys.types import SegmentationDialogue
@@ -238,11 +238,32 @@ class SeComSegmenter(Segmenter):
         )
         return [{"role": "user", "content": prompt}]
 
-    def boundaries(self, dialogue: DialogueText, meter: CostMeter) -> Boundaries:
+    def request(self, dialogue: DialogueText) -> LLMRequest:
+        """The one request that segments ``dialogue``."""
         params = SamplingParams(
             max_tokens=self.tokens_per_exchange * len(dialogue) + 64, stop=(CLOSE_TAG,)
         )
-        reply = ask(self.require_backbone(), self.messages(dialogue), params, meter)
+        return LLMRequest(tuple(self.messages(dialogue)), params)
+
+    def boundaries(self, dialogue: DialogueText, meter: CostMeter) -> Boundaries:
+        return self.boundaries_many([dialogue], meter)[0]
+
+    def boundaries_many(
+        self, dialogues: Sequence[DialogueText], meter: CostMeter
+    ) -> list[Boundaries]:
+        """A dialogue's request depends on nothing but the dialogue: all go out in one batch,
+        their replies are read in order."""
+        requests = [self.request(dialogue) for dialogue in dialogues]
+        replies = ask_many(self.require_backbone(), requests, meter)
+        return [
+            self._read(dialogue, reply, meter)
+            for dialogue, reply in zip(dialogues, replies, strict=True)
+        ]
+
+    def _read(
+        self, dialogue: DialogueText, reply: LLMResponse | None, meter: CostMeter
+    ) -> Boundaries:
+        """The gaps a reply gives, or the counted fixed-chunk fallback."""
         if reply is None:
             parsed = _failure("no_reply", "the LLM call failed")
         else:

@@ -18,7 +18,8 @@ that implements each paper component, in the fidelity card ``docs/methods/cast.m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,7 +49,7 @@ from memsys.semantic_graph import (
     build_graph,
     distinct_facts,
 )
-from memsys.structured import ExtractionReport, ask_json_many
+from memsys.structured import ExtractionReport, PendingJSON
 from memsys.types import Conversation, MemoryItem, Question, Retrieval
 
 from .episodic import (
@@ -243,12 +244,17 @@ class CAST(MemorySystem[CastMemory]):
         texts = ["\n".join(messages[i]["text"] for i in v.window) for v in views]
         topics = self.services.embedder.encode(texts) if texts else np.zeros((0, 1))
         scenes = build_scenes(views, topics, self.rule)
-        summaries = self.summarize(scenes, messages, reports["summaries"])
+        lines = [m["text"] for m in messages]
+        # The summary requests need only their scenes: the extractive fallbacks and the
+        # semantic graph, which need no summary, are embedded while the LLM writes them.
+        with self._summary_requests(scenes, lines, reports["summaries"]) as pending:
+            extractive = self.extractive_summaries(scenes, lines)
+            graph = build_graph(facts, self.services.embedder, self.synonym_threshold)
+            summaries = self._summaries(pending, extractive)
         scenes = [
             replace(s, summary=text, summary_source=source)
             for s, (text, source) in zip(scenes, summaries, strict=True)
         ]
-        graph = build_graph(facts, self.services.embedder, self.synonym_threshold)
         report = {"views": len(views), "llm": {k: r.to_json() for k, r in reports.items()}}
         memory = CastMemory(messages, scenes, graph, distinct_facts(facts), report)
         memory.vectors("scenes", self)  # h_s = f_scene(φ(s)), Algorithm 1 line 19 (cached)
@@ -258,38 +264,50 @@ class CAST(MemorySystem[CastMemory]):
         self, utterances: Sequence[Utterance]
     ) -> tuple[list[list[str]], list[str | None], list[PassageFacts], dict[str, ExtractionReport]]:
         """Per message: persons mentioned, its place (ℓ_i) and (phrases, triples) for the
-        semantic graph; by spaCy, then by the LLM where ``extraction: llm`` and it answers."""
+        semantic graph; by spaCy, then by the LLM where ``extraction: llm`` and it answers.
+        The LLM's requests need only the messages, so spaCy parses while they are answered."""
         texts = [u.text for u in utterances]
-        persons = self.extractor.persons(texts)
-        locations = [
-            next((e for e, label in found if label in PLACE_LABELS), None)
-            for found in self.extractor.entities(texts)
-        ]
-        facts: list[PassageFacts] = []
-        for propositions in self.extractor.extract(utterances):
-            phrases = [a for p in propositions for a in p.arguments]
-            facts.append((phrases, [t for p in propositions for t in triples(p)]))
         reports = {"openie": ExtractionReport(), "summaries": ExtractionReport()}
-        if self.extraction == "llm":
-            for i, found in enumerate(self._openie(utterances, facts, reports["openie"])):
-                if found is not None:
-                    persons[i], locations[i], facts[i] = found
+        with self._openie_requests(utterances, reports["openie"]) as pending:
+            persons = self.extractor.persons(texts)
+            locations = [
+                next((e for e, label in found if label in PLACE_LABELS), None)
+                for found in self.extractor.entities(texts)
+            ]
+            facts: list[PassageFacts] = []
+            for propositions in self.extractor.extract(utterances):
+                phrases = [a for p in propositions for a in p.arguments]
+                facts.append((phrases, [t for p in propositions for t in triples(p)]))
+            if pending is not None:
+                accept = self._openie_accept(utterances, facts)
+                for i, found in enumerate(pending.results(accept)):
+                    if found is not None:
+                        persons[i], locations[i], facts[i] = found
         return persons, locations, facts, reports
 
-    def _openie(
-        self,
-        utterances: Sequence[Utterance],
-        lite_facts: Sequence[PassageFacts],
-        report: ExtractionReport,
-    ) -> list[tuple[list[str], str | None, PassageFacts] | None]:
-        """LLM persons, place and triples per message (``None`` where the lite ones stand in).
-
-        Names, the place and triples' subjects and objects must occur in the message (or be a
-        party to it); a reply keeping no triple where the parse finds some is rejected."""
+    def _openie_requests(
+        self, utterances: Sequence[Utterance], report: ExtractionReport
+    ) -> AbstractContextManager[PendingJSON | None]:
+        """The LLM's persons, place and triples of every message, asked now (each message on
+        its own); nothing in lite mode."""
+        if self.extraction != "llm":
+            return nullcontext()
         prompts = [
             [{"role": "user", "content": OPENIE_PROMPT.format(speaker=u.speaker, text=u.text)}]
             for u in utterances
         ]
+        return PendingJSON(
+            self._backbone(), prompts, schema=OPENIE_SCHEMA,
+            max_tokens=self.openie_max_tokens, report=report,
+        )  # fmt: skip
+
+    @staticmethod
+    def _openie_accept(
+        utterances: Sequence[Utterance], lite_facts: Sequence[PassageFacts]
+    ) -> Callable[[int, Any], tuple[list[str], str | None, PassageFacts] | None]:
+        """What an OpenIE reply keeps (``None``: the lite facts stand in). Names, the place and
+        triples' subjects and objects must occur in the message (or be a party to it); a reply
+        keeping no triple where the parse finds some is rejected."""
 
         def accept(index: int, value: Any) -> tuple[list[str], str | None, PassageFacts] | None:
             u = utterances[index]
@@ -314,20 +332,21 @@ class CAST(MemorySystem[CastMemory]):
                 return None
             return persons, location, ([part for s, _, o in kept for part in (s, o)], kept)
 
-        return ask_json_many(
-            self._backbone(), prompts, schema=OPENIE_SCHEMA, accept=accept,
-            max_tokens=self.openie_max_tokens, report=report,
-        )  # fmt: skip
+        return accept
 
-    def summarize(
-        self, scenes: Sequence[Scene], messages: Sequence[dict[str, Any]], report: ExtractionReport
-    ) -> list[tuple[str, str]]:
-        """φ(s) for each scene: ``(summary, "llm" | "extractive")``."""
-        texts = [m["text"] for m in messages]
-        vectors = self.services.embedder.encode(texts)
-        extractive = [extractive_summary(s, texts, vectors, self.summary_messages) for s in scenes]
+    def extractive_summaries(self, scenes: Sequence[Scene], lines: Sequence[str]) -> list[str]:
+        """Each scene's extractive φ(s) over the conversation's ``speaker: text`` lines: the
+        lite summary, and the LLM's fallback."""
+        vectors = self.services.embedder.encode(list(lines))
+        return [extractive_summary(s, lines, vectors, self.summary_messages) for s in scenes]
+
+    def _summary_requests(
+        self, scenes: Sequence[Scene], lines: Sequence[str], report: ExtractionReport
+    ) -> AbstractContextManager[PendingJSON | None]:
+        """The LLM's φ(s) of every scene, asked now (each scene on its own); nothing in lite
+        mode or without scenes."""
         if self.extraction != "llm" or not scenes:
-            return [(text, "extractive") for text in extractive]
+            return nullcontext()
         prompts = [
             [
                 {
@@ -335,24 +354,30 @@ class CAST(MemorySystem[CastMemory]):
                     "content": SUMMARY_PROMPT.format(
                         character=s.character,
                         role=s.role,
-                        messages="\n".join(texts[i] for i in s.positions)[: self.summary_max_chars],
+                        messages="\n".join(lines[i] for i in s.positions)[: self.summary_max_chars],
                     ),
                 }
             ]
             for s in scenes
         ]
+        return PendingJSON(
+            self._backbone(), prompts, schema=SUMMARY_SCHEMA,
+            max_tokens=self.summary_max_tokens, report=report,
+        )  # fmt: skip
+
+    @staticmethod
+    def _summaries(pending: PendingJSON | None, extractive: Sequence[str]) -> list[tuple[str, str]]:
+        """φ(s) for each scene: ``(summary, "llm" | "extractive")``."""
+        if pending is None:
+            return [(text, "extractive") for text in extractive]
 
         def accept(index: int, value: Any) -> str | None:
             summary = " ".join(value["summary"].split())
             return summary if len(summary.split()) >= 3 else None
 
-        written = ask_json_many(
-            self._backbone(), prompts, schema=SUMMARY_SCHEMA, accept=accept,
-            max_tokens=self.summary_max_tokens, report=report,
-        )  # fmt: skip
         return [
             (text, "llm") if text is not None else (fallback, "extractive")
-            for text, fallback in zip(written, extractive, strict=True)
+            for text, fallback in zip(pending.results(accept), extractive, strict=True)
         ]
 
     # -- Retrieval -------------------------------------------------------------------------------

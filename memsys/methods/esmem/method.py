@@ -12,7 +12,8 @@ s_i = its summary (:mod:`.summary`), b_i = a description of how the conversation
 i - 1 (possibly in the previous session: events are ordered in time across sessions) to event i.
 ``extraction: llm`` asks the backbone for b_i with Figure 8's instructions (:mod:`.prompts`),
 given both summaries and the last/first L = 4 turns of the two events; all boundaries of a
-conversation go out in one batch. ``extraction: lite`` (no LLM call anywhere) fills the paper's
+conversation go out in one batch (each needs only its two events, known once every session is
+segmented). ``extraction: lite`` (no LLM call anywhere) fills the paper's
 structured format, fitted to the embedder's input window (:mod:`.boundary`).
 
 Retrieval (:mod:`.retrieval`). sim_bnd = cos(query, b_i) picks the top k = 10 anchors; each
@@ -137,16 +138,15 @@ class ESMem(MemorySystem[ESMemMemory]):
         )
         segmenter.prepare([[turn.text for turn in session.turns] for session in sessions])
         meter = CostMeter(self.services.embedder)
-        segmented = [session for session in sessions if len(session.turns) > 1]
         dialogues = [
             DialogueText(tuple(t.text for t in s.turns), tuple(t.speaker for t in s.turns))
-            for s in segmented
+            for s in sessions
         ]
-        decisions = iter(segmenter.boundaries_many(dialogues, meter))
+        # Sessions are segmented alongside one another (stage 1 recurs only within a session).
+        decisions = segmenter.segment_many(dialogues, meter)
         events: list[Event] = []
         position = 0
-        for session in sessions:
-            decided = next(decisions) if len(session.turns) > 1 else Boundaries(())
+        for session, decided in zip(sessions, decisions, strict=True):
             events += self._events(session, position, decided, segmenter.keyword_limit)
             position += len(session.turns)
         if self.construction.summaries and not self.uses_llm:
@@ -156,7 +156,7 @@ class ESMem(MemorySystem[ESMemMemory]):
             "events": len(events),
             "segmentation": {
                 **meter.finish().to_json(),
-                "single_turn_sessions": len(sessions) - len(segmented),
+                "single_turn_sessions": sum(len(session.turns) == 1 for session in sessions),
                 "replies": segmenter.reply_counts(),
             },
         }

@@ -1,7 +1,7 @@
 """FraCom §3.1, Fragment: utterances → propositions ``{Predicate, Argument: [...]}`` by the LLM.
 
-One :data:`~memsys.methods.fracom.prompts.FRAGMENT_PROMPT` per utterance, all in one batch
-through :func:`memsys.structured.ask_json_many` (one retry, then ``None`` so that the caller uses
+One :data:`~memsys.methods.fracom.prompts.FRAGMENT_PROMPT` per utterance, all sent at once
+through :class:`memsys.structured.PendingJSON` (one retry, then ``None`` so that the caller uses
 the lite extractor, counted in the report). The same prompt reads a question (§3.3: "we perform
 propositional representation on current utterances").
 """
@@ -14,7 +14,7 @@ from typing import Any
 from memsys.llm.backbone import Backbone
 from memsys.methods.fracom.prompts import FRAGMENT_MAX_TOKENS, FRAGMENT_PROMPT, FRAGMENT_SCHEMA
 from memsys.propositions import Proposition, Utterance, grounded, phrase_key
-from memsys.structured import ExtractionReport, ask_json_many
+from memsys.structured import ExtractionReport, PendingJSON
 
 #: Who says an utterance without a speaker (a question): the prompt needs a name for "I".
 UNKNOWN_SPEAKER = "Someone"
@@ -33,6 +33,15 @@ def fragment_with_llm(
     the lite extractor finds none either), but a question always has something to look for, so
     the caller passes ``False`` for every question.
     """
+    with fragment_requests(backbone, utterances, report) as pending:
+        return read_fragments(pending, utterances, empty_ok)
+
+
+def fragment_requests(
+    backbone: Backbone, utterances: Sequence[Utterance], report: ExtractionReport
+) -> PendingJSON:
+    """Every utterance's fragment request, sent now (each utterance on its own), so that the
+    caller can parse while they are answered; :func:`read_fragments` reads the replies."""
     prompts = [
         [
             {
@@ -44,19 +53,21 @@ def fragment_with_llm(
         ]
         for utterance in utterances
     ]
+    return PendingJSON(
+        backbone, prompts, schema=FRAGMENT_SCHEMA, max_tokens=FRAGMENT_MAX_TOKENS, report=report
+    )
+
+
+def read_fragments(
+    pending: PendingJSON, utterances: Sequence[Utterance], empty_ok: Sequence[bool]
+) -> list[list[Proposition] | None]:
+    """The replies to :func:`fragment_requests` as :func:`fragment_with_llm` returns them."""
 
     def accept(index: int, value: Any) -> list[Proposition] | None:
         found = parse_fragments(value, utterances[index])
         return found if found or empty_ok[index] else None
 
-    return ask_json_many(
-        backbone,
-        prompts,
-        schema=FRAGMENT_SCHEMA,
-        accept=accept,
-        max_tokens=FRAGMENT_MAX_TOKENS,
-        report=report,
-    )
+    return pending.results(accept)
 
 
 def parse_fragments(value: Any, utterance: Utterance) -> list[Proposition]:

@@ -49,6 +49,7 @@ Readings taken where the paper is vague (each a config value where it can vary):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import networkx as nx
@@ -56,7 +57,7 @@ import networkx as nx
 from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.graph import graph_from_json, graph_to_json
 from memsys.llm.backbone import Backbone
-from memsys.methods.fracom.fragment import fragment_with_llm
+from memsys.methods.fracom.fragment import fragment_requests, fragment_with_llm, read_fragments
 from memsys.methods.fracom.graph import (
     EMBEDDED_KINDS,
     FraComMemory,
@@ -73,7 +74,7 @@ from memsys.propositions import (
     dialogue_utterances,
     time_notes,
 )
-from memsys.structured import ExtractionReport
+from memsys.structured import ExtractionReport, PendingJSON
 from memsys.types import Conversation, MemoryItem, Question, Retrieval
 
 CONTEXT_MODES = ("propositions", "turns")
@@ -135,14 +136,16 @@ class FraCom(MemorySystem[FraComMemory]):
         turns = conversation.turns
         first = len(turns) - sum(len(session.turns) for session in kept)  # kept: a suffix
         utterances = dialogue_utterances(turns)[first:]  # addressees seen in the whole history
-        lite = self.extractor.extract(utterances)
         report = ExtractionReport()
         fragments: list[list[Proposition] | None] = [None] * len(utterances)
-        if self.extraction == "llm":
-            empty_ok = [not found for found in lite]
-            fragments = fragment_with_llm(self._llm(), utterances, empty_ok, report)
         texts = [turn.text for turn in turns[first:]]
-        notes = time_notes(self.services.nlp, texts, [turn.timestamp for turn in turns[first:]])
+        # The LLM's requests need only the utterances: spaCy parses while they are answered.
+        with self._fragment_requests(utterances, report) as pending:
+            lite = self.extractor.extract(utterances)
+            notes = time_notes(self.services.nlp, texts, [turn.timestamp for turn in turns[first:]])
+            if pending is not None:
+                empty_ok = [not found for found in lite]
+                fragments = read_fragments(pending, utterances, empty_ok)
         graph: nx.Graph = nx.Graph()
         propositions: list[StoredProposition] = []
         index = 0  # into the kept turns; their position in the conversation is first + index
@@ -170,6 +173,14 @@ class FraCom(MemorySystem[FraComMemory]):
         for kind in EMBEDDED_KINDS:  # Sentence-BERT node vectors (Eq. 5), cached
             memory.node_vectors(kind, self.services.embedder)
         return memory
+
+    def _fragment_requests(
+        self, utterances: Sequence[Utterance], report: ExtractionReport
+    ) -> AbstractContextManager[PendingJSON | None]:
+        """The LLM's fragment requests, sent now; nothing in lite mode."""
+        if self.extraction != "llm":
+            return nullcontext()
+        return fragment_requests(self._llm(), utterances, report)
 
     def _llm(self, stage: str | None = None) -> Backbone:
         """The construction backbone, its calls booked to ``stage`` where one is given."""

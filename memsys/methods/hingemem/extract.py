@@ -17,9 +17,10 @@ from datetime import datetime
 from typing import Any
 
 from memsys.llm.backbone import Backbone
-from memsys.llm.errors import LLMError, LLMRequestError
+from memsys.llm.errors import LLMError
+from memsys.llm.flow import RequestFlow
 from memsys.llm.jsonout import JSONReplyParser
-from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
+from memsys.llm.types import LLMRequest, Message, SamplingParams
 from memsys.types import Session
 
 from .graph import (
@@ -190,41 +191,36 @@ def ask_json_many(
     check: Callable[[int, Any], str | None] = lambda index, value: None,
 ) -> list[JSONAnswer]:
     """Ask every prompt; a reply that fails parsing, the schema or ``check(prompt index, value)``
-    is asked once more
-    as a new request with :data:`REMINDER` appended. Failed requests are absorbed (the caller
-    falls back); a tripped breaker or a replay-mode cache miss propagates: the run must stop."""
+    is asked once more as a new request with :data:`REMINDER` appended. Failed requests are
+    absorbed (the caller falls back); a tripped breaker or a replay-mode cache miss propagates:
+    the run must stop. Prompts are independent of one another and a retry depends only on its
+    own first reply, so each request goes out as soon as it is known (:class:`RequestFlow`)."""
     answers = [JSONAnswer(None, 0) for _ in prompts]
-    todo = list(range(len(prompts)))
-    for attempt in (1, 2):
-        requests = []
-        for index in todo:
-            messages = list(prompts[index])
-            if attempt == 2:
-                reminder = REMINDER.format(error=(answers[index].error or "")[:200])
-                last = messages[-1]
-                messages[-1] = {"role": last["role"], "content": f"{last['content']}\n\n{reminder}"}
-            requests.append(LLMRequest(tuple(messages), params))
-        outcomes = backbone.complete_many(requests, return_exceptions=True)
-        retry = []
-        for index, outcome in zip(todo, outcomes, strict=True):
+    with RequestFlow[tuple[int, int]](backbone) as flow:
+        for index, prompt in enumerate(prompts):
+            flow.submit((index, 1), LLMRequest(tuple(prompt), params))
+        for (index, attempt), outcome in flow:
             answer = answers[index]
             answer.attempts = attempt
             if isinstance(outcome, LLMError):
-                if not isinstance(outcome, LLMRequestError):
-                    raise outcome
                 answer.error = f"request failed: {outcome}"
-                continue
-            assert isinstance(outcome, LLMResponse)
+                continue  # a failed request is not asked again
             reply = parser.parse(outcome.text)
             answer.error = reply.error if not reply.ok else check(index, reply.value)
             if answer.error is None:
                 answer.value = reply.value
-            else:
-                retry.append(index)
-        todo = retry
-        if not todo:
-            break
+            elif attempt == 1:
+                flow.submit(
+                    (index, 2), LLMRequest(_with_reminder(prompts[index], answer.error), params)
+                )
     return answers
+
+
+def _with_reminder(prompt: Sequence[Message], error: str) -> tuple[Message, ...]:
+    """``prompt`` with :data:`REMINDER` (naming ``error``) appended to its last message."""
+    *earlier, last = prompt
+    reminder = REMINDER.format(error=error[:200])
+    return (*earlier, {"role": last["role"], "content": f"{last['content']}\n\n{reminder}"})
 
 
 def session_transcript(session: Session) -> str:

@@ -13,7 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from memsys.compression import exchanges, render_turns
-from memsys.segment.base import Segmenter, summed_costs
+from memsys.segment.base import (
+    CostMeter,
+    DialogueText,
+    Segmenter,
+    labels_from_gaps,
+    segments_from_labels,
+    summed_costs,
+)
 from memsys.types import Session, Turn
 
 
@@ -36,12 +43,14 @@ def segment_sessions(
     grouped = [exchanges(session.turns, turns_per_exchange) for session in sessions]
     texts = [[render_turns(exchange) for exchange in groups] for groups in grouped]
     segmenter.prepare(texts)
-    spans, costs = [], []
-    for session, groups, session_texts in zip(sessions, grouped, texts, strict=True):
-        segmentation = segmenter.segment(session_texts)
-        costs.append(segmentation.cost)
+    meter = CostMeter(segmenter.embedder)
+    # Sessions are segmented independently of each other: their LLM calls go out together.
+    decided = segmenter.segment_many([DialogueText(tuple(t)) for t in texts], meter)
+    spans = []
+    for session, groups, boundaries in zip(sessions, grouped, decided, strict=True):
+        labels = labels_from_gaps(len(groups), set(boundaries.gaps))
         spans += [
             SegmentSpan(session.timestamp, tuple(groups[first : last + 1]))
-            for first, last in segmentation.segments
+            for first, last in segments_from_labels(labels)
         ]
-    return spans, summed_costs(costs)
+    return spans, summed_costs([meter.finish()])

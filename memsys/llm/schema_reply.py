@@ -1,0 +1,141 @@
+"""The smallest JSON value a JSON schema accepts: replies for a fake server that answer every
+schema-constrained request validly, at no cost.
+
+A construction benchmark against a scripted server measures how the harness sends requests,
+not what a model writes; but a reply that breaks the schema sends a method down its retry and
+fallback paths, which changes the set of requests measured. :func:`minimal_instance` gives each
+request the simplest reply its schema allows: required properties only, arrays at their
+``minItems``, the first ``enum``/``const`` value, numbers at their lower bound, the first branch
+of ``anyOf``/``oneOf``, local ``$ref`` followed. ``pattern`` and ``format`` are not honoured
+(a string is ``minLength`` letters ``x``): the schemas this project sends put no pattern on a
+required string.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+
+def minimal_instance(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
+    """The smallest value valid for ``schema`` (``root`` resolves ``#/...`` references).
+
+    >>> minimal_instance({"type": "object", "required": ["n"], "properties": {
+    ...     "n": {"type": "integer", "minimum": 2}, "note": {"type": "string"}}})
+    {'n': 2}
+    >>> minimal_instance({"type": "array", "minItems": 2, "items": {"enum": ["a", "b"]}})
+    ['a', 'a']
+    """
+    root = schema if root is None else root
+    if "$ref" in schema:
+        return minimal_instance(_resolve(schema["$ref"], root), root)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for combinator in ("anyOf", "oneOf"):
+        if schema.get(combinator):
+            return minimal_instance({**_without(schema, combinator), **schema[combinator][0]}, root)
+    if schema.get("allOf"):
+        merged = _without(schema, "allOf")
+        for part in schema["allOf"]:
+            merged = _merge(merged, part)
+        return minimal_instance(merged, root)
+    return _BUILDERS[_type_of(schema)](schema, root)
+
+
+def _type_of(schema: Mapping[str, Any]) -> str:
+    """The schema's type (the first non-null one of a list), inferred from its keywords when
+    it names none."""
+    declared = schema.get("type")
+    if isinstance(declared, list):
+        declared = next((name for name in declared if name != "null"), "null")
+    if declared:
+        return str(declared)
+    if "properties" in schema or "required" in schema:
+        return "object"
+    if "items" in schema or "minItems" in schema:
+        return "array"
+    if "minimum" in schema or "maximum" in schema:
+        return "number"
+    return "string" if "minLength" in schema else "null"
+
+
+def _object(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
+    properties = schema.get("properties", {})
+    return {
+        name: minimal_instance(properties.get(name, {}), root)
+        for name in schema.get("required", [])
+    }
+
+
+def _array(schema: Mapping[str, Any], root: Mapping[str, Any]) -> list[Any]:
+    items = schema.get("items", {})
+    count = int(schema.get("minItems", 0))
+    return [minimal_instance(items if isinstance(items, Mapping) else {}, root)] * count
+
+
+def _string(schema: Mapping[str, Any], root: Mapping[str, Any]) -> str:
+    return "x" * int(schema.get("minLength", 0))
+
+
+def _bounds(schema: Mapping[str, Any], step: float) -> tuple[float, float]:
+    """The inclusive range a number may take, exclusive bounds moved in by ``step`` (draft 4's
+    boolean ``exclusiveMinimum`` is not read)."""
+    low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
+    exclusive_low, exclusive_high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    if isinstance(exclusive_low, (int, float)) and not isinstance(exclusive_low, bool):
+        low = max(low, exclusive_low + step)
+    if isinstance(exclusive_high, (int, float)) and not isinstance(exclusive_high, bool):
+        high = min(high, exclusive_high - step)
+    return low, high
+
+
+def _number(schema: Mapping[str, Any], root: Mapping[str, Any]) -> float:
+    """0 where the bounds allow it, else the bound nearest 0."""
+    low, high = _bounds(schema, 1e-6)
+    return low if low > 0 else high if high < 0 else 0
+
+
+def _integer(schema: Mapping[str, Any], root: Mapping[str, Any]) -> int:
+    """0 where the bounds allow it, else the integer bound nearest 0."""
+    low, high = _bounds(schema, 1)
+    return math.ceil(low) if low > 0 else math.floor(high) if high < 0 else 0
+
+
+_BUILDERS = {
+    "object": _object,
+    "array": _array,
+    "string": _string,
+    "number": _number,
+    "integer": _integer,
+    "boolean": lambda schema, root: False,
+    "null": lambda schema, root: None,
+}
+
+
+def _resolve(reference: str, root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The subschema a local JSON pointer (``#/$defs/Name``) names."""
+    if not reference.startswith("#"):
+        raise ValueError(f"only local references are supported, got {reference!r}")
+    node: Any = root
+    for part in filter(None, reference[1:].split("/")):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+def _without(schema: Mapping[str, Any], key: str) -> dict[str, Any]:
+    return {name: value for name, value in schema.items() if name != key}
+
+
+def _merge(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+    """Two schemas' keywords together (``allOf``): properties and required lists united."""
+    merged = {**first, **second}
+    merged["properties"] = {**first.get("properties", {}), **second.get("properties", {})}
+    merged["required"] = list(
+        dict.fromkeys([*first.get("required", []), *second.get("required", [])])
+    )
+    if not merged["properties"] and not merged["required"]:
+        del merged["properties"], merged["required"]
+    return merged

@@ -1,0 +1,257 @@
+"""Construction at the server's speed: each ``_llm`` method's memory built against a fake server.
+
+    .venv/bin/python scripts/bench_construction.py [--conversations conv-26] [--methods ...]
+        [--latency 0.2] [--concurrency 32] [--json figures.json]
+
+The server (:mod:`memsys.llm.fake_server`, its own process) answers every request after exactly
+``--latency`` seconds with a reply the method can use (``--schema-replies``: the smallest
+instance of the request's JSON schema, or a plain reply its text parser accepts), so a method
+makes the requests it makes with a good model, not its retry and fallback ones. Each method
+builds each conversation's memory with the ``openai_server`` backbone at ``--concurrency``, in a
+fresh temporary cache directory (no reply, embedding or parse is cached; the embedding model and
+the spaCy pipeline are loaded beforehand and shared).
+
+Per method: the requests sent (``calls``; ``retries`` counts the attempts the backbone repeated
+after a transient failure), the wall seconds of ``construct``, the ideal seconds
+(``calls × latency / concurrency``: every slot busy all the time) and ideal / wall as a
+percentage (the server's connections are opened beforehand, as a run opens them once for all
+its conversations). ``busy`` is the wall time during which at least one request was in flight;
+the rest (``idle``) is the embedder, spaCy and the method's own code with no request out, which
+on a small machine can dominate. ``request`` is a request's mean round trip as the method sees
+it (the server's latency plus the client's and the server's overhead); ``embed`` and ``parse``
+are the seconds the embedding model and the spaCy pipeline ran (overlapping requests or not).
+SeCom is built with ``compression=none``: its offline compressor runs a local model and is not
+construction's LLM traffic (only its segmentation calls are).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from hydra import compose, initialize_config_dir  # noqa: E402
+
+from benchmarks.data import load_locomo  # noqa: E402
+from benchmarks.harness import instantiate_method  # noqa: E402
+from memsys.base import Services  # noqa: E402
+from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache  # noqa: E402
+from memsys.llm import Accounting, Backbone, Completion, LLMRequest, ResponseCache  # noqa: E402
+from memsys.llm.factory import build_backbone  # noqa: E402
+from memsys.nlp import NLP, ParseCache, load_pipeline  # noqa: E402
+from memsys.tokens import TokenCounter  # noqa: E402
+from memsys.types import Conversation  # noqa: E402
+
+METHODS = ("esmem_llm", "secom_llm", "hingemem_llm", "cast_llm", "fracom_llm")
+#: Per-method overrides: what the benchmark leaves out of construction (module docstring).
+OVERRIDES = {"secom_llm": ["method.compression=none"]}
+
+
+class TimedProvider:
+    """A provider that records when each of its requests was in flight."""
+
+    def __init__(self, provider: Any) -> None:
+        self._provider = provider
+        self._lock = threading.Lock()
+        self.intervals: list[tuple[float, float]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
+
+    def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
+        started = time.perf_counter()
+        try:
+            return self._provider.generate(request, timeout_s)
+        finally:
+            with self._lock:
+                self.intervals.append((started, time.perf_counter()))
+
+
+def busy_seconds(intervals: Sequence[tuple[float, float]]) -> float:
+    """The length of the union of ``intervals``: time with at least one request in flight.
+
+    >>> busy_seconds([(0.0, 1.0), (0.5, 2.0), (3.0, 4.0)])
+    3.0
+    """
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One method's construction of one conversation."""
+
+    method: str
+    conversation: str
+    calls: int
+    wall_s: float
+    ideal_s: float
+    busy_s: float
+    request_s: float
+    retries: int
+    embed_s: float
+    parse_s: float
+
+    @property
+    def percent_of_ideal(self) -> float:
+        return 100 * self.ideal_s / self.wall_s if self.wall_s else 0.0
+
+    def row(self) -> str:
+        idle = self.wall_s - self.busy_s
+        return (
+            f"| {self.method} | {self.conversation} | {self.calls} | {self.wall_s:.1f} | "
+            f"{self.ideal_s:.1f} | {self.percent_of_ideal:.0f}% | {self.busy_s:.1f} | {idle:.1f} | "
+            f"{self.request_s:.3f} | {self.retries} | {self.embed_s:.1f} | {self.parse_s:.1f} |"
+        )
+
+
+HEADER = (
+    "| method | conversation | calls | wall s | ideal s | % of ideal | busy s | idle s "
+    "| request s | retries | embed s | parse s |\n"
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
+@contextmanager
+def fake_server(latency_s: float) -> Iterator[str]:
+    """The fake server in its own process (so that serving takes no time from the method's
+    process); yields its base URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memsys.llm.fake_server", "--latency", str(latency_s)]
+        + ["--schema-replies"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert server.stdout is not None
+        ready = server.stdout.readline().split()
+        if not ready or ready[0] != "READY":
+            raise RuntimeError(f"fake server did not start: {ready}")
+        yield ready[1]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What every build reuses: the server, the loaded models, the settings."""
+
+    base_url: str
+    concurrency: int
+    latency_s: float
+    embedding_model: Any
+    pipeline: Any
+
+
+def build(shared: Shared, method: str, conversation: Conversation, scratch: Path) -> Figures:
+    """Construct ``conversation``'s memory with ``method`` in the fresh cache dir ``scratch``."""
+    overrides = [
+        f"method={method}",
+        "backbone=openai_server",
+        "backbone.provider.model=fake",
+        f"backbone.provider.base_url={shared.base_url}",
+        f"backbone.concurrency={shared.concurrency}",
+        f"cache_dir={scratch}",
+        *OVERRIDES.get(method, []),
+    ]
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    accounting = Accounting()
+    backbone = build_backbone(
+        cfg.backbone, cache=ResponseCache(scratch / "responses.sqlite"), accounting=accounting
+    )
+    warm_up(backbone, shared.concurrency)
+    timed = TimedProvider(backbone.provider)
+    backbone.provider = timed
+    embedder = Embedder(
+        EmbedderConfig(model=cfg.embedder.model, batch_size=cfg.embedder.batch_size),
+        EmbeddingCache(scratch / "embeddings.sqlite"),
+        model=shared.embedding_model,
+    )
+    services = Services(
+        embedder=embedder,
+        tokens=TokenCounter(),
+        backbone=backbone.with_stage("construction"),
+        nlp=NLP(cache=ParseCache(scratch / "parses.sqlite"), pipeline=shared.pipeline),
+        cache_dir=scratch,
+    )
+    system = instantiate_method(cfg.method, services)
+    started = time.perf_counter()
+    system.construct(conversation)
+    wall_s = time.perf_counter() - started
+    sent = [r for r in accounting.records() if r.stage == "construction" and not r.cached]
+    calls = len(sent)
+    return Figures(
+        method=method,
+        conversation=conversation.conversation_id,
+        calls=calls,
+        wall_s=round(wall_s, 2),
+        ideal_s=round(calls * shared.latency_s / shared.concurrency, 2),
+        busy_s=round(busy_seconds(timed.intervals), 2),
+        request_s=round(sum(end - start for start, end in timed.intervals) / max(1, calls), 4),
+        retries=sum(r.attempts for r in sent) - calls,
+        embed_s=round(embedder.encode_seconds, 2),
+        parse_s=round(services.nlp.parse_seconds, 2),
+    )
+
+
+def warm_up(backbone: Backbone, concurrency: int) -> None:
+    """Open the client's connections (one per slot) before timing, as a run does once for all
+    its conversations; these requests are not counted."""
+    requests = [
+        LLMRequest([{"role": "user", "content": f"warm up {i}"}]) for i in range(concurrency)
+    ]
+    backbone.complete_many(requests)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", nargs="+", default=["conv-26"])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--latency", type=float, default=0.2, help="server seconds per reply")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+    os.environ.pop("VLLM_BASE_URL", None)  # it would override the fake server's URL
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    by_id = {c.conversation_id: c for c in load_locomo()}
+    conversations = [by_id[name] for name in args.conversations]
+    embedder = Embedder(EmbedderConfig(), EmbeddingCache())
+    figures: list[Figures] = []
+    with fake_server(args.latency) as base_url:
+        shared = Shared(base_url, args.concurrency, args.latency, embedder.model(), load_pipeline())
+        print(HEADER, flush=True)
+        for method in args.methods:
+            for conversation in conversations:
+                with tempfile.TemporaryDirectory(prefix="bench_construction_") as scratch:
+                    figures.append(build(shared, method, conversation, Path(scratch)))
+                print(figures[-1].row(), flush=True)
+    if args.json:
+        rows = [{**asdict(f), "percent_of_ideal": round(f.percent_of_ideal, 1)} for f in figures]
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
