@@ -245,8 +245,10 @@ def run_in(
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error.
-    SIGTERM exits like Ctrl-C, through the run's cleanup (caches closed, cost logged)."""
+    SIGTERM exits like Ctrl-C, through the run's cleanup (caches closed, cost logged); so does
+    SIGINT sent to a run started in the background, where the shell had it ignored."""
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print(format_summary(run_or_exit(run, cfg)))
 
 

@@ -120,6 +120,15 @@ class HangingProvider:
 def test_an_interrupted_batch_returns_at_once_and_its_retries_stop() -> None:
     """In process (a notebook, a test): a KeyboardInterrupt while requests retry returns at
     once, and the abandoned requests stop at their next attempt instead of retrying on."""
+    # Python's own handler, also where this process started with SIGINT ignored (a background job)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        interrupt_a_retrying_batch()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupt_a_retrying_batch() -> None:
     provider = HangingProvider()
     policy = RetryPolicy(max_attempts=50, initial_backoff_s=0.5, max_backoff_s=0.5)
     backbone = Backbone(
