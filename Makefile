@@ -51,7 +51,17 @@ SEG_LLM ?= secom,esmem
 SEG_LLM_DATASET ?= tiage
 SEG_LLM_LIMIT ?= 5
 
-.PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation clean
+# The papers' setting (docs/paper-setting.md): conf/experiment/paper_{locomo,longmemeval}.yaml, each
+# method's paper configuration (conf/paper/) and the baselines x qwen2.5-3b, llama3.2-3b and
+# gpt-4o-mini, judged by gpt-4o-mini, full LoCoMo and LongMemEval-S; then the papers' published
+# numbers beside the measured ones. Needs the served 3B models, OPENAI_API_KEY, and SeCom's models
+# in the local Hugging Face cache. PAPER_ENTRIES=esmem,cast / PAPER_BACKBONES=gpt-4o-mini narrow
+# both grids; `python -m benchmarks.plan +experiment=paper_locomo` estimates what one costs.
+PAPER_ENTRIES ?=
+PAPER_BACKBONES ?=
+PAPER_SWEEP = $(if $(PAPER_ENTRIES),paper=$(PAPER_ENTRIES)) $(if $(PAPER_BACKBONES),backbone=$(PAPER_BACKBONES))
+
+.PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-paper clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -113,6 +123,12 @@ reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md
 	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=$(PROGRESS)
 	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LLM) dataset=$(SEG_LLM_DATASET) limit=$(SEG_LLM_LIMIT) backbone=$(BACKBONES) progress=$(PROGRESS)
 	$(PY) -m benchmarks.segmentation_table --out results/table_segmentation
+
+reproduce-paper:  ## the papers' setting, published numbers beside -> results/paper_{locomo,longmemeval}.md
+	$(PY) -m benchmarks.run -m +experiment=paper_locomo $(PAPER_SWEEP) progress=$(PROGRESS)
+	$(PY) -m benchmarks.run -m +experiment=paper_longmemeval $(PAPER_SWEEP) progress=$(PROGRESS)
+	$(PY) -m benchmarks.published --dataset locomo --out results/paper_locomo
+	$(PY) -m benchmarks.published --dataset longmemeval_s --out results/paper_longmemeval
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .benchmarks
