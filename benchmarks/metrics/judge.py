@@ -224,9 +224,7 @@ class Judge:
                 )
                 for i in climbing
             ]
-            replies = self.backbone.complete_many(
-                requests, stage="judging", return_exceptions=True
-            )
+            replies = self.backbone.complete_many(requests, stage="judging", return_exceptions=True)
             for i, reply in zip(climbing, replies, strict=True):
                 self._take(gradings[i], reply)
                 if gradings[i].rung == 1:
