@@ -510,10 +510,15 @@ def score_values(records: Iterable[dict[str, Any]], name: str) -> list[float]:
 
 
 def score_cells(run: Run, categories: Sequence[str]) -> dict[str, dict[str, Cell | None]]:
-    """``{"overall" | category: {score: Cell}}`` for every score name."""
+    """``{"overall" | "all_evidence" | category: {score: Cell}}`` for every score name.
+
+    ``all_evidence``: the overall questions whose evidence all reached the reader, so that a
+    reading failure (evidence shown, answer wrong) is told apart from a retrieval failure.
+    """
     seed = int(run.config.get("seed", 0))
     overall = [r for r in run.records if in_overall(r, run.config.get("adversarial", "exclude"))]
-    groups = {"overall": overall} | {
+    shown = [r for r in overall if r.get("evidence_recall") == 1.0]
+    groups = {"overall": overall, "all_evidence": shown} | {
         category: [r for r in run.records if r["category"] == category] for category in categories
     }
     return {
@@ -935,6 +940,7 @@ def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
         "p vs best baseline",
         "Evidence recall",
         "All evidence",
+        "F1 / Judge, all evidence shown",
         "Context tokens",
         "LLM calls (constr. / answer / judge)",
         "LLM tokens (constr. / answer / judge)",
@@ -951,6 +957,10 @@ def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
                 fmt_p(row, report.metric),
                 fmt_cell(row.evidence_recall),
                 fmt_number(row.all_evidence_share),
+                " / ".join(
+                    fmt_number(getattr(row.scores["all_evidence"][name], "mean", None))
+                    for name in (report.metric, "judge_acc")
+                ),
                 fmt_number(row.context_tokens, 1),
                 fmt_costs(row, "calls"),
                 fmt_costs(row, "tokens"),
@@ -1207,7 +1217,7 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
         "failures": row.failed,
         "invalid": row.invalid,
     }
-    for scope in ("overall", *report.categories):
+    for scope in ("overall", "all_evidence", *report.categories):
         for name in SCORE_NAMES:
             record |= cell_columns(f"{scope}_{name}", row.scores[scope][name])
     record |= comparison_columns("", row.comparisons.get(report.metric))

@@ -519,3 +519,21 @@ def test_a_run_with_too_many_failures_is_marked_invalid_with_its_count(tmp_path:
     assert table.loc["TurnRAG (dense)", "overall_f1_set_mean"] == 1.0
     assert main(["--runs", str(runs), "--out", str(out), "--max-failure-share", "0.05"]) == 0
     assert "INVALID" not in out.with_suffix(".md").read_text()
+
+
+def test_scores_on_the_questions_whose_evidence_was_all_shown(tmp_path: Path) -> None:
+    """Recall 1, 1, 0.5, 0 and F1 1, 0, 1, 0: with all evidence shown the reader scored 1 and
+    0 (mean 0.5); the third question's F1 of 1 did not need all of it, so it is left out."""
+    runs = tmp_path / "runs"
+    lines = [
+        record(i, "single_hop", f1, recall)
+        for i, (f1, recall) in enumerate([(1.0, 1.0), (0.0, 1.0), (1.0, 0.5), (0.0, 0.0)])
+    ]
+    write_run(runs, "a", config(TURN_RAG), lines)
+    out = tmp_path / "table"
+    assert main(["--runs", str(runs), "--out", str(out)]) == 0
+    assert "| F1 / Judge, all evidence shown |" in out.with_suffix(".md").read_text()
+    assert " | 0.500 / 1.000 | " in out.with_suffix(".md").read_text()
+    table = read_table(out)
+    assert table.loc[0, "all_evidence_f1_set_mean"] == 0.5
+    assert table.loc[0, "all_evidence_f1_set_n"] == 2
