@@ -7,6 +7,7 @@ only bury the message. Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable
 from typing import TypeVar
@@ -34,7 +35,13 @@ CLEAR_ERRORS = (
 
 
 def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T:
-    """``run(cfg)``; on a clear error, print ``error: <message>`` to stderr and exit 2."""
+    """``run(cfg)``; on a clear error, print ``error: <message>`` to stderr and exit 2.
+
+    SIGTERM exits like Ctrl-C, through the run's cleanup (caches closed, cost logged); so does
+    SIGINT sent to a run started in the background, where the shell had it ignored.
+    """
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return run(cfg)
     except CLEAR_ERRORS as error:

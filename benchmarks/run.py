@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import sys
 import threading
 import time
@@ -83,12 +82,12 @@ def answer_pending(
     time; count memories built and loaded, and construction time, into ``construction``."""
     done = log.done()
     bar = tqdm(desc=f"{name} questions", unit="q", disable=not progress, file=sys.stderr)
-    doing = [""]
+    doing = ""  # read by status() on the ticker thread: closures see the latest value
 
     def status() -> str:
         calls = harness.accounting.totals()
         return (
-            f"{doing[0]} · memories {construction['built']} built, {construction['loaded']} "
+            f"{doing} · memories {construction['built']} built, {construction['loaded']} "
             f"loaded · LLM calls {calls['calls']} ({calls['cache_hits']} cached, "
             f"{calls['failed']} failed)"
         )
@@ -99,9 +98,9 @@ def answer_pending(
             bar.update(len(conversation.questions) - len(pending))
             if not pending:
                 continue
-            doing[0] = f"constructing {conversation.conversation_id}"
+            doing = f"constructing {conversation.conversation_id}"
             memory = construct_memory(harness, conversation, construction)
-            doing[0] = f"answering {conversation.conversation_id}"
+            doing = f"answering {conversation.conversation_id}"
             for records in answer_conversation(harness, memory, conversation, pending):
                 log.append(records)
                 bar.update(len(records))
@@ -244,11 +243,8 @@ def run_in(
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error.
-    SIGTERM exits like Ctrl-C, through the run's cleanup (caches closed, cost logged); so does
-    SIGINT sent to a run started in the background, where the shell had it ignored."""
-    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error
+    (signals: :func:`benchmarks.cli.run_or_exit`)."""
     print(format_summary(run_or_exit(run, cfg)))
 
 

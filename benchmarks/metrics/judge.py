@@ -23,7 +23,7 @@ tried and the failure is final.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from memsys.llm.backbone import Backbone
@@ -144,14 +144,14 @@ def judge_prompt(question: Question, prediction: str) -> tuple[str, dict[str, An
 
 
 def ladder_request(
-    prompt: str, schema: dict[str, Any], rung: int, last_reply: str, max_tokens: int
+    prompt: str, schema: dict[str, Any], rung: int, first_reply: str, max_tokens: int
 ) -> LLMRequest:
-    """Rung ``rung`` of the ladder (see the module docstring); ``last_reply`` is rung 1's."""
+    """Rung ``rung`` of the ladder (see the module docstring); ``first_reply`` is rung 1's."""
     messages: list[Message] = [{"role": "user", "content": prompt}]
     params = SamplingParams(max_tokens=max_tokens, json_schema=schema)
     if rung == 2:
         messages += [
-            {"role": "assistant", "content": last_reply},
+            {"role": "assistant", "content": first_reply},
             {"role": "user", "content": RETRY_REMINDER},
         ]
     elif rung > 2:
@@ -169,19 +169,23 @@ class _Grading:
     schema: dict[str, Any]
     rung: int = 0
     asked: int = 0
+    first_reply: str = ""
     reply: str = ""
     error: str | None = None
     call_failed: bool = False
     correct: bool | None = None
-    cost: dict[str, float] = field(
-        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0}
-    )
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
 
     def climbing(self) -> bool:
         """Whether this verdict takes the next rung in this run."""
         if self.correct is not None or self.call_failed:
             return False  # a failed call is asked again by the next run, from the bottom rung
         return self.asked < ATTEMPTS_PER_RUN and self.rung < MAX_ATTEMPTS
+
+    def next_request(self, max_tokens: int) -> LLMRequest:
+        return ladder_request(self.prompt, self.schema, self.rung + 1, self.first_reply, max_tokens)
 
     def verdict(self) -> Verdict:
         final = self.correct is None and not self.call_failed and self.rung >= MAX_ATTEMPTS
@@ -190,9 +194,9 @@ class _Grading:
             self.reply,
             self.rung,
             self.error,
-            int(self.cost["prompt_tokens"]),
-            int(self.cost["completion_tokens"]),
-            self.cost["latency_s"],
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.latency_s,
             self.asked,
             final,
         )
@@ -212,23 +216,11 @@ class Judge:
     def grade_many(self, items: Sequence[tuple[Question, str]]) -> list[Verdict]:
         """One verdict per (question, prediction), in order; failures are verdicts too."""
         gradings = [_Grading(*judge_prompt(question, prediction)) for question, prediction in items]
-        first_replies = [""] * len(gradings)
-        while climbing := [i for i, grading in enumerate(gradings) if grading.climbing()]:
-            requests = [
-                ladder_request(
-                    gradings[i].prompt,
-                    gradings[i].schema,
-                    gradings[i].rung + 1,
-                    first_replies[i],
-                    self.max_tokens,
-                )
-                for i in climbing
-            ]
+        while climbing := [grading for grading in gradings if grading.climbing()]:
+            requests = [grading.next_request(self.max_tokens) for grading in climbing]
             replies = self.backbone.complete_many(requests, stage="judging", return_exceptions=True)
-            for i, reply in zip(climbing, replies, strict=True):
-                self._take(gradings[i], reply)
-                if gradings[i].rung == 1:
-                    first_replies[i] = gradings[i].reply
+            for grading, reply in zip(climbing, replies, strict=True):
+                self._take(grading, reply)
         return [grading.verdict() for grading in gradings]
 
     def _take(self, grading: _Grading, reply: LLMResponse | LLMError) -> None:
@@ -240,12 +232,14 @@ class Judge:
             grading.call_failed = True
             return
         grading.asked += not reply.cached
-        grading.cost["prompt_tokens"] += reply.prompt_tokens
-        grading.cost["completion_tokens"] += reply.completion_tokens
-        grading.cost["latency_s"] += reply.latency_s
+        grading.prompt_tokens += reply.prompt_tokens
+        grading.completion_tokens += reply.completion_tokens
+        grading.latency_s += reply.latency_s
         parser = self.parsers["locomo" if grading.schema is LOCOMO_SCHEMA else "yes_no"]
         parsed = parser.parse(reply.text)
         grading.reply = reply.text
+        if grading.rung == 1:
+            grading.first_reply = reply.text
         if not parsed.ok:
             grading.error = f"unparseable verdict: {parsed.error}"
             return
