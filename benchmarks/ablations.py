@@ -26,12 +26,11 @@ from typing import Any
 
 import numpy as np
 import yaml
-from hydra import compose, initialize_config_dir
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.runlog import latest_records
+from benchmarks.settings import CONF, compose_config
 
-CONF = REPO_ROOT / "conf"
 SPEC = CONF / "ablations.yaml"
 OUT = REPO_ROOT / "results"
 #: Below this share of changed contexts an ablation needs a written explanation.
@@ -84,8 +83,7 @@ def variants(spec: dict[str, Any], methods: Sequence[str] | None = None) -> list
 
 
 def compose_run(variant: Variant, extra: Sequence[str] = ()) -> Any:
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=[*variant.overrides, *extra])
+    return compose_config([*variant.overrides, *extra])
 
 
 def run_all(spec: dict[str, Any], methods: Sequence[str] | None, extra: Sequence[str]) -> None:

@@ -79,16 +79,12 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
         cache_dir, settings.llm_cache_mode, OmegaConf.select(cfg, "llm_cache_journal")
     )
     embedder = Embedder(
-        EmbedderConfig(
-            model=cfg.embedder.model,
-            batch_size=cfg.embedder.batch_size,
-            normalize=cfg.embedder.get("normalize", True),
-        ),
+        EmbedderConfig.from_node(cfg.embedder),
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
     )
     backbone = (
         build_backbone(cfg.backbone, cache=response_cache, accounting=accounting)
-        if settings.template is not None or settings.construction_key == "backbone"
+        if settings.needs_reader
         else None
     )
     builder = backbone
@@ -105,7 +101,7 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
     )
     system = instantiate_method(cfg.method, services)
     judge = None
-    if settings.judge_enabled and backbone is not None and settings.template is not None:
+    if settings.judges and backbone is not None:
         judge_backbone = backbone
         if cfg.judge.backbone is not None:
             judge_backbone = build_backbone(

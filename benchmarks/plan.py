@@ -37,7 +37,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
@@ -53,7 +52,7 @@ from benchmarks.harness import (
     resolve_path,
 )
 from benchmarks.run import conversations_source
-from benchmarks.settings import BACKBONE_KEYS, RunSettings, validate
+from benchmarks.settings import BACKBONE_KEYS, RunSettings, compose_config, validate
 from benchmarks.subsets import select
 from memsys.llm.providers.scripted import ScriptedConfig
 from memsys.structured import ExtractionReport
@@ -277,8 +276,7 @@ def fixed_overrides(overrides: Sequence[str]) -> list[str]:
 
 def compose_overrides(overrides: Sequence[str], *, hydra: bool = False) -> DictConfig:
     """The runner's config for ``overrides`` (with Hydra's own node when ``hydra``)."""
-    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra)
+    return compose_config(overrides, with_hydra=hydra)
 
 
 def planned_config(

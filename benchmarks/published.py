@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from benchmarks.data.paths import REPO_ROOT, shown_path
@@ -64,9 +63,9 @@ from benchmarks.report import (
     subset_description,
     unfinished_runs_line,
 )
+from benchmarks.settings import compose_config
 from memsys.types import LONGMEMEVAL_CATEGORIES
 
-CONF = REPO_ROOT / "conf"
 PUBLISHED = REPO_ROOT / "results" / "published"
 #: The report's dataset → the experiment config holding its paper grid.
 GRIDS = {"locomo": "paper_locomo", "longmemeval_s": "paper_longmemeval"}
@@ -216,8 +215,7 @@ class PaperReport:
 
 def compose_grid_config(overrides: Sequence[str]) -> DictConfig:
     """The runner's config for ``overrides``, with Hydra's (for the group choices)."""
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+    return compose_config(overrides, with_hydra=True)
 
 
 def grid_entries(dataset: str) -> list[Entry]:

@@ -38,16 +38,15 @@ from typing import Any
 
 import numpy as np
 import yaml
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.settings import CONF, compose_config
 from memsys.embed import EmbeddingCache
 from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import CacheMissError
 from memsys.llm.replay import read_entries, seed_cache, write_replay_file
 
-CONF = REPO_ROOT / "conf"
 CASES_FILE = CONF / "regression.yaml"
 REGRESSION_DIR = REPO_ROOT / "results" / "regression"
 REPLAY_FILE = REGRESSION_DIR / "replay.jsonl"
@@ -94,8 +93,7 @@ def compose_case(case: Case, cache_dir: Path, results_dir: Path, mode: str, jour
         f"llm_cache_journal={journal if journal else 'null'}",
         "progress=false",
     ]
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name=RUNNER_CONFIGS[case.runner], overrides=overrides)
+    return compose_config(overrides, config_name=RUNNER_CONFIGS[case.runner])
 
 
 def run_case(case: Case, cfg: DictConfig) -> dict[str, Any]:

@@ -216,11 +216,7 @@ def build_segmenter(
 ) -> Segmenter:
     """The configured segmenter with its services: the cached embedder, the backbone if used."""
     embedder = Embedder(
-        EmbedderConfig(
-            model=cfg.embedder.model,
-            batch_size=cfg.embedder.batch_size,
-            normalize=cfg.embedder.get("normalize", True),
-        ),
+        EmbedderConfig.from_node(cfg.embedder),
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
     )
     backbone = None

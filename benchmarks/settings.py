@@ -7,19 +7,23 @@ import inspect
 import json
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from hydra import compose, initialize_config_dir
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from benchmarks.answering.context import CONTEXT_ORDERS
 from benchmarks.answering.prompts import TEMPLATES
+from benchmarks.data.paths import REPO_ROOT
 from benchmarks.subsets import SubsetSpec
 from memsys.llm.retry import RetryPolicy
 
+#: The runners' Hydra configs.
+CONF = REPO_ROOT / "conf"
 #: Keys that say where things live, how to display them or how many processes do the work: not
 #: part of a run's identity.
 LOCATION_KEYS = (
@@ -73,12 +77,25 @@ class RunSettings:
     batch_size: int
     seed: int
     llm_cache_mode: str
-    #: Whether the run needs a backbone: it answers, or its method extracts with an LLM.
-    calls_llm: bool
     #: The config key of the backbone that builds llm-mode memories: ``construction.backbone``,
     #: or ``backbone`` (the reader) when ``construction=same``; None for a lite method.
     construction_key: str | None
     workers: int
+
+    @property
+    def needs_reader(self) -> bool:
+        """Whether ``backbone`` is called: it answers, or it builds the memory."""
+        return self.template is not None or self.construction_key == "backbone"
+
+    @property
+    def judges(self) -> bool:
+        """Whether answers are judged (there are none with ``answer=none``)."""
+        return self.template is not None and self.judge_enabled
+
+    @property
+    def calls_llm(self) -> bool:
+        """Whether the run needs a backbone: it answers, or its method extracts with an LLM."""
+        return self.template is not None or self.construction_key is not None
 
 
 def _get(cfg: DictConfig, key: str, default: Any = _ABSENT, *, named: str | None = None) -> Any:
@@ -160,24 +177,7 @@ def validate(cfg: DictConfig) -> RunSettings:
         seed=_positive_int(cfg, "seed", allow_zero=True),
     )
     template = _choice(cfg, "answer.template", (*TEMPLATES, None))
-    construction_key = construction_backbone_key(cfg)
-    calls_llm = template is not None or construction_key is not None
-    judge_enabled = _choice(cfg, "judge.enabled", (True, False))
-    if template is not None or construction_key == "backbone":
-        check_backbone(cfg, "backbone")
-    if construction_key == "construction.backbone":
-        check_backbone(cfg, construction_key)
-    if template is not None and judge_enabled and _get(cfg, "judge.backbone", None) is not None:
-        check_backbone(cfg, "judge.backbone")
-    workers = _positive_int(cfg, "workers")
-    if workers > 1 and calls_llm:
-        raise ConfigError(
-            "workers",
-            f"expected 1 for a run that calls an LLM, got {workers}: worker processes are for "
-            "retrieval-only runs of lite methods (answer=none); LLM calls are concurrent already, "
-            "batch_size at a time",
-        )
-    return RunSettings(
+    settings = RunSettings(
         dataset=dataset,
         variant=variant,
         dataset_file=str(_get(cfg, "dataset.file")) if dataset == "locomo" else None,
@@ -186,15 +186,28 @@ def validate(cfg: DictConfig) -> RunSettings:
         context_budget=_positive_int(cfg, "answer.context_budget"),
         context_order=_choice(cfg, "answer.order", CONTEXT_ORDERS),
         answer_max_tokens=_positive_int(cfg, "answer.max_tokens", allow_zero=True),
-        judge_enabled=judge_enabled,
+        judge_enabled=_choice(cfg, "judge.enabled", (True, False)),
         adversarial=_choice(cfg, "adversarial", ("exclude", "include")),
         batch_size=_positive_int(cfg, "batch_size"),
         seed=subset.seed,
         llm_cache_mode=_choice(cfg, "llm_cache_mode", CACHE_MODES),
-        calls_llm=calls_llm,
-        construction_key=construction_key,
-        workers=workers,
+        construction_key=construction_backbone_key(cfg),
+        workers=_positive_int(cfg, "workers"),
     )
+    if settings.needs_reader:
+        check_backbone(cfg, "backbone")
+    if settings.construction_key == "construction.backbone":
+        check_backbone(cfg, settings.construction_key)
+    if settings.judges and _get(cfg, "judge.backbone", None) is not None:
+        check_backbone(cfg, "judge.backbone")
+    if settings.workers > 1 and settings.calls_llm:
+        raise ConfigError(
+            "workers",
+            f"expected 1 for a run that calls an LLM, got {settings.workers}: worker processes "
+            "are for retrieval-only runs of lite methods (answer=none); LLM calls are concurrent "
+            "already, batch_size at a time",
+        )
+    return settings
 
 
 def construction_backbone_key(cfg: DictConfig) -> str | None:
@@ -370,3 +383,14 @@ def _is_instance(value: Any, annotation: Any) -> bool:
     if annotation is str:
         return isinstance(value, str)
     return True
+
+
+def compose_config(
+    overrides: Sequence[str], *, config_name: str = "config", with_hydra: bool = False
+) -> DictConfig:
+    """A runner's config for ``overrides`` as its command line would build it (with Hydra's own
+    node, for the group choices and sweep params, when ``with_hydra``)."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(
+            config_name=config_name, overrides=list(overrides), return_hydra_config=with_hydra
+        )

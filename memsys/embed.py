@@ -17,11 +17,12 @@ Encoding, caching and search are separate pieces with plain arrays between them.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +47,13 @@ class EmbedderConfig:
     #: L2-normalize the vectors (inner product = cosine); false for models trained for the
     #: dot product, whose vector length carries part of the score.
     normalize: bool = True
+
+    @classmethod
+    def from_node(cls, node: Mapping[str, Any]) -> EmbedderConfig:
+        """The config an ``embedder`` config node describes (conf/embedder/*.yaml); a key it
+        leaves out keeps its default here, so every caller reads the same settings."""
+        names = {field.name for field in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in node.items() if key in names})
 
     @property
     def identity(self) -> str:

@@ -43,10 +43,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from hydra import compose, initialize_config_dir  # noqa: E402
 
 from benchmarks.data import load_locomo  # noqa: E402
 from benchmarks.harness import instantiate_method  # noqa: E402
+from benchmarks.settings import compose_config  # noqa: E402
 from memsys.base import Services  # noqa: E402
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache  # noqa: E402
 from memsys.llm import Accounting, Backbone, Completion, LLMRequest, ResponseCache  # noqa: E402
@@ -174,8 +174,7 @@ def build(shared: Shared, method: str, conversation: Conversation, scratch: Path
         f"cache_dir={scratch}",
         *OVERRIDES.get(method, []),
     ]
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=overrides)
+    cfg = compose_config(overrides)
     accounting = Accounting()
     backbone = build_backbone(
         cfg.backbone, cache=ResponseCache(scratch / "responses.sqlite"), accounting=accounting
@@ -184,7 +183,7 @@ def build(shared: Shared, method: str, conversation: Conversation, scratch: Path
     timed = TimedProvider(backbone.provider)
     backbone.provider = timed
     embedder = Embedder(
-        EmbedderConfig(model=cfg.embedder.model, batch_size=cfg.embedder.batch_size),
+        EmbedderConfig.from_node(cfg.embedder),
         EmbeddingCache(scratch / "embeddings.sqlite"),
         model=shared.embedding_model,
     )

@@ -134,7 +134,7 @@ def run(splits: Sequence[str], modes: Sequence[str]) -> dict[str, Any]:
     cache_dir = Path(os.environ.get("MEMSYS_CACHE_DIR", ".cache"))
     cache_dir = cache_dir if cache_dir.is_absolute() else REPO_ROOT / cache_dir
     embedder = Embedder(
-        EmbedderConfig(model=embedder_cfg.model, batch_size=embedder_cfg.batch_size),
+        EmbedderConfig.from_node(embedder_cfg),
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
     )
     data = {split: load_segmentation("tiage", split=split) for split in splits}

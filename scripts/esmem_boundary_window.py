@@ -19,17 +19,15 @@ import json
 import sys
 from typing import Any
 
-from hydra import compose, initialize_config_dir
-
 from benchmarks.data import load_locomo
-from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
+from benchmarks.data.paths import resolve_data_dir
 from benchmarks.harness import instantiate_method, resolve_path
 from benchmarks.memory_store import MemoryStore
+from benchmarks.settings import compose_config
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.tokens import TokenCounter
 
-CONF = REPO_ROOT / "conf"  # of the code imported, so that older code reads its own configs
 #: Characters of a turn that identify where it starts in a boundary text.
 OPENING_CHARS = 30
 
@@ -53,11 +51,10 @@ def boundary_window_report(
 
 
 def main(overrides: list[str]) -> dict[str, Any]:
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["method=esmem", *overrides])
+    cfg = compose_config(["method=esmem", *overrides])
     cache_dir = resolve_path(cfg.cache_dir)
     embedder = Embedder(
-        EmbedderConfig(model=cfg.embedder.model, batch_size=cfg.embedder.batch_size),
+        EmbedderConfig.from_node(cfg.embedder),
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
     )
     system = instantiate_method(cfg.method, Services(embedder, TokenCounter()))

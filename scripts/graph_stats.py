@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.settings import compose_config
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, ResponseCache, build_backbone
@@ -40,11 +40,6 @@ METHODS = {
     "fracom": {"lite": "fracom", "llm": "fracom_llm"},
     "cast": {"lite": "cast", "llm": "cast_llm"},
 }
-
-
-def compose_config(overrides: list[str]) -> Any:
-    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
 
 
 def truncated(conversation: Conversation, sessions: int | None) -> Conversation:
@@ -74,7 +69,7 @@ def build(args: argparse.Namespace) -> None:
                 backbone = build_backbone(cfg.backbone, cache=cache, accounting=accounting)
             for conversation in conversations:
                 conversation = truncated(conversation, args.sessions)
-                embedder = Embedder(EmbedderConfig(model=cfg.embedder.model), EmbeddingCache())
+                embedder = Embedder(EmbedderConfig.from_node(cfg.embedder), EmbeddingCache())
                 services = Services(
                     embedder=embedder,
                     tokens=None,  # type: ignore[arg-type]

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
@@ -37,6 +36,7 @@ from benchmarks.answering.context import render_context
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.memory_store import MemoryStore
+from benchmarks.settings import compose_config
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, ResponseCache, build_backbone
@@ -51,8 +51,7 @@ COLUMNS = ("person", "time", "location", "topic", "hyperedges")
 
 
 def build(args: argparse.Namespace) -> None:
-    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[f"method={args.config}", *args.override])
+    cfg = compose_config([f"method={args.config}", *args.override])
     cache_dir = REPO_ROOT / cfg.cache_dir
     accounting = Accounting()
     backbone = None
@@ -60,7 +59,7 @@ def build(args: argparse.Namespace) -> None:
         cache = ResponseCache(cache_dir / "llm_responses.sqlite")
         backbone = build_backbone(cfg.backbone, cache=cache, accounting=accounting)
     embedder = Embedder(
-        EmbedderConfig(model=cfg.embedder.model), EmbeddingCache(cache_dir / "embeddings.sqlite")
+        EmbedderConfig.from_node(cfg.embedder), EmbeddingCache(cache_dir / "embeddings.sqlite")
     )
     tokens = TokenCounter()
     services = Services(

@@ -18,12 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
-
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.settings import CONF, compose_config  # noqa: F401 (re-exported for the tests)
 
-CONF = REPO_ROOT / "conf"
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "tiny"
 #: Record fields that legitimately differ between two runs of one config.
 VOLATILE = {"latency_s", "cached", "asked"}  # "asked": requests sent now, not cached
@@ -39,12 +36,6 @@ def fixture_overrides(results: Path, cache: Path) -> list[str]:
         f"cache_dir={cache}",
         "progress=false",
     ]
-
-
-def compose_config(overrides: list[str]) -> DictConfig:
-    """The runner's config with ``overrides``, as ``python -m benchmarks.run`` would build it."""
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
 
 
 def stable(record: dict[str, Any]) -> dict[str, Any]:

@@ -144,14 +144,15 @@ def judge_prompt(question: Question, prediction: str) -> tuple[str, dict[str, An
 
 
 def ladder_request(
-    prompt: str, schema: dict[str, Any], rung: int, first_reply: str, max_tokens: int
+    prompt: str, schema: dict[str, Any], rung: int, last_reply: str, max_tokens: int
 ) -> LLMRequest:
-    """Rung ``rung`` of the ladder (see the module docstring); ``first_reply`` is rung 1's."""
+    """Rung ``rung`` of the ladder (see the module docstring); ``last_reply`` is the reply of
+    the rung below (rung 2 quotes rung 1's)."""
     messages: list[Message] = [{"role": "user", "content": prompt}]
     params = SamplingParams(max_tokens=max_tokens, json_schema=schema)
     if rung == 2:
         messages += [
-            {"role": "assistant", "content": first_reply},
+            {"role": "assistant", "content": last_reply},
             {"role": "user", "content": RETRY_REMINDER},
         ]
     elif rung > 2:
@@ -169,7 +170,6 @@ class _Grading:
     schema: dict[str, Any]
     rung: int = 0
     asked: int = 0
-    first_reply: str = ""
     reply: str = ""
     error: str | None = None
     call_failed: bool = False
@@ -185,7 +185,7 @@ class _Grading:
         return self.asked < ATTEMPTS_PER_RUN and self.rung < MAX_ATTEMPTS
 
     def next_request(self, max_tokens: int) -> LLMRequest:
-        return ladder_request(self.prompt, self.schema, self.rung + 1, self.first_reply, max_tokens)
+        return ladder_request(self.prompt, self.schema, self.rung + 1, self.reply, max_tokens)
 
     def verdict(self) -> Verdict:
         final = self.correct is None and not self.call_failed and self.rung >= MAX_ATTEMPTS
@@ -238,8 +238,6 @@ class Judge:
         parser = self.parsers["locomo" if grading.schema is LOCOMO_SCHEMA else "yes_no"]
         parsed = parser.parse(reply.text)
         grading.reply = reply.text
-        if grading.rung == 1:
-            grading.first_reply = reply.text
         if not parsed.ok:
             grading.error = f"unparseable verdict: {parsed.error}"
             return

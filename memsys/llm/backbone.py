@@ -90,15 +90,17 @@ class Backbone:
         params: SamplingParams | None = None,
         *,
         stage: str | None = None,
+        cancelled: threading.Event | None = None,
     ) -> LLMResponse:
         """One chat completion (greedy, 256 tokens unless ``params`` says otherwise).
 
         Raises :class:`LLMRequestError` when the request fails for good,
         :class:`BackboneUnavailableError` when too many have failed in a row, and
-        :class:`~memsys.llm.errors.CacheMissError` on a miss in ``replay`` mode.
+        :class:`~memsys.llm.errors.CacheMissError` on a miss in ``replay`` mode. A caller that
+        runs it on a worker thread passes ``cancelled`` to stop its retries when it gives up.
         """
         request = LLMRequest(tuple(messages), params or SamplingParams())
-        return self._complete(request, stage or self.stage, threading.Event())
+        return self._complete(request, stage or self.stage, cancelled or threading.Event())
 
     @overload
     def complete_many(

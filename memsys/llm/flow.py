@@ -104,7 +104,7 @@ class RequestFlow(Generic[Tag]):
             tag, request = item
             try:
                 outcome: Outcome | BaseException = self._backbone.complete(
-                    request.messages, request.params
+                    request.messages, request.params, cancelled=self._closed
                 )
             except BaseException as error:  # handed to the caller, as an executor does
                 outcome = error
