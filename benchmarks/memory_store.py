@@ -15,13 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.files import replace_file
 from memsys.base import MemorySystem
 from memsys.types import Conversation
 
@@ -108,18 +107,9 @@ class MemoryStore:
         return envelope["payload"]
 
     def _write(self, path: Path, payload: dict[str, Any]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256(canonical_json(payload).encode()).hexdigest()
-        descriptor, name = tempfile.mkstemp(dir=path.parent, suffix=".part")
-        part = Path(name)
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                json.dump({"sha256": digest, "payload": payload}, handle, ensure_ascii=False)
-                handle.flush()
-                os.fsync(handle.fileno())
-            part.replace(path)
-        finally:
-            part.unlink(missing_ok=True)  # only still there if the write failed
+        document = json.dumps({"sha256": digest, "payload": payload}, ensure_ascii=False)
+        replace_file(path, document.encode("utf-8"))
 
 
 def _remove_stale_parts(root: Path) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.data.paths import shown_path
+from benchmarks.files import replace_file, write_all
 
 
 class RunInProgressError(RuntimeError):
@@ -163,7 +164,7 @@ def _append_line(fd: int, path: Path, line: bytes) -> None:
     so that it holds whole records only, and raise :class:`ResultsWriteError` naming ``path``."""
     start = os.lseek(fd, 0, os.SEEK_END)
     try:
-        _write_all(fd, line)
+        write_all(fd, line)
         os.fsync(fd)
     except OSError as error:
         with suppress(OSError):  # else the next open drops the partial line
@@ -171,28 +172,13 @@ def _append_line(fd: int, path: Path, line: bytes) -> None:
         raise ResultsWriteError(path, error) from error
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    """``os.write`` until all of ``data`` is written: a filling disk writes short first."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one rename, so a full disk or a kill leaves the old
-    file rather than a cut one; a failure raises :class:`ResultsWriteError` naming ``path``."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    """Replace ``path`` with ``text`` (:func:`benchmarks.files.replace_file`), so a full disk or
+    a kill leaves the old file rather than a cut one; a failure raises
+    :class:`ResultsWriteError` naming ``path``."""
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            _write_all(fd, text.encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
+        replace_file(path, text.encode("utf-8"))
     except OSError as error:
-        with suppress(OSError):
-            temporary.unlink(missing_ok=True)
         raise ResultsWriteError(path, error) from error
 
 

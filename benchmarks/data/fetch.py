@@ -17,7 +17,6 @@ import json
 import lzma
 import sys
 import tarfile
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
@@ -27,6 +26,7 @@ from pathlib import Path
 from benchmarks.data import sources
 from benchmarks.data.longmemeval import ARCHIVES, RECONSTRUCTED_S
 from benchmarks.data.paths import resolve_data_dir
+from benchmarks.files import replace_file
 
 HERE = Path(__file__).parent
 CHECKSUMS = HERE / "checksums.sha256"
@@ -68,13 +68,6 @@ def download(url: str, *, attempts: int = 3, timeout: float = 60.0) -> bytes:
     raise FetchError(f"could not download {url}: {error}")
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".part") as handle:
-        handle.write(data)
-    Path(handle.name).replace(path)
-
-
 def fetch_plain(source: sources.Source, data_dir: Path, base: str, expected: str) -> str:
     """Verify or download one file that is published byte for byte."""
     path = data_dir / source.local
@@ -85,7 +78,7 @@ def fetch_plain(source: sources.Source, data_dir: Path, base: str, expected: str
     data = download(f"{base}/{source.remote}")
     if sha256_bytes(data) != expected:
         raise FetchError(f"{base}/{source.remote}: downloaded content does not match its sha256")
-    write_atomically(path, data)
+    replace_file(path, data)
     return "downloaded"
 
 
@@ -133,7 +126,7 @@ def fetch_longmemeval(variant: str, data_dir: Path, base: str, expected: str) ->
             info = tarfile.TarInfo(name)
             info.size = len(contents[name])
             tar.addfile(info, io.BytesIO(contents[name]))
-    write_atomically(path, buffer.getvalue())
+    replace_file(path, buffer.getvalue())
     return "downloaded and packed"
 
 
@@ -153,7 +146,7 @@ def fetch_reconstructed(data_dir: Path, base: str, expected: str) -> str:
     data = json.dumps(item, indent=2, ensure_ascii=False).encode("utf-8")
     if sha256_bytes(data) != member_digest:
         raise FetchError("62_7e00a6cb: reconstruction does not match its recorded sha256")
-    write_atomically(path, lzma.compress(data, preset=9))
+    replace_file(path, lzma.compress(data, preset=9))
     return "downloaded and reconstructed"
 
 
