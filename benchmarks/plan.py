@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -54,6 +54,7 @@ from benchmarks.harness import (
 from benchmarks.run import conversations_source
 from benchmarks.settings import BACKBONE_KEYS, RunSettings, compose_config, validate
 from benchmarks.subsets import select
+from benchmarks.summary import failure_counts
 from memsys.llm.providers.scripted import ScriptedConfig
 from memsys.structured import ExtractionReport
 from memsys.types import Conversation
@@ -343,7 +344,9 @@ def measure(cfg: DictConfig) -> Measurement:
                 questions = conversation.questions
                 for records in answer_conversation(harness, memory, conversation, questions):
                     context_tokens += sum(record["context_tokens"] for record in records)
-                    census.update(record_failures(records))
+                    census.update(
+                        {f"{kind}.failed": n for kind, n in failure_counts(records).items() if n}
+                    )
             census.update(fallback_counts(service_reports(harness), "service"))
         finally:
             harness.close()
@@ -415,15 +418,6 @@ def service_reports(harness: Harness) -> dict[str, Any]:
     if harness.judge is not None:
         reports["judge"] = {name: p.counts() for name, p in harness.judge.parsers.items()}
     return reports
-
-
-def record_failures(records: Iterable[dict[str, Any]]) -> Counter[str]:
-    """Answers and verdicts that failed (a scripted run should have none)."""
-    failures: Counter[str] = Counter()
-    for record in records:
-        failures["answer.failed"] += bool(record.get("failure"))
-        failures["judge.failed"] += bool((record.get("judging") or {}).get("error"))
-    return +failures  # drops the zeros
 
 
 # -- Scaling and costing ---------------------------------------------------------------------
@@ -525,9 +519,10 @@ def make_plan(
     grid = sweep(overrides)
     for number, point in enumerate(grid.points, 1):
         cfg, used = planned_config(point, work_dir, stand_ins)
-        full = extent(cfg)
-        measurement = measure(sampled(cfg, conversations))
+        run_cfg = sampled(cfg, conversations)
+        measurement = measure(run_cfg)
         sample = measurement.sample
+        full = sample if run_cfg is cfg else extent(cfg)  # the whole subset was measured
         rows.append(plan_row(grid.label(point), measurement, full, rates, used))
         if log is not None:
             print(

@@ -36,6 +36,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ from benchmarks.report import (
     ReportError,
     Run,
     category_order,
+    construction_model,
     dataset_description,
     differing_keys,
     extraction_description,
@@ -158,7 +160,7 @@ class Entry:
         """The ``conf/method`` config the entry selects."""
         return str(self.config.hydra.runtime.choices.method)
 
-    @property
+    @cached_property
     def method(self) -> str:
         """The method's display name, as report rows name it."""
         node = OmegaConf.to_container(self.config.method, resolve=True)
@@ -406,9 +408,7 @@ def memory_difference(cell: PublishedCell, run: Run) -> str | None:
     if mode != "llm":
         return f"{mode} extraction, no LLM (paper: an LLM builds the memory)"
     builder = cell.paper.builder or cell.backbone
-    measured = lookup(run.config, "construction.backbone.name", None) or lookup(
-        run.config, "backbone.name", "?"
-    )
+    measured = construction_model(run.config) or "?"
     if measured == SAME_MODEL.get(builder, builder):
         return None
     return f"memory built by {measured} (paper: {builder})"
@@ -510,12 +510,16 @@ def paired_run(cell: PublishedCell, runs: dict[str, Run]) -> Run | None:
 
 
 def find_runs(
-    runs_dir: Path, dataset: str, subset: str, where: dict[str, Any]
+    runs_dir: Path,
+    dataset: str,
+    subset: str,
+    where: dict[str, Any],
+    configs: dict[Path, dict[str, Any]],
 ) -> tuple[list[Run], str | None]:
     """The finished runs the filters select, or none and why (the report still shows the
-    published numbers)."""
+    published numbers); ``configs`` is ``run_configs(runs_dir)``."""
     try:
-        return load_runs(runs_dir, dataset, subset, where), None
+        return load_runs(runs_dir, dataset, subset, where, configs), None
     except ReportError as error:
         return [], f"No measured numbers: {error}"
 
@@ -531,7 +535,8 @@ def build_paper_report(
     """Pair every measurable published cell with its grid run and what differs."""
     where = where or {}
     entries = grid_entries(dataset)
-    runs, missing = find_runs(runs_dir, dataset, subset, where)
+    configs = run_configs(runs_dir)  # one read serves the runs and the unfinished-runs note
+    runs, missing = find_runs(runs_dir, dataset, subset, where, configs)
     grid_runs = {entry: entry_runs(entry, runs) for entry in entries}
     scores = {
         run.directory: score_cells(run, category_order([run]))
@@ -546,7 +551,7 @@ def build_paper_report(
             run = paired_run(cell, grid_runs[cell.entry])
             found = scores[run.directory].get(cell.scope, {}).get(cell.score) if run else None
             lines.append(Line(cell, run, found, differences(cell, run) if run else ()))
-    notes = [missing, unfinished_runs_line(run_configs(runs_dir), dataset, subset, where)]
+    notes = [missing, unfinished_runs_line(configs, dataset, subset, where)]
     header = header_lines(dataset, subset, where, runs_dir) + [note for note in notes if note]
     title = f"{TITLES[dataset]}: published numbers beside the paper grid"
     return PaperReport(title, header, lines, grid_runs, left_out)

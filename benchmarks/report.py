@@ -391,10 +391,15 @@ def extraction_description(config: dict[str, Any]) -> str:
     """The extraction mode, and for ``llm`` the model that built the memory: ``llm
     (gpt-4o-mini)``, so a row says which model constructed and which (Backbone) answered."""
     extraction = str(config.get("method", {}).get("extraction") or "")
-    if extraction != "llm":
-        return extraction
+    builder = construction_model(config) if extraction == "llm" else None
+    return f"llm ({builder})" if builder else extraction
+
+
+def construction_model(config: dict[str, Any]) -> str | None:
+    """The name of the model that builds llm-mode memories: the construction backbone's, else
+    (``construction=same``) the reader's; None when the config names neither."""
     builder = (config.get("construction") or {}).get("backbone") or config.get("backbone") or {}
-    return f"llm ({builder['name']})" if builder.get("name") else extraction
+    return builder.get("name")
 
 
 def judge_description(judge: dict[str, Any] | None) -> str:

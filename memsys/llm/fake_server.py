@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, get_args
@@ -138,7 +138,7 @@ class FakeChatServer:
                 if rule.take(text):
                     return rule.action, rule.reply
             action = self._actions.popleft() if self._actions else "ok"
-        return action, usable_reply(request) if self.schema_replies else None
+        return action, usable_reply(request) if self.schema_replies and action == "ok" else None
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until :meth:`stop` (from another thread) or Ctrl-C."""
@@ -202,14 +202,22 @@ PLAIN_REPLY = "The conversation moves from the previous topic to a new one."
 
 
 def usable_reply(request: dict[str, Any]) -> str:
-    """A reply that the request's caller can use: the smallest instance of its JSON schema
-    (``response_format``, as the OpenAI-compatible provider sends it); without a schema, for
-    SeCom's segmentation prompt one segment over all its numbered exchanges, else
-    :data:`PLAIN_REPLY`. Cut at the first ``stop`` string, as servers do."""
-    schema = request_schema(request)
+    """:func:`usable_text` for an OpenAI-style chat body (``response_format`` as the
+    OpenAI-compatible provider sends it)."""
+    stops = request.get("stop") or []
+    return usable_text(
+        str((request.get("messages") or [{}])[-1].get("content", "")),
+        request_schema(request),
+        [stops] if isinstance(stops, str) else stops,
+    )
+
+
+def usable_text(prompt: str, schema: Mapping[str, Any] | None, stops: Sequence[str]) -> str:
+    """A reply that a request's caller can use: the smallest instance of its JSON ``schema``;
+    without one, for SeCom's segmentation prompt one segment over all its numbered exchanges,
+    else :data:`PLAIN_REPLY`. Cut at the first ``stop`` string, as servers do."""
     if schema is not None:
         return json.dumps(minimal_instance(schema))
-    prompt = str((request.get("messages") or [{}])[-1].get("content", ""))
     numbers = [int(number) for number in _EXCHANGE.findall(prompt)]
     text = PLAIN_REPLY
     if numbers:
@@ -220,8 +228,7 @@ def usable_reply(request: dict[str, Any]) -> str:
             "num_exchanges": max(numbers) - min(numbers) + 1,
         }
         text = f"<segmentation>\n{json.dumps(segment)}\n</segmentation>"
-    stops = request.get("stop") or []
-    for stop in [stops] if isinstance(stops, str) else stops:
+    for stop in stops:
         text = text.split(stop, 1)[0]
     return text
 

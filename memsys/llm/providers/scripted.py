@@ -4,7 +4,7 @@
 to count the calls a run would make and the prompts it would send; only the model is missing.
 This provider stands in for it. A request that carries a JSON schema gets the smallest instance
 of that schema, and one without gets a plain reply that the methods' text parsers accept (both
-from :func:`memsys.llm.fake_server.usable_reply`, the reply generator of the scripted server),
+from :func:`memsys.llm.fake_server.usable_text`, the reply generator of the scripted server),
 so every ``extraction: llm`` pipeline takes the path it takes with a good model rather than its
 retry and fallback paths, which would change the set of requests counted.
 
@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from memsys.llm.fake_server import usable_reply
+from memsys.llm.fake_server import usable_text
 from memsys.llm.types import Completion, LLMRequest, Message
 from memsys.tokens import TokenCounter
 
@@ -58,28 +57,19 @@ class ScriptedProvider:
     def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
         """A usable reply, the prompt's harness tokens, and ``max_tokens`` as completion tokens."""
         return Completion(
-            text=usable_reply(chat_body(request)),
+            text=usable_text(
+                request.messages[-1].get("content", "") if request.messages else "",
+                request.params.json_schema,
+                request.params.stop,
+            ),
             prompt_tokens=prompt_tokens(self.tokens, request.messages),
             completion_tokens=request.params.max_tokens,
             finish_reason="stop",
         )
 
 
-def chat_body(request: LLMRequest) -> dict[str, Any]:
-    """The request as an OpenAI-style chat body, the form :func:`usable_reply` reads (a schema
-    in llama.cpp's ``json_object`` form, the one it takes as is)."""
-    params = request.params
-    body: dict[str, Any] = {
-        "messages": [dict(message) for message in request.messages],
-        "stop": list(params.stop),
-    }
-    if params.json_schema is not None:
-        body["response_format"] = {"type": "json_object", "schema": dict(params.json_schema)}
-    return body
-
-
 def prompt_tokens(tokens: TokenCounter, messages: Sequence[Message]) -> int:
     """Harness tokens of ``messages`` as a chat model reads them: each content plus
     :data:`TOKENS_PER_MESSAGE`, and :data:`REPLY_PRIMING_TOKENS` once."""
-    contents = sum(len(tokens.encode(message.get("content", ""))) for message in messages)
+    contents = sum(tokens.count(message.get("content", "")) for message in messages)
     return contents + TOKENS_PER_MESSAGE * len(messages) + REPLY_PRIMING_TOKENS
