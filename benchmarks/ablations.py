@@ -200,12 +200,12 @@ def trace_summary(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]
     field (HingeMem: candidate-set size and fraction, hyperedges kept, per query type)."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for record in records:
-        trace = record.get("trace")
-        if trace:
-            groups.setdefault("all", []).append(trace)
+        if trace := record.get("trace"):
             groups.setdefault(str(trace.get("group", "all")), []).append(trace)
-    if "all" in groups and len(groups) == 2:
-        groups.pop(next(g for g in groups if g != "all"))
+    if len(groups) > 1:  # one group is all there is: no separate "all"
+        groups["all"] = [trace for traces in groups.values() for trace in traces]
+    elif groups:
+        groups = {"all": next(iter(groups.values()))}
     summary = {}
     for group, traces in sorted(groups.items()):
         fields = sorted(

@@ -32,6 +32,7 @@ from memsys.compression import (
     build_compressor,
     exchanges,
     index_texts,
+    render_turns,
 )
 from memsys.retrievers import RETRIEVER_KINDS, Retriever, build_retriever
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session, Turn
@@ -66,7 +67,7 @@ def turn_item(turn: Turn, position: int) -> MemoryItem:
 
 def session_item(session: Session, position: int) -> MemoryItem:
     """One session as a memory item: its turns, one per line."""
-    text = "\n".join(f"{turn.speaker}: {turn.text}" for turn in session.turns)
+    text = render_turns(session.turns)
     turn_ids = tuple(turn.turn_id for turn in session.turns)
     return MemoryItem(text, turn_ids, session.timestamp, position, kind="session")
 

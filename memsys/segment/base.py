@@ -91,7 +91,8 @@ class SegmentationCost:
 
 
 class CostMeter:
-    """Collects the cost of one segmentation call while it runs (not shared between calls)."""
+    """Collects the cost of one segmentation call while it runs (one ``segment_many`` call may
+    share it across its dialogues)."""
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder
@@ -344,18 +345,3 @@ class Segmenter(ABC):
         if self.backbone is None:
             raise ValueError(f"{type(self).__name__} needs an LLM backbone; none was injected")
         return self.backbone
-
-
-def summed_costs(costs: Sequence[SegmentationCost]) -> dict[str, Any]:
-    """Several segmentation calls' costs added up, as JSON (fallbacks counted by kind): what a
-    memory method reports for segmenting a conversation session by session."""
-    total: Counter[str] = Counter()
-    fallbacks: Counter[str] = Counter()
-    for cost in costs:
-        data = cost.to_json()
-        fallbacks.update(data.pop("fallbacks"))
-        total.update(data)
-    return {
-        **{key: round(value, 6) for key, value in total.items()},
-        "fallbacks": dict(sorted(fallbacks.items())),
-    }

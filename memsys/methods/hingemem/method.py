@@ -391,7 +391,9 @@ class HingeMem(MemorySystem[LongTermMemory]):
         scores = scores + similarity
         if options.rerank:
             weights = priority_weights(plan.ranked_elements())
-            scores = scores + options.salience_weight * salience_scores(memory, weights)
+            scores = scores + options.salience_weight * salience_scores(
+                memory, weights, index.mean_salience
+            )
             temperature = options.topic_temperature
             if options.topic_term == "query":
                 scores = scores + options.topic_weight * index.contrast.query_term(

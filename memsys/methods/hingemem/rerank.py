@@ -12,7 +12,7 @@ topics, is the harness's earlier reading, kept as an option.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -31,17 +31,30 @@ def priority_weights(elements: Sequence[str]) -> dict[str, float]:
     return {element: (len(elements) - rank) / total for rank, element in enumerate(elements)}
 
 
-def salience_scores(memory: LongTermMemory, weights: Mapping[str, float]) -> np.ndarray:
-    """Q_S per hyperedge: Σ_e w_e·(mean salience of its nodes of element e, 0 when it has none)."""
+def mean_salience(memory: LongTermMemory, element: str) -> np.ndarray:
+    """Per hyperedge, the mean salience of its nodes of ``element`` (0 when it has none)."""
     nodes = memory.nodes
-    scores = np.zeros(len(memory.hyperedges))
+    means = np.zeros(len(memory.hyperedges))
     for index, edge in enumerate(memory.hyperedges):
-        for element, weight in weights.items():
-            keys = edge.nodes.get(element, [])
-            if keys:
-                scores[index] += weight * float(
-                    np.mean([nodes[f"{element}:{key}"].salience for key in keys])
-                )
+        keys = edge.nodes.get(element, [])
+        if keys:
+            means[index] = float(np.mean([nodes[f"{element}:{key}"].salience for key in keys]))
+    return means
+
+
+def salience_scores(
+    memory: LongTermMemory,
+    weights: Mapping[str, float],
+    means: Callable[[str], np.ndarray] | None = None,
+) -> np.ndarray:
+    """Q_S per hyperedge: Σ_e w_e·(mean salience of its nodes of element e, 0 when it has none).
+
+    ``means`` gives :func:`mean_salience` per element, computed once per memory by a caller
+    that retrieves often (:class:`~memsys.methods.hingemem.routing.RetrievalIndex`).
+    """
+    scores = np.zeros(len(memory.hyperedges))
+    for element, weight in weights.items():
+        scores += weight * (means(element) if means else mean_salience(memory, element))
     return scores
 
 

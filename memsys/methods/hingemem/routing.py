@@ -22,7 +22,7 @@ from memsys.embed import Embedder
 
 from .graph import ELEMENTS, LongTermMemory, normalize_name, parse_time_key, time_interval
 from .query import QueryPlan, person_matches
-from .rerank import TopicContrast
+from .rerank import TopicContrast, mean_salience
 
 ROUTINGS = ("intersect", "union")
 
@@ -70,8 +70,20 @@ class RetrievalIndex:
         for index, edge in enumerate(edges):
             for uid in edge.uids():
                 self.holders.setdefault(uid, []).append(index)
-        self.undated = [i for i, edge in enumerate(edges) if not edge.nodes.get("time")]
+        nodes = memory.nodes.values()
+        self.person_keys = [node.key for node in nodes if node.element == "person"]
+        self.time_nodes = [  # (uid, interval) of every time node whose key reads as a time
+            (node.uid, time_interval(parsed[0], node.granularity or parsed[1]))
+            for node in nodes
+            if node.element == "time" and (parsed := parse_time_key(node.key))
+        ]
+        self.undated_days = [  # (index, its day) of the hyperedges without a time node
+            (index, time_interval(edge.timestamp, "day"))
+            for index, edge in enumerate(edges)
+            if not edge.nodes.get("time") and edge.timestamp
+        ]
         self._named: dict[str, tuple[list[str], np.ndarray]] = {}
+        self._salience: dict[str, np.ndarray] = {}
         self.contrast = TopicContrast(
             embedder.encode(memory.common_topics), embedder.encode(memory.rare_topics)
         )
@@ -85,15 +97,20 @@ class RetrievalIndex:
             )
         return self._named[element]
 
+    def mean_salience(self, element: str) -> np.ndarray:
+        """:func:`~memsys.methods.hingemem.rerank.mean_salience`, once per element."""
+        if element not in self._salience:
+            self._salience[element] = mean_salience(self.memory, element)
+        return self._salience[element]
+
     def match(self, plan: QueryPlan, threshold: float) -> Routes:
         """The nodes each constrained element names: persons by identifier (or a name part, or a
         prefix of at least 3 letters), locations and topics by identifier or by name cosine >=
         ``threshold``, times by overlapping intervals; and the hyperedges they reach."""
         nodes = self.memory.nodes
         matched: dict[str, set[str]] = {element: set() for element in ELEMENTS}
-        person_keys = [node.key for node in nodes.values() if node.element == "person"]
         for name in plan.names.get("person", ()):
-            for key in person_matches(normalize_name("person", name), person_keys):
+            for key in person_matches(normalize_name("person", name), self.person_keys):
                 matched["person"].add(f"person:{key}")
         for element in ("location", "topic"):
             names = plan.names.get(element, ())
@@ -108,22 +125,14 @@ class RetrievalIndex:
                     uids[j] for j in np.nonzero(similar.max(axis=0) >= threshold)[0]
                 }
         intervals = [time_interval(timestamp, granularity) for timestamp, granularity in plan.times]
-        for node in nodes.values():
-            parsed = parse_time_key(node.key) if node.element == "time" else None
-            if parsed and _overlaps(
-                time_interval(parsed[0], node.granularity or parsed[1]), intervals
-            ):
-                matched["time"].add(node.uid)
+        if intervals:
+            matched["time"] = {uid for uid, span in self.time_nodes if _overlaps(span, intervals)}
         edges = {
             element: {index for uid in uids for index in self.holders.get(uid, [])}
             for element, uids in matched.items()
         }
-        edges["time"] |= {
-            index
-            for index in self.undated
-            if (stamp := self.memory.hyperedges[index].timestamp)
-            and _overlaps(time_interval(stamp, "day"), intervals)
-        }
+        if intervals:
+            edges["time"] |= {i for i, day in self.undated_days if _overlaps(day, intervals)}
         return Routes(matched, edges)
 
     def match_scores(self, routes: Routes, weights: Mapping[str, float]) -> np.ndarray:

@@ -19,7 +19,6 @@ from memsys.segment.base import (
     Segmenter,
     labels_from_gaps,
     segments_from_labels,
-    summed_costs,
 )
 from memsys.types import Session, Turn
 
@@ -53,4 +52,4 @@ def segment_sessions(
             SegmentSpan(session.timestamp, tuple(groups[first : last + 1]))
             for first, last in segments_from_labels(labels)
         ]
-    return spans, summed_costs([meter.finish()])
+    return spans, meter.finish().to_json()
