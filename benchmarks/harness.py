@@ -21,7 +21,7 @@ from benchmarks.answering.context import render_context
 from benchmarks.answering.prompts import answer_messages
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.memory_store import MemoryStore
-from benchmarks.metrics.judge import Judge, Verdict
+from benchmarks.metrics.judge import Judge, Verdict, judging_entry, judgings
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.ranking import ranking_metrics
@@ -107,7 +107,7 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
             judge_backbone = build_backbone(
                 cfg.judge.backbone, cache=response_cache, accounting=accounting
             )
-        judge = Judge(judge_backbone)
+        judge = Judge(judge_backbone, protocols=settings.judge_protocols)
     return Harness(
         settings=settings,
         system=system,
@@ -178,7 +178,7 @@ def answer_batch(
             harness.answerer.complete_many(requests, stage="answering", return_exceptions=True)
         )
 
-    verdicts: dict[int, Verdict] = {}
+    verdicts: dict[int, dict[str, Verdict]] = {}
     if harness.judge is not None:
         answered = [i for i, reply in enumerate(replies) if isinstance(reply, LLMResponse)]
         graded = harness.judge.grade_many([(prepared[i][0], replies[i].text) for i in answered])  # type: ignore[union-attr]
@@ -196,9 +196,14 @@ def answer_batch(
 
 
 def build_record(
-    question, retrieval, context, reply, verdict, retrieved_s, render_s
+    question, retrieval, context, reply, verdicts, retrieved_s, render_s
 ) -> dict[str, Any]:
-    """One question's JSON line: prediction, gold, provenance, costs and every score."""
+    """One question's JSON line: prediction, gold, provenance, costs and every score.
+
+    ``verdicts`` maps each judge protocol to its verdict, the dataset's own first: it gives
+    ``judge_acc`` and ``judging``; the others give ``judge_acc_<protocol>`` and
+    ``other_judgings[protocol]``.
+    """
     record: dict[str, Any] = {
         "question_id": question.question_id,
         "conversation_id": question.conversation_id,
@@ -242,17 +247,15 @@ def build_record(
             question.adversarial_answer,
         )
         record["scores"] = score_prediction(prediction)
-    if verdict is not None:
-        record["scores"]["judge_acc"] = None if verdict.correct is None else float(verdict.correct)
-        record["judging"] = {
-            "prompt_tokens": verdict.prompt_tokens,
-            "completion_tokens": verdict.completion_tokens,
-            "latency_s": round(verdict.latency_s, 6),
-            "attempts": verdict.attempts,
-            "asked": verdict.asked,
-            "error": verdict.error,
-            **({"final": True} if verdict.final else {}),
-        }
+    for rank, (protocol, verdict) in enumerate((verdicts or {}).items()):
+        score = None if verdict.correct is None else float(verdict.correct)
+        judging = judging_entry(protocol, verdict)
+        if rank == 0:
+            record["scores"]["judge_acc"] = score
+            record["judging"] = judging
+        else:
+            record["scores"][f"judge_acc_{protocol}"] = score
+            record.setdefault("other_judgings", {})[protocol] = judging
     return record
 
 
@@ -261,8 +264,10 @@ def failed(record: dict[str, Any]) -> bool:
     retries): the next run of the config asks it again, so a flaky endpoint costs one rerun,
     not a hole in the results. A verdict asks new rungs of the judge's ladder each time
     (:mod:`benchmarks.metrics.judge`) until its failure is ``final``: then it stays failed."""
-    judging = record.get("judging") or {}
-    return bool(record.get("failure") or (judging.get("error") and not judging.get("final")))
+    return bool(
+        record.get("failure")
+        or any(entry.get("error") and not entry.get("final") for entry in judgings(record))
+    )
 
 
 def new_construction_counts() -> dict[str, Any]:

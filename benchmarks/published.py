@@ -26,7 +26,8 @@ Readings taken where the brief leaves a choice:
   (:data:`SAME_MODEL`), or the grid reader standing in for a model no grid backbone serves
   (:data:`STAND_IN`); without such a run its measured cell reads "not run".
 * **Scale**: values as the paper prints them (percent; HingeMem's BLEU-1 as a fraction), the
-  measured mean, its 95% bootstrap interval and n on the same scale.
+  measured mean, its 95% bootstrap interval and n on the same scale; the intervals resample
+  conversations by the tables' rule (``report.score_cells``), and the header says which unit.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from benchmarks.data.paths import REPO_ROOT, shown_path
+from benchmarks.judge_calibration import own_protocol
+from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.report import (
-    JUDGE_INSTRUCTIONS,
     Cell,
     ReportError,
     Run,
@@ -55,6 +57,7 @@ from benchmarks.report import (
     differing_keys,
     extraction_description,
     in_repo,
+    interval_description,
     judge_description,
     load_runs,
     lookup,
@@ -419,7 +422,7 @@ def judge_difference(cell: PublishedCell, run: Run) -> str | None:
     if cell.score != "judge_acc":
         return None
     judge = judge_description(run.config.get("judge"))
-    instruction = JUDGE_INSTRUCTIONS.get(lookup(run.config, "dataset.name", ""), "?")
+    instruction = PROTOCOLS[own_protocol(run.config)][1]
     return f"judge {judge}, {instruction} (paper: {cell.judge})"
 
 
@@ -434,13 +437,19 @@ def subset_difference(cell: PublishedCell, run: Run) -> str | None:
 
 
 def dataset_difference(cell: PublishedCell, run: Run) -> str | None:
-    """Another data file than the grid's (the tiny test fixture, say)."""
+    """Another data file than the grid's (the tiny test fixture, say); the judge protocol is the
+    judge's difference, not the data's."""
     grid = OmegaConf.to_container(cell.entry.config.dataset, resolve=True)
     assert isinstance(grid, dict)
     measured = run.config.get("dataset", {})
-    if measured == grid:
+    if data_keys(measured) == data_keys(grid):
         return None
     return f"dataset {dataset_description(measured)} (paper: {dataset_description(grid)})"
+
+
+def data_keys(dataset: dict[str, Any]) -> dict[str, Any]:
+    """What names a dataset's questions: everything but the judge protocol."""
+    return {key: value for key, value in dataset.items() if key != "judge_protocol"}
 
 
 def adversarial_difference(cell: PublishedCell, run: Run) -> str | None:
@@ -552,13 +561,19 @@ def build_paper_report(
             found = scores[run.directory].get(cell.scope, {}).get(cell.score) if run else None
             lines.append(Line(cell, run, found, differences(cell, run) if run else ()))
     notes = [missing, unfinished_runs_line(configs, dataset, subset, where)]
-    header = header_lines(dataset, subset, where, runs_dir) + [note for note in notes if note]
+    measured = [line.measured for line in lines if line.measured is not None]
+    intervals = interval_description(measured, "conversation", dataset.startswith("longmemeval"))
+    header = header_lines(dataset, subset, where, runs_dir, intervals)
+    header += [note for note in notes if note]
     title = f"{TITLES[dataset]}: published numbers beside the paper grid"
     return PaperReport(title, header, lines, grid_runs, left_out)
 
 
-def header_lines(dataset: str, subset: str, where: dict[str, Any], runs_dir: Path) -> list[str]:
-    """What the report compares, and how to read a line."""
+def header_lines(
+    dataset: str, subset: str, where: dict[str, Any], runs_dir: Path, intervals: str
+) -> list[str]:
+    """What the report compares, and how to read a line; ``intervals`` is
+    :func:`benchmarks.report.interval_description` of the measured cells."""
     filters = "".join(f", {key}={value!r}" for key, value in where.items())
     return [
         f"Published: every cell of results/published/*.yaml measured by the paper grid "
@@ -567,6 +582,7 @@ def header_lines(dataset: str, subset: str, where: dict[str, Any], runs_dir: Pat
         f"{shown_path(runs_dir)} (dataset {dataset}, subset {subset}{filters}): mean [95% "
         "bootstrap CI] (n questions), on the paper's scale (percent, or a fraction where the "
         "paper prints one)",
+        f"Intervals: {intervals}, as in the tables",
         "Scores: F1 → f1_set (A-Mem/mem0 set F1; HingeMem's is LoCoMo's own, f1_locomo), "
         "BLEU-1 → bleu1, J and ACC → judge_acc",
         "Reader = the backbone that answers; Memory = the extraction mode and, for llm, the model "

@@ -17,12 +17,19 @@ Readings taken where the brief leaves a choice:
   include every category. Evidence recall and context tokens average over every question, as
   ``benchmarks.summary`` does, so the numbers match ``metrics.json``. Bootstrap seeds are the
   run's ``seed``, so the intervals match ``metrics.json`` as well.
+* **Intervals** resample conversations (a cluster bootstrap: the questions of one conversation
+  share its memory), or questions with ``--interval-unit question``; a cell whose questions come
+  from fewer than ``stats.MIN_CLUSTERS`` conversations resamples questions
+  (``stats.resampling_unit``, the rule ``metrics.json`` follows), and the header's Statistics
+  line names the unit used and the conversation count. On LongMemEval each question has its own
+  haystack, so the clusters are single questions.
 * **Failed questions** (no answer, or no verdict) carry no score and are left out of the mean,
   as in ``benchmarks.summary``; ``n`` counts the scored questions.
 * **p-values**: each non-baseline answered row against the baseline row (a class from
   ``memsys.methods.baselines``) with the same backbone and the highest overall mean of the
   primary metric (``--metric``, an F1 scorer), paired by question over the questions both
-  scored in the overall set. Baseline rows print "—".
+  scored in the overall set, resampling their conversations as the intervals do. Baseline rows
+  print "—".
 * **Costs**: answering and judging calls and tokens are summed from the per-question log (a
   judge call per attempt); construction costs come from ``metrics.json`` and cover only the
   memories that run built: a row whose memories were loaded from the memory cache is marked
@@ -56,9 +63,24 @@ import yaml
 from matplotlib.figure import Figure
 
 from benchmarks.data.paths import REPO_ROOT, shown_path
-from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
+from benchmarks.judge_calibration import calibration_lines, own_protocol, protocol_of
+from benchmarks.metrics.judge import judgings
+from benchmarks.metrics.stats import (
+    INTERVAL_UNITS,
+    MIN_CLUSTERS,
+    paired_bootstrap_pvalue,
+    resampling_unit,
+)
 from benchmarks.runlog import latest_records, summarize_invocations
-from benchmarks.summary import SCORE_NAMES, failure_counts, longmemeval_scores
+from benchmarks.summary import (
+    Cell,
+    Scores,
+    failure_counts,
+    interval_cell,
+    longmemeval_scores,
+    score_names,
+    score_of,
+)
 from memsys.types import LOCOMO_CATEGORIES
 
 BASELINE_MODULE = "memsys.methods.baselines"
@@ -76,11 +98,6 @@ SCORER_DEFINITIONS = {
     "per-category rules)",
 }
 BLEU_DEFINITION = "bleu1, sentence BLEU-1 (weights (1,0,0,0), smoothing method 1)"
-JUDGE_INSTRUCTIONS = {
-    "locomo": "mem0-style CORRECT/WRONG instruction",
-    "longmemeval": "LongMemEval's per-type yes/no instructions (_abs questions: correct when the "
-    "answer recognises the question as unanswerable)",
-}
 #: LongMemEval's question types in the column order of ES-Mem's Table 2, with its short labels.
 LONGMEMEVAL_TYPES = {
     "temporal_reasoning": "Temporal",
@@ -137,22 +154,15 @@ class RowKey:
 
 
 @dataclass(frozen=True)
-class Cell:
-    """A mean over questions with its 95% bootstrap interval."""
-
-    mean: float
-    low: float
-    high: float
-    n: int
-
-
-@dataclass(frozen=True)
 class Comparison:
-    """A paired bootstrap test of a row against its backbone's best baseline."""
+    """A paired bootstrap test of a row against its backbone's best baseline, and the unit it
+    resampled (as :class:`benchmarks.summary.Cell` says it)."""
 
     p_value: float
     baseline: str
     questions: int
+    unit: str
+    conversations: int
 
 
 @dataclass(frozen=True)
@@ -201,6 +211,9 @@ class Report:
     categories: list[str]
     rows: list[Row]
     longmemeval: bool
+    #: Every score name the runs carry: the F1s, BLEU-1, ``judge_acc`` and the other judge
+    #: protocols' ``judge_acc_<protocol>`` (:func:`benchmarks.summary.score_names`).
+    scores: tuple[str, ...] = ()
 
     @property
     def answered(self) -> list[Row]:
@@ -495,27 +508,16 @@ def check_one_run_per_row(runs: Sequence[Run]) -> None:
 # Numbers, recomputed from predictions.jsonl
 
 
-def cell(values: Sequence[float], seed: int) -> Cell | None:
-    """Mean and 95% bootstrap interval, or ``None`` when no question carries the score."""
-    if not values:
-        return None
-    interval = bootstrap_ci(values, seed=seed)
-    return Cell(interval.mean, interval.low, interval.high, len(values))
-
-
 def in_overall(record: dict[str, Any], adversarial: str) -> bool:
     """Whether a question enters the overall means under the run's adversarial policy."""
     return not (adversarial == "exclude" and record["category"] == "adversarial")
 
 
-def score_values(records: Iterable[dict[str, Any]], name: str) -> list[float]:
-    """The scores ``name`` of the questions that have one, in file order."""
-    scores = ((record.get("scores") or {}).get(name) for record in records)
-    return [value for value in scores if value is not None]
-
-
-def score_cells(run: Run, categories: Sequence[str]) -> dict[str, dict[str, Cell | None]]:
-    """``{"overall" | "all_evidence" | category: {score: Cell}}`` for every score name.
+def score_cells(
+    run: Run, categories: Sequence[str], unit: str = "conversation", names: Sequence[str] = ()
+) -> dict[str, dict[str, Cell | None]]:
+    """``{"overall" | "all_evidence" | category: {score: Cell}}`` for every score name in
+    ``names`` (default: the run's own), the intervals resampling ``unit``.
 
     ``all_evidence``: the overall questions whose evidence all reached the reader, so that a
     reading failure (evidence shown, answer wrong) is told apart from a retrieval failure.
@@ -527,7 +529,10 @@ def score_cells(run: Run, categories: Sequence[str]) -> dict[str, dict[str, Cell
         category: [r for r in run.records if r["category"] == category] for category in categories
     }
     return {
-        scope: {name: cell(score_values(members, name), seed) for name in SCORE_NAMES}
+        scope: {
+            name: interval_cell(Scores.of(members, score_of(name)), unit=unit, seed=seed)
+            for name in names or score_names(run.records)
+        }
         for scope, members in groups.items()
     }
 
@@ -538,8 +543,11 @@ def stage_costs(run: Run) -> dict[str, dict[str, int]]:
     stages = run.metrics.get("accounting", {}).get("stages", {})
     construction = stages.get("construction", {})
     costs = {"construction": {key: int(construction.get(key, 0)) for key in COST_KEYS}}
-    for stage in ("answering", "judging"):
-        logged = [r[stage] for r in run.records if r.get(stage)]
+    logged_by_stage = {
+        "answering": [r["answering"] for r in run.records if r.get("answering")],
+        "judging": [entry for r in run.records for entry in judgings(r)],
+    }
+    for stage, logged in logged_by_stage.items():
         costs[stage] = {
             "calls": sum(int(entry.get("attempts", 1)) for entry in logged),
             "prompt_tokens": sum(int(entry.get("prompt_tokens", 0)) for entry in logged),
@@ -553,18 +561,22 @@ def mean_or_none(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def longmemeval_cells(run: Run) -> LongMemEvalCells:
+def longmemeval_cells(run: Run, unit: str) -> LongMemEvalCells:
     """A row's Table 2 numbers, from the same grouping of the records as ``metrics.json``."""
     seed = int(run.config.get("seed", 0))
     scores = longmemeval_scores(run.records)
+    none = Scores([], [])
     return LongMemEvalCells(
-        per_type={category: cell(values, seed) for category, values in scores.per_type.items()},
-        overall=cell(scores.overall, seed),
+        per_type={
+            category: interval_cell(found, unit=unit, seed=seed)
+            for category, found in scores.per_type.items()
+        },
+        overall=interval_cell(scores.overall, unit=unit, seed=seed),
         task_averaged=scores.task_averaged,
-        abstention=cell(scores.abstention, seed),
+        abstention=interval_cell(scores.abstention, unit=unit, seed=seed),
         retrieval={
             level: {
-                name: cell(scores.retrieval[level].get(name, []), seed)
+                name: interval_cell(scores.retrieval[level].get(name, none), unit=unit, seed=seed)
                 for name in LONGMEMEVAL_RANKING
             }
             for level in RANKING_LEVELS
@@ -579,18 +591,25 @@ def complete_invocations(run: Run) -> dict[str, Any]:
 
 
 def build_row(
-    run: Run, categories: Sequence[str], longmemeval: bool, max_failure_share: float
+    run: Run,
+    categories: Sequence[str],
+    longmemeval: bool,
+    max_failure_share: float,
+    unit: str,
+    names: Sequence[str],
 ) -> Row:
-    """Every number of one row, recomputed from the run's files."""
-    recalls = [r["evidence_recall"] for r in run.records if r.get("evidence_recall") is not None]
+    """Every number of one row, recomputed from the run's files: the scores ``names``, the
+    intervals resampling ``unit``."""
+    recalls = Scores.of(run.records, lambda r: r.get("evidence_recall"))
+    seed = int(run.config.get("seed", 0))
     answers = [r["answering"] for r in run.records if r.get("answering")]
     failed = sum(failure_counts(run.records).values())
     return Row(
         key=row_key(run.config, run.variant),
         run=run,
-        scores=score_cells(run, categories),
-        evidence_recall=cell(recalls, int(run.config.get("seed", 0))),
-        all_evidence_share=mean_or_none([float(value == 1.0) for value in recalls]),
+        scores=score_cells(run, categories, unit, names),
+        evidence_recall=interval_cell(recalls, unit=unit, seed=seed),
+        all_evidence_share=mean_or_none([float(value == 1.0) for value in recalls.values]),
         context_tokens=mean_or_none([r["context_tokens"] for r in run.records]),
         costs=stage_costs(run),
         memories_loaded=run.metrics.get("construction", {}).get("loaded", 0) > 0,
@@ -599,7 +618,7 @@ def build_row(
         retrieve_latency_s=mean_or_none(
             [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
         ),
-        longmemeval=longmemeval_cells(run) if longmemeval else None,
+        longmemeval=longmemeval_cells(run, unit) if longmemeval else None,
         failed=failed,
         invalid=failed > max_failure_share * len(run.records),
     )
@@ -627,8 +646,10 @@ def overall_mean(row: Row, metric: str) -> float:
     return -np.inf if found is None else found.mean
 
 
-def add_p_values(rows: Sequence[Row], metric: str) -> None:
-    """Paired bootstrap p-value of each non-baseline row against its backbone's best baseline."""
+def add_p_values(rows: Sequence[Row], metric: str, unit: str = "conversation") -> None:
+    """Paired bootstrap p-value of each non-baseline row against its backbone's best baseline,
+    paired by question and resampling ``unit`` (conversations: the questions' shared memories),
+    as the intervals do."""
     answered = [row for row in rows if not row.key.retrieval_only]
     for row in answered:
         if row.key.baseline:
@@ -641,12 +662,18 @@ def add_p_values(rows: Sequence[Row], metric: str) -> None:
         common = sorted(set(mine) & set(theirs))
         if not common:
             continue
+        conversation = {r["question_id"]: r["conversation_id"] for r in row.run.records}
+        conversations = [conversation[q] for q in common]
+        used = resampling_unit(conversations, unit)
         p_value = paired_bootstrap_pvalue(
             [mine[q] for q in common],
             [theirs[q] for q in common],
+            clusters=conversations if used == "conversation" else None,
             seed=int(row.run.config.get("seed", 0)),
         )
-        row.comparisons[metric] = Comparison(p_value, best.key.method, len(common))
+        row.comparisons[metric] = Comparison(
+            p_value, best.key.method, len(common), used, len(set(conversations))
+        )
 
 
 def category_order(runs: Sequence[Run]) -> list[str]:
@@ -698,8 +725,9 @@ def dataset_description(dataset: dict[str, Any]) -> str:
     return f"{dataset.get('name')} ({where})" if where else str(dataset.get("name"))
 
 
-def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[str]:
-    """What a reader needs to know to compare the table with another one."""
+def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics: str) -> list[str]:
+    """What a reader needs to know to compare the table with another one; ``statistics`` is
+    :func:`statistics_line`."""
     longmemeval = is_longmemeval(shared)
     answered = "answer.template" in shared
     lines = [
@@ -710,9 +738,8 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
         "that built the memory)" + ("; the judge below" if answered else ""),
     ]
     if answered:
-        instructions = JUDGE_INSTRUCTIONS.get(shared["dataset"].get("name"), "unknown instruction")
         lines += [
-            f"Judge: judge_acc, {instructions}; judge model: {judge_description(shared['judge'])}",
+            f"Judge model: {judge_description(shared['judge'])} (the judges' lines below)",
             f"Answer prompt: template {shared['answer.template']}, context budget "
             f"{shared['answer.context_budget']} tokens, at most {shared['answer.max_tokens']} "
             "answer tokens",
@@ -744,13 +771,10 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
         lines.append(
             f"Adversarial: {ADVERSARIAL_POLICY.get(shared['adversarial'], shared['adversarial'])}"
         )
-    both = longmemeval and answered
-    tested = f"{metric} (Overall) and on judge_acc (LongMemEval accuracy)" if both else metric
     return [
         *lines,
         f"Embedder: {shared['embedder.model']}",
-        "Statistics: means over questions with 95% percentile bootstrap CIs (1000 resamples); "
-        f"p = two-sided paired bootstrap on {tested} vs the best baseline of the same backbone",
+        statistics,
         f"Source: predictions.jsonl of each run in {shown_path(runs_dir)}; construction costs from "
         "metrics.json (* = memories loaded from cache, cost of this run only); answer latency "
         "over answers not served from the response cache; construction (s), texts embedded / "
@@ -763,34 +787,75 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path) -> list[st
     ]
 
 
-def judge_check(runs: Sequence[Run]) -> str | None:
-    """How often the judge accepted answers that share no word with the gold answer.
+def table_cells(rows: Sequence[Row]) -> list[Cell]:
+    """Every interval of the table's rows (answered and retrieval-only, LongMemEval's too)."""
+    cells: list[Cell | None] = []
+    for row in rows:
+        cells += [found for scope in row.scores.values() for found in scope.values()]
+        cells.append(row.evidence_recall)
+        if row.longmemeval is not None:
+            lme = row.longmemeval
+            cells += [*lme.per_type.values(), lme.overall, lme.abstention]
+            cells += [found for level in lme.retrieval.values() for found in level.values()]
+    return [found for found in cells if found is not None]
 
-    A judge that accepts most of them grades nothing (the 135M offline model says "correct" to
-    almost anything); the header says so, so that its accuracy is not read as a result.
-    Adversarial and abstention questions are left out (a refusal can be right there).
-    """
-    verdicts = [
-        record["scores"]["judge_acc"]
-        for run in runs
-        for record in run.records
-        if record.get("category") != "adversarial"
-        and not record.get("is_abstention")
-        and (record.get("scores") or {}).get("f1_set") == 0.0
-        and record["scores"].get("judge_acc") is not None
-    ]
-    if not verdicts:
-        return None
-    accepted = sum(verdicts)
-    share = accepted / len(verdicts)
-    verdict = (
-        "the judge does not discriminate: its Judge columns are NOT a measure of accuracy"
-        if share > 0.5
-        else "within what a discriminating judge does"
+
+def interval_description(cells: Sequence[Cell], unit: str, longmemeval: bool) -> str:
+    """The intervals in words: the unit their bootstrap resampled, how many conversations the
+    questions come from, and, where questions were resampled on LoCoMo, why and that the
+    intervals then understate uncertainty (questions of one conversation share its memory)."""
+    resampled = "1000 resamples"
+    if not cells:
+        return f"95% bootstrap CIs resampling {unit}s ({resampled}; no cell has one)"
+    conversations = max(found.conversations for found in cells)
+    plural = "" if conversations == 1 else "s"
+    if all(found.conversations == found.n for found in cells):
+        own = "haystack" if longmemeval else "conversation"
+        return (
+            f"95% percentile bootstrap CIs resampling questions ({resampled}; each question has "
+            f"its own {own}, so the questions are the clusters)"
+        )
+    understated = (
+        "questions of one conversation share its memory, so these intervals understate uncertainty"
     )
+    if unit == "question":
+        return (
+            f"95% percentile bootstrap CIs resampling questions, as asked (--interval-unit "
+            f"question; {resampled}; {conversations} conversation{plural}): {understated}"
+        )
+    clustered = [found for found in cells if found.unit == "conversation"]
+    if not clustered:
+        return (
+            f"95% percentile bootstrap CIs resampling questions ({resampled}) because the subset "
+            f"has {conversations} conversation{plural}, fewer than the {MIN_CLUSTERS} a cluster "
+            f"bootstrap needs: {understated}"
+        )
+    text = (
+        f"95% cluster bootstrap CIs resampling the {conversations} conversations ({resampled}; "
+        "questions of one conversation share its memory: a cell draws the conversations its "
+        "questions come from and averages over their questions)"
+    )
+    fallen = len(cells) - len(clustered)
+    if fallen:
+        text += (
+            f"; {fallen} cell(s) whose questions come from fewer than {MIN_CLUSTERS} "
+            "conversations resample questions instead and understate uncertainty"
+        )
+    return text
+
+
+def statistics_line(shared: dict[str, Any], metric: str, rows: Sequence[Row], unit: str) -> str:
+    """The header's Statistics line: the intervals' unit and the p-values' test."""
+    longmemeval = is_longmemeval(shared)
+    both = longmemeval and "answer.template" in shared
+    tested = f"{metric} (Overall) and on judge_acc (LongMemEval accuracy)" if both else metric
+    units = {c.unit for row in rows for c in row.comparisons.values()}
+    resampling = f"resampling {units.pop()}s" if len(units) == 1 else "resampling as the CIs do"
     return (
-        f"Judge check: the judge accepted {accepted:.0f} of {len(verdicts)} answers ({share:.0%}) "
-        f"that share no word with the gold answer (f1_set = 0) — {verdict}"
+        f"Statistics: means over questions with "
+        f"{interval_description(table_cells(rows), unit, longmemeval)}; p = two-sided paired "
+        f"bootstrap on {tested} vs the best baseline of the same backbone, paired by question, "
+        f"{resampling}"
     )
 
 
@@ -808,10 +873,14 @@ def build_report(
     title: str | None = None,
     where: dict[str, Any] | None = None,
     max_failure_share: float = MAX_FAILURE_SHARE,
+    interval_unit: str = "conversation",
 ) -> Report:
-    """Select, check and recompute: the whole table, ready to write."""
+    """Select, check and recompute: the whole table, ready to write; its intervals and p-values
+    resample ``interval_unit`` (conversations, or questions)."""
     if metric not in PRIMARY_METRICS:
         raise ReportError(f"--metric must be one of {list(PRIMARY_METRICS)}, got {metric!r}")
+    if interval_unit not in INTERVAL_UNITS:
+        raise ReportError(f"interval unit must be one of {list(INTERVAL_UNITS)}")
     # One read of the run configs serves both the table and the note on what it leaves out.
     configs = run_configs(runs_dir)
     runs = with_variants(load_runs(runs_dir, dataset, subset, where, configs))
@@ -819,24 +888,30 @@ def build_report(
     check_one_run_per_row(runs)
     categories = category_order(runs)
     longmemeval = is_longmemeval(shared)
+    names = score_names(record for run in runs for record in run.records)
     rows = sorted(
-        (build_row(run, categories, longmemeval, max_failure_share) for run in runs),
+        (
+            build_row(run, categories, longmemeval, max_failure_share, interval_unit, names)
+            for run in runs
+        ),
         key=row_order,
     )
     for tested in (metric, "judge_acc") if longmemeval else (metric,):
-        add_p_values(rows, tested)
+        add_p_values(rows, tested, interval_unit)
     notes = [
-        judge_check(runs),
+        *calibration_lines(runs, names),
         unfinished_runs_line(configs, dataset, subset, where),
         invalid_rows_line(rows, max_failure_share),
     ]
     return Report(
         title or default_title(longmemeval),
-        header_lines(shared, metric, runs_dir) + [note for note in notes if note],
+        header_lines(shared, metric, runs_dir, statistics_line(shared, metric, rows, interval_unit))
+        + [note for note in notes if note],
         metric,
         categories,
         rows,
         longmemeval,
+        names,
     )
 
 
@@ -933,6 +1008,19 @@ def row_start(row: Row) -> list[str]:
     return [method, row.key.backbone or "—", row.key.extraction or "—"]
 
 
+def judge_scores(report: Report) -> list[str]:
+    """The table's judge columns: ``judge_acc`` (the dataset's protocol), then the others."""
+    return [name for name in report.scores if name.startswith("judge_acc")]
+
+
+def judge_label(score: str, report: Report) -> str:
+    """``Judge`` for the dataset's own protocol, ``Judge <protocol>`` for the others."""
+    if score == "judge_acc":
+        return "Judge"
+    own = own_protocol(report.rows[0].run.config)
+    return f"Judge {protocol_of(score, own)}"
+
+
 def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
     """Answered rows: overall scores, significance, retrieval and costs."""
     header = [
@@ -941,7 +1029,7 @@ def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
         "Extraction",
         f"F1 ({report.metric})",
         "BLEU-1",
-        "Judge",
+        *(judge_label(name, report) for name in judge_scores(report)),
         "p vs best baseline",
         "Evidence recall",
         "All evidence",
@@ -958,7 +1046,10 @@ def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
         body.append(
             [
                 *row_start(row),
-                *(fmt_cell(overall[name]) for name in (report.metric, "bleu1", "judge_acc")),
+                *(
+                    fmt_cell(overall[name])
+                    for name in (report.metric, "bleu1", *judge_scores(report))
+                ),
                 fmt_p(row, report.metric),
                 fmt_cell(row.evidence_recall),
                 fmt_number(row.all_evidence_share),
@@ -1223,7 +1314,7 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
         "invalid": row.invalid,
     }
     for scope in ("overall", "all_evidence", *report.categories):
-        for name in SCORE_NAMES:
+        for name in report.scores:
             record |= cell_columns(f"{scope}_{name}", row.scores[scope][name])
     record |= comparison_columns("", row.comparisons.get(report.metric))
     if report.longmemeval:
@@ -1336,6 +1427,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=MAX_FAILURE_SHARE,
         help="mark a run INVALID when more of its questions failed (default %(default)s)",
     )
+    parser.add_argument(
+        "--interval-unit",
+        choices=INTERVAL_UNITS,
+        default="conversation",
+        help="what the bootstrap resamples: whole conversations (cluster bootstrap; questions "
+        f"where a cell has fewer than {MIN_CLUSTERS}) or single questions (default %(default)s)",
+    )
     return parser.parse_args(argv)
 
 
@@ -1351,6 +1449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             title=args.title,
             where=parse_where(args.where),
             max_failure_share=args.max_failure_share,
+            interval_unit=args.interval_unit,
         )
     except ReportError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -5,7 +5,8 @@ question not yet in the run's log, or logged as failed (:func:`benchmarks.harnes
 retrieve, render the context, answer, judge, score, and append one JSON line (a failed
 question's new line supersedes its old one). The run directory is named by a hash of the config
 (minus locations), so running the same config again resumes; ``metrics.json`` is rewritten from
-the log at the end. With ``workers=N`` (retrieval-only runs of lite methods) N processes
+the log at the end, and the judge's probe set is graded once (``judge_probes.json``,
+:mod:`benchmarks.metrics.judge_probes`). With ``workers=N`` (retrieval-only runs of lite methods) N processes
 construct and answer, and this one logs their records in the same order
 (:mod:`benchmarks.workers`).
 """
@@ -39,6 +40,14 @@ from benchmarks.harness import (
     failed,
     new_construction_counts,
     resolve_path,
+)
+from benchmarks.metrics.judge_probes import (
+    PROBES_FILE,
+    build_probes,
+    complete,
+    grade_probes,
+    probe_counts,
+    read_probes,
 )
 from benchmarks.runlog import (
     RecordLog,
@@ -170,6 +179,22 @@ def answer_pending_in_workers(
     bar.close()
 
 
+def grade_judge_probes(
+    harness: Harness, run_dir: Path, conversations: Iterable[Conversation], progress: bool
+) -> None:
+    """Grade the judge's probe set into ``judge_probes.json``, unless a previous invocation
+    graded all of it (its calls are cached: the runs of one table with one judge pay once)."""
+    if complete(read_probes(run_dir)):
+        return
+    assert harness.judge is not None
+    probes = build_probes(conversations, harness.settings.seed)
+    if progress:
+        protocols = ", ".join(harness.judge.protocols)
+        print(f"{run_dir.name}: grading {len(probes)} judge probes ({protocols})", file=sys.stderr)
+    graded = grade_probes(harness.judge, probes)
+    write_atomically(run_dir / PROBES_FILE, json.dumps(graded, indent=1))
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run (or resume) one configuration; return its metrics summary."""
     redact_run_outputs()
@@ -189,9 +214,8 @@ def run_in(
     (run_dir / "config.yaml").write_text(redact(OmegaConf.to_yaml(OmegaConf.create(identity))))
     harness = build_harness(cfg, settings, run_dir)
     log = RecordLog(run_dir / "predictions.jsonl", retryable=failed)
-    conversations = select(
-        conversations_source(settings, resolve_data_dir(cfg.data_dir)), settings.subset
-    )
+    source = conversations_source(settings, resolve_data_dir(cfg.data_dir))
+    conversations = select(source, settings.subset)
     answered_before = len(log)
     construction = new_construction_counts()
     usage = WorkerUsage()  # stays empty with one process
@@ -199,6 +223,8 @@ def run_in(
     try:
         if settings.workers == 1:
             answer_pending(harness, log, conversations, run_dir.name, cfg.progress, construction)
+            if settings.judge_probes and harness.judge is not None:
+                grade_judge_probes(harness, run_dir, select(source, settings.subset), cfg.progress)
         else:
             answer_pending_in_workers(
                 cfg, settings, run_dir, log, conversations, construction, usage
@@ -235,6 +261,8 @@ def run_in(
     summary["invocations"] = summarize_invocations(invocations.records())
     summary["accounting"] = Accounting.from_ledger(run_dir / "llm_calls.jsonl").summary()
     summary["accounting"]["this_invocation"] = harness.accounting.summary()
+    if settings.judge_probes:
+        summary["judge_probes"] = probe_counts(read_probes(run_dir))
     if harness.judge is not None:
         summary["judge_parse"] = {name: p.counts() for name, p in harness.judge.parsers.items()}
     write_atomically(run_dir / "metrics.json", json.dumps(summary, indent=2, sort_keys=True))

@@ -13,12 +13,13 @@ from typing import Any
 
 from hydra import compose, initialize_config_dir
 from hydra.utils import get_class
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from benchmarks.answering.context import CONTEXT_ORDERS
 from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.subsets import SubsetSpec
 from memsys.llm.retry import RetryPolicy
 
@@ -73,6 +74,12 @@ class RunSettings:
     context_order: str
     answer_max_tokens: int
     judge_enabled: bool
+    #: The judge protocols every answer is scored under, the dataset's own first (``judge_acc``;
+    #: the others ``judge_acc_<protocol>``): :mod:`benchmarks.metrics.judge`.
+    judge_protocols: tuple[str, ...]
+    #: Whether the run grades the probe set (known-right and known-wrong answers) with each
+    #: protocol: :mod:`benchmarks.metrics.judge_probes`.
+    judge_probes: bool
     adversarial: str
     batch_size: int
     seed: int
@@ -187,6 +194,8 @@ def validate(cfg: DictConfig) -> RunSettings:
         context_order=_choice(cfg, "answer.order", CONTEXT_ORDERS),
         answer_max_tokens=_positive_int(cfg, "answer.max_tokens", allow_zero=True),
         judge_enabled=_choice(cfg, "judge.enabled", (True, False)),
+        judge_protocols=judge_protocols(cfg) if template is not None else (),
+        judge_probes=_choice(cfg, "judge.probes", (True, False)) if template is not None else False,
         adversarial=_choice(cfg, "adversarial", ("exclude", "include")),
         batch_size=_positive_int(cfg, "batch_size"),
         seed=subset.seed,
@@ -210,6 +219,17 @@ def validate(cfg: DictConfig) -> RunSettings:
     return settings
 
 
+def judge_protocols(cfg: DictConfig) -> tuple[str, ...]:
+    """The dataset's own judge protocol, then the other ones of ``judge.protocols``."""
+    own = _choice(cfg, "dataset.judge_protocol", tuple(PROTOCOLS))
+    others = _get(cfg, "judge.protocols")
+    if not isinstance(others, ListConfig) or not all(name in PROTOCOLS for name in others):
+        raise ConfigError(
+            "judge.protocols", f"expected a list of {sorted(PROTOCOLS)}, got {others!r}"
+        )
+    return tuple(dict.fromkeys([own, *others]))
+
+
 def construction_backbone_key(cfg: DictConfig) -> str | None:
     """Where the backbone that builds the memory is configured (see
     :attr:`RunSettings.construction_key`)."""
@@ -222,7 +242,8 @@ def construction_backbone_key(cfg: DictConfig) -> str | None:
 def run_identity(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config minus locations: what a run's results depend on.
 
-    With ``answer=none`` nothing is answered or judged, so the judge is left out, and so is the
+    With ``answer=none`` nothing is answered or judged, so the judge (and the dataset's judge
+    protocol) is left out, and so is the
     backbone unless the method builds its memory with it (``extraction: llm``, ``construction=
     same``): one retrieval-only run of a lite method serves every backbone. ``construction=same``
     leaves the identity (runs logged before the key existed keep their ids), and so does any
@@ -241,6 +262,7 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
         identity.pop("construction", None)
     if identity.get("answer", {}).get("template") is None:
         identity.pop("judge", None)
+        identity.get("dataset", {}).pop("judge_protocol", None)
         if construction_key != "backbone":
             identity.pop("backbone", None)
     return identity

@@ -3,41 +3,125 @@
 Built from the JSONL records only (never from a run's in-memory state), so a table can always be
 traced to the lines behind it. Questions whose answer or verdict failed carry no score for that
 metric; they are left out of its mean and counted in ``failures``, never scored as 0 or 1.
+Intervals resample conversations (the questions of one conversation share its memory), or
+questions where a cell's questions come from too few conversations
+(:func:`benchmarks.metrics.stats.resampling_unit`); :func:`interval_cell` is the one aggregation
+behind ``metrics.json`` and the report's tables.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from benchmarks.metrics.stats import bootstrap_ci
+from benchmarks.metrics.judge import PROTOCOLS, judgings
+from benchmarks.metrics.stats import MIN_CLUSTERS, bootstrap_ci, resampling_unit
 from benchmarks.settings import RunSettings
 
 SCORE_NAMES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
+#: The score of an answer under a judge protocol other than the dataset's own (``judge_acc``).
+OTHER_JUDGE_PREFIX = "judge_acc_"
 
 
-def _cell(values: Sequence[float], seed: int) -> dict[str, Any]:
-    if not values:
-        return {"mean": None, "ci95": None, "n": 0}
-    interval = bootstrap_ci(values, seed=seed)
-    return {"mean": interval.mean, "ci95": [interval.low, interval.high], "n": len(values)}
+def score_names(records: Iterable[dict[str, Any]]) -> tuple[str, ...]:
+    """:data:`SCORE_NAMES`, then the other judge protocols' scores the records carry, in the
+    order of :data:`benchmarks.metrics.judge.PROTOCOLS`."""
+    found = {name for r in records for name in (r.get("scores") or {})}
+    others = [f"{OTHER_JUDGE_PREFIX}{protocol}" for protocol in PROTOCOLS]
+    return SCORE_NAMES + tuple(name for name in others if name in found)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Some questions' scores in record order, each beside its question's conversation (the
+    memory it was answered from: the cluster a conversation bootstrap resamples)."""
+
+    values: list[float]
+    conversations: list[str]
+
+    @classmethod
+    def of(
+        cls, records: Iterable[dict[str, Any]], value: Callable[[dict[str, Any]], float | None]
+    ) -> Scores:
+        """``value`` of each record that has one (not None), with the record's conversation."""
+        pairs = [(value(record), record["conversation_id"]) for record in records]
+        kept = [(score, conversation) for score, conversation in pairs if score is not None]
+        return cls([score for score, _ in kept], [conversation for _, conversation in kept])
+
+
+def score_of(name: str) -> Callable[[dict[str, Any]], float | None]:
+    """A record's score ``name``, None where it has none (not scored, or failed)."""
+    return lambda record: (record.get("scores") or {}).get(name)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A mean over questions with its 95% bootstrap interval, and what the bootstrap resampled:
+    ``unit`` ("conversation" or "question") and the distinct conversations of the n questions."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    unit: str
+    conversations: int
+
+    def as_json(self) -> dict[str, Any]:
+        """The cell as ``metrics.json`` stores it."""
+        return {
+            "mean": self.mean,
+            "ci95": [self.low, self.high],
+            "n": self.n,
+            "unit": self.unit,
+            "conversations": self.conversations,
+        }
+
+
+def interval_cell(scores: Scores, *, unit: str, seed: int) -> Cell | None:
+    """Mean and 95% bootstrap interval resampling ``unit`` (conversations, or questions; a
+    conversation bootstrap over too few conversations resamples questions), or ``None`` when no
+    question carries the score."""
+    if not scores.values:
+        return None
+    used = resampling_unit(scores.conversations, unit)
+    clusters = scores.conversations if used == "conversation" else None
+    interval = bootstrap_ci(scores.values, clusters=clusters, seed=seed)
+    return Cell(
+        mean=interval.mean,
+        low=interval.low,
+        high=interval.high,
+        n=len(scores.values),
+        unit=used,
+        conversations=len(set(scores.conversations)),
+    )
+
+
+def _cell(scores: Scores, unit: str, seed: int) -> dict[str, Any]:
+    """An :func:`interval_cell` as ``metrics.json`` stores it (no mean without questions)."""
+    found = interval_cell(scores, unit=unit, seed=seed)
+    if found is None:
+        return {"mean": None, "ci95": None, "n": 0, "unit": None, "conversations": 0}
+    return found.as_json()
 
 
 def failure_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """Questions whose answer failed, and answered ones whose verdict failed: left out of the
-    means they would have fed, never scored as wrong."""
+    """Questions whose answer failed, and answered ones with a failed verdict (under any judge
+    protocol): left out of the means they would have fed, never scored as wrong."""
     return {
         "answer": sum(1 for r in records if (r.get("failure") or "").startswith("answer")),
-        "judge": sum(1 for r in records if (r.get("judging") or {}).get("error")),
+        "judge": sum(1 for r in records if any(entry.get("error") for entry in judgings(r))),
     }
 
 
-def summarize_run(records: Sequence[dict[str, Any]], settings: RunSettings) -> dict[str, Any]:
-    """Overall and per-category means of every score, evidence recall and context size."""
+def summarize_run(
+    records: Sequence[dict[str, Any]], settings: RunSettings, *, unit: str = "conversation"
+) -> dict[str, Any]:
+    """Overall and per-category means of every score, evidence recall and context size, with
+    intervals resampling ``unit`` (``interval`` says which unit the run's questions allowed)."""
     in_overall = [
         r
         for r in records
@@ -52,35 +136,33 @@ def summarize_run(records: Sequence[dict[str, Any]], settings: RunSettings) -> d
         "adversarial": settings.adversarial,
         "questions": len(records),
         "failures": failure_counts(records),
+        "interval": interval_summary(records, unit),
         "scores": {},
         "per_category": {},
     }
-    for name in SCORE_NAMES:
-        values = [r["scores"][name] for r in in_overall if r["scores"].get(name) is not None]
-        if values or any(name in r["scores"] for r in records):
-            summary["scores"][name] = _cell(values, settings.seed)
+    for name in score_names(records):
+        scores = Scores.of(in_overall, score_of(name))
+        if scores.values or any(name in r["scores"] for r in records):
+            summary["scores"][name] = _cell(scores, unit, settings.seed)
     by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         by_category[record["category"]].append(record)
     for category, members in sorted(by_category.items()):
         summary["per_category"][category] = {
-            name: _cell(
-                [r["scores"][name] for r in members if r["scores"].get(name) is not None],
-                settings.seed,
-            )
+            name: _cell(Scores.of(members, score_of(name)), unit, settings.seed)
             for name in summary["scores"]
         }
         summary["per_category"][category]["questions"] = len(members)
-    recalls = [r["evidence_recall"] for r in records if r["evidence_recall"] is not None]
+    recalls = Scores.of(records, lambda r: r["evidence_recall"])
     summary["evidence_recall"] = {
-        **_cell(recalls, settings.seed),
-        "all_retrieved_share": float(np.mean([value == 1.0 for value in recalls]))
-        if recalls
+        **_cell(recalls, unit, settings.seed),
+        "all_retrieved_share": float(np.mean([value == 1.0 for value in recalls.values]))
+        if recalls.values
         else None,
-        "skipped_no_evidence": len(records) - len(recalls),
+        "skipped_no_evidence": len(records) - len(recalls.values),
     }
     if settings.dataset == "longmemeval":
-        summary["longmemeval"] = longmemeval_summary(records, settings.seed)
+        summary["longmemeval"] = longmemeval_summary(records, settings.seed, unit=unit)
     tokens = [r["context_tokens"] for r in records]
     summary["context_tokens"] = {
         "mean": float(np.mean(tokens)) if tokens else None,
@@ -97,18 +179,19 @@ class LongMemEvalScores:
     disagree on which questions a number covers: judged questions only (a failed verdict is left
     out), ``_abs`` questions both in their type and on their own, and the ranking metrics of the
     questions that have them (``_abs`` questions, and turn level without ``has_answer`` turns,
-    have none).
+    have none). Each question keeps its conversation (its haystack, so its own id) beside its
+    score, for the bootstrap.
     """
 
-    per_type: dict[str, list[float]]
-    overall: list[float]
-    abstention: list[float]
-    retrieval: dict[str, dict[str, list[float]]]
+    per_type: dict[str, Scores]
+    overall: Scores
+    abstention: Scores
+    retrieval: dict[str, dict[str, Scores]]
 
     @property
     def task_averaged(self) -> float | None:
         """Mean of the per-type means: every question type weighs the same, whatever its size."""
-        type_means = [float(np.mean(values)) for values in self.per_type.values()]
+        type_means = [float(np.mean(scores.values)) for scores in self.per_type.values()]
         return float(np.mean(type_means)) if type_means else None
 
 
@@ -116,39 +199,76 @@ def longmemeval_scores(records: Sequence[dict[str, Any]]) -> LongMemEvalScores:
     """Judge verdicts per question type, overall and on abstention questions, and each ranking
     metric per level, in record order (the order the bootstrap sees them)."""
     judged = [r for r in records if r["scores"].get("judge_acc") is not None]
-    per_type: dict[str, list[float]] = defaultdict(list)
-    for record in judged:
-        per_type[record["category"]].append(record["scores"]["judge_acc"])
-    retrieval: dict[str, dict[str, list[float]]] = {}
+    verdict = score_of("judge_acc")
+    categories = sorted({record["category"] for record in judged})
+    retrieval: dict[str, dict[str, Scores]] = {}
     for level in ("session", "turn"):
-        rows = [
-            r["ranking"][level] for r in records if r.get("ranking") and r["ranking"].get(level)
-        ]
-        retrieval[level] = {name: [row[name] for row in rows] for name in (rows[0] if rows else {})}
+        ranked = [r for r in records if r.get("ranking") and r["ranking"].get(level)]
+        names = ranked[0]["ranking"][level] if ranked else {}
+        retrieval[level] = {
+            name: Scores.of(ranked, lambda r, level=level, name=name: r["ranking"][level][name])
+            for name in names
+        }
     return LongMemEvalScores(
-        per_type=dict(sorted(per_type.items())),
-        overall=[r["scores"]["judge_acc"] for r in judged],
-        abstention=[r["scores"]["judge_acc"] for r in judged if r["is_abstention"]],
+        per_type={
+            category: Scores.of((r for r in judged if r["category"] == category), verdict)
+            for category in categories
+        },
+        overall=Scores.of(judged, verdict),
+        abstention=Scores.of((r for r in judged if r["is_abstention"]), verdict),
         retrieval=retrieval,
     )
 
 
-def longmemeval_summary(records: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
+def longmemeval_summary(
+    records: Sequence[dict[str, Any]], seed: int, *, unit: str = "conversation"
+) -> dict[str, Any]:
     """LongMemEval's own aggregates: per-type, task-averaged, overall and abstention accuracy,
     and the session/turn retrieval metrics averaged over the questions that have them."""
     scores = longmemeval_scores(records)
     return {
         "accuracy_per_type": {
-            category: _cell(values, seed) for category, values in scores.per_type.items()
+            category: _cell(found, unit, seed) for category, found in scores.per_type.items()
         },
         "task_averaged_accuracy": scores.task_averaged,
-        "overall_accuracy": _cell(scores.overall, seed),
-        "abstention_accuracy": _cell(scores.abstention, seed),
+        "overall_accuracy": _cell(scores.overall, unit, seed),
+        "abstention_accuracy": _cell(scores.abstention, unit, seed),
         "retrieval": {
-            level: {name: _cell(values, seed) for name, values in metrics.items()}
+            level: {name: _cell(found, unit, seed) for name, found in metrics.items()}
             for level, metrics in scores.retrieval.items()
         },
     }
+
+
+def interval_summary(records: Sequence[dict[str, Any]], unit: str) -> dict[str, Any]:
+    """What the run's intervals resample: the unit its questions allow (a cell over fewer
+    conversations says its own) and how many conversations they come from."""
+    conversations = [record["conversation_id"] for record in records]
+    return {
+        "unit": resampling_unit(conversations, unit),
+        "requested": unit,
+        "conversations": len(set(conversations)),
+        "questions": len(records),
+    }
+
+
+def interval_line(interval: dict[str, Any]) -> str:
+    """The intervals' unit in words, for the printed summary."""
+    conversations, questions = interval["conversations"], interval["questions"]
+    if conversations == questions:  # LongMemEval: a haystack per question
+        return "  95% CIs resample questions (each question has its own conversation)"
+    if interval["unit"] == "conversation":
+        return f"  95% CIs resample the run's {conversations} conversations (cluster bootstrap)"
+    plural = "" if conversations == 1 else "s"
+    reason = (
+        "as asked"
+        if interval["requested"] == "question"
+        else f"{conversations} conversation{plural}, fewer than {MIN_CLUSTERS}"
+    )
+    return (
+        f"  95% CIs resample questions ({reason}): questions of one conversation share its "
+        "memory, so they understate uncertainty"
+    )
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -161,6 +281,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"{summary['questions']} questions, failures: {failures}"
         + (f" (this invocation asked {retried} failed question(s) again)" if retried else ""),
     ]
+    lines.append(interval_line(summary["interval"]))
     for name, cell in summary["scores"].items():
         if cell["mean"] is not None:
             low, high = cell["ci95"]

@@ -27,7 +27,12 @@ VOLATILE = {"latency_s", "cached", "asked"}  # "asked": requests sent now, not c
 
 
 def fixture_overrides(results: Path, cache: Path) -> list[str]:
-    """Overrides that point a run at the tiny two-session fixture and at test folders."""
+    """Overrides that point a run at the tiny two-session fixture and at test folders.
+
+    Answers are judged under the dataset's protocol only, without the probe set: the other
+    protocols and the probes multiply the judge's calls, and have their own tests
+    (``test_judge_calibration.py``).
+    """
     return [
         f"data_dir={FIXTURE}",
         "dataset.file=locomo/tiny_conversation.json",
@@ -35,6 +40,8 @@ def fixture_overrides(results: Path, cache: Path) -> list[str]:
         f"results_dir={results}",
         f"cache_dir={cache}",
         "progress=false",
+        "judge.protocols=[]",
+        "judge.probes=false",
     ]
 
 

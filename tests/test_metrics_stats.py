@@ -1,4 +1,6 @@
-"""Bootstrap CI and paired bootstrap p-value: determinism, coverage, edge cases."""
+"""Bootstrap CI and paired bootstrap p-value: determinism, coverage, edge cases, and the cluster
+(conversation) bootstrap: hand-computed resamples, the fallback rule, and identity with the
+question bootstrap when every question is its own cluster."""
 
 from __future__ import annotations
 
@@ -8,7 +10,14 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from benchmarks.metrics.stats import ConfidenceInterval, bootstrap_ci, paired_bootstrap_pvalue
+from benchmarks.metrics.stats import (
+    MIN_CLUSTERS,
+    ConfidenceInterval,
+    _resampled_means,
+    bootstrap_ci,
+    paired_bootstrap_pvalue,
+    resampling_unit,
+)
 
 
 def test_ci_is_reproducible_and_seeded() -> None:
@@ -71,6 +80,9 @@ def test_pvalue_definition_on_a_tiny_sample() -> None:
         (lambda: bootstrap_ci([0.1], n_resamples=0), "n_resamples"),
         (lambda: paired_bootstrap_pvalue([0.1, 0.2], [0.1]), "differ in length"),
         (lambda: paired_bootstrap_pvalue([0.1], [float("inf")]), "finite"),
+        (lambda: bootstrap_ci([0.1, 0.2], clusters=["a"]), "one label per score"),
+        (lambda: paired_bootstrap_pvalue([0.1], [0.2], clusters=["a", "b"]), "one label"),
+        (lambda: resampling_unit(["a"], "dialogue"), "unit must be one of"),
     ],
 )
 def test_invalid_input(call: Callable[[], object], message: str) -> None:
@@ -80,7 +92,90 @@ def test_invalid_input(call: Callable[[], object], message: str) -> None:
 
 def test_vectorized_speed() -> None:
     scores = np.random.default_rng(1).random(2000)
+    conversations = [f"conv-{i % 10}" for i in range(2000)]
     start = time.perf_counter()
     bootstrap_ci(scores)
     paired_bootstrap_pvalue(scores, scores[::-1].copy())
+    bootstrap_ci(scores, clusters=conversations)
+    paired_bootstrap_pvalue(scores, scores[::-1].copy(), clusters=conversations)
     assert time.perf_counter() - start < 2.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Cluster bootstrap
+
+
+def question_bootstrap_as_committed(values: np.ndarray, seed: int) -> tuple[float, float]:
+    """The interval the committed tables were built with, before clusters: n questions drawn
+    with replacement per resample, 1000 resamples, 95% percentile interval."""
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, values.size, size=(1000, values.size))].mean(axis=1)
+    tail = (1 - 0.95) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+@pytest.mark.parametrize(("size", "seed"), [(1, 0), (7, 3), (499, 0), (1986, 11)])
+def test_distinct_labels_give_exactly_the_question_bootstrap(size: int, seed: int) -> None:
+    values = np.random.default_rng(size).random(size)
+    labels = [f"q{i}" for i in range(size)]
+    expected = question_bootstrap_as_committed(values, seed)
+    for clusters in (None, labels, list(range(size))):
+        interval = bootstrap_ci(values, clusters=clusters, seed=seed)
+        assert (interval.low, interval.high) == expected  # identical, not close
+    other = np.random.default_rng(size + 1).random(size)
+    assert paired_bootstrap_pvalue(
+        values, other, clusters=labels, seed=seed
+    ) == paired_bootstrap_pvalue(values, other, seed=seed)
+
+
+def test_a_cluster_resample_holds_whole_conversations() -> None:
+    # A = three 1.0s, B = one 0.0: resamples AA, AB, BA, BB have means 1, 3/4, 3/4, 0.
+    means = _resampled_means(np.array([1.0, 1.0, 1.0, 0.0]), ["A", "A", "A", "B"], 8000, 0)
+    assert set(np.unique(means)) == {0.0, 0.75, 1.0}
+    shares = [np.mean(means == value) for value in (0.0, 0.75, 1.0)]
+    assert shares == pytest.approx([0.25, 0.5, 0.25], abs=0.02)
+    # Interleaved labels are the same two clusters: where a question sits in the list is moot.
+    interleaved = _resampled_means(np.array([1.0, 0.0, 1.0, 1.0]), ["A", "B", "A", "A"], 8000, 0)
+    assert set(np.unique(interleaved)) == {0.0, 0.75, 1.0}
+
+
+def test_one_conversation_has_a_zero_width_interval() -> None:
+    # One cluster: every resample is that cluster, so its spread cannot be estimated at all
+    # (why resampling_unit falls back to questions below MIN_CLUSTERS).
+    interval = bootstrap_ci([0.0, 1.0, 1.0, 0.5], clusters=["conv-1"] * 4)
+    assert interval == ConfidenceInterval(mean=0.625, low=0.625, high=0.625)
+
+
+def test_shared_memories_widen_the_interval() -> None:
+    # Ten conversations of 100 questions; each conversation's memory sets its success rate.
+    rng = np.random.default_rng(7)
+    rates = rng.uniform(0.2, 0.8, size=10)
+    values = (rng.random((10, 100)) < rates[:, None]).astype(float).ravel()
+    conversations = np.repeat([f"conv-{i}" for i in range(10)], 100).tolist()
+    questions = bootstrap_ci(values)
+    clustered = bootstrap_ci(values, clusters=conversations)
+    assert clustered.mean == questions.mean
+    assert clustered.high - clustered.low > 2 * (questions.high - questions.low)
+
+
+def test_paired_test_with_all_the_difference_in_one_conversation() -> None:
+    # Five conversations of 8 questions; A beats B on every question of conv-0 only, so
+    # delta = 1/5. A resample drawing conv-0 k times has mean k/5: extreme unless k = 1,
+    # P(k = 1) = 5 * 1/5 * (4/5)^4 = 0.4096, so p is about 1 - 0.4096.
+    a, b = [1.0] * 8 + [0.0] * 32, [0.0] * 40
+    conversations = [f"conv-{i // 8}" for i in range(40)]
+    p = paired_bootstrap_pvalue(a, b, clusters=conversations, n_resamples=20_000)
+    assert p == pytest.approx(1 - 0.4096, abs=0.01)
+    assert paired_bootstrap_pvalue(a, b) < 0.01  # questions as independent draws: "significant"
+    # The same difference spread over every conversation is significant either way.
+    spread = [1.0 if i % 8 < 2 else 0.0 for i in range(40)]
+    assert paired_bootstrap_pvalue(spread, b, clusters=conversations) < 0.01
+
+
+def test_resampling_unit_falls_back_below_the_minimum() -> None:
+    enough = [f"conv-{i}" for i in range(MIN_CLUSTERS)] * 3
+    assert resampling_unit(enough) == "conversation"
+    assert resampling_unit(enough, "question") == "question"
+    assert resampling_unit(enough[: MIN_CLUSTERS - 1] * 3) == "question"
+    assert resampling_unit([]) == "question"

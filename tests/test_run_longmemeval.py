@@ -62,17 +62,29 @@ def test_retrieval_metrics_per_question(
 
 
 def test_longmemeval_accuracies() -> None:
-    def record(category: str, correct: float, abstention: bool = False) -> dict:
-        return {"category": category, "scores": {"judge_acc": correct}, "is_abstention": abstention}
+    def record(name: str, category: str, correct: float, abstention: bool = False) -> dict:
+        return {
+            "question_id": name,
+            "conversation_id": name,  # each LongMemEval question has its own haystack
+            "category": category,
+            "scores": {"judge_acc": correct},
+            "is_abstention": abstention,
+        }
 
     records = [
-        record("temporal_reasoning", 1.0),
-        record("temporal_reasoning", 0.0),
-        record("knowledge_update", 1.0),
-        record("knowledge_update", 1.0, abstention=True),
+        record("t1", "temporal_reasoning", 1.0),
+        record("t2", "temporal_reasoning", 0.0),
+        record("k1", "knowledge_update", 1.0),
+        record("k2_abs", "knowledge_update", 1.0, abstention=True),
     ]
     summary = longmemeval_summary(records, seed=0)
     assert summary["accuracy_per_type"]["temporal_reasoning"]["mean"] == 0.5
     assert summary["task_averaged_accuracy"] == 0.75
     assert summary["overall_accuracy"]["mean"] == 0.75
-    assert summary["abstention_accuracy"] == {"mean": 1.0, "ci95": [1.0, 1.0], "n": 1}
+    assert summary["abstention_accuracy"] == {
+        "mean": 1.0,
+        "ci95": [1.0, 1.0],
+        "n": 1,
+        "unit": "question",  # one question: too few conversations to resample
+        "conversations": 1,
+    }

@@ -33,6 +33,9 @@ def test_table1_experiment_lists_every_method_once_and_each_has_a_config() -> No
     assert len(methods) == len(set(methods))
     assert {"zero_history", "full_history", "turn_rag_dense", "session_rag_bm25"} <= set(methods)
     assert {"esmem", "secom", "hingemem", "fracom", "cast"} <= set(methods)
+    assert "oracle_evidence" in methods  # the ceiling row of every table
+    table2 = sweep_values(compose_with_hydra(["+experiment=table2"]).hydra.sweeper.params.method)
+    assert "oracle_evidence_sessions" in table2
     for method in methods:
         assert (CONF / "method" / f"{method}.yaml").exists(), method
     assert cfg.answer.context_budget == 1024
@@ -63,6 +66,7 @@ def test_joblib_sweep_two_methods_by_two_backbones(
     command += ["method=turn_rag_bm25,session_rag_bm25", "backbone=embedded,llamacpp_server"]
     command += [f"data_dir={FIXTURE}", "dataset.file=locomo/tiny_conversation.json"]
     command += ["subset=full", f"results_dir={tmp_path / 'runs'}", "progress=false"]
+    command += ["judge.protocols=[]", "judge.probes=false"]  # as fixture_overrides
     done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
 

@@ -1,14 +1,20 @@
 """``judge_acc``: an LLM grades each answer, through the same backbone interface as everything.
 
-Two instruction sets, written in this project's words, keeping the sources' label sets, output
-formats and grading rules:
+Three protocols, written in this project's words, keeping the sources' label sets, output
+formats and grading rules; a run scores every answer under each protocol in ``judge.protocols``
+(one cached verdict each), and ``judge_acc`` is the dataset's own (``dataset.judge_protocol``):
 
-* LoCoMo — mem0-style grading: CORRECT or WRONG, generous on wording and on date formats, as JSON
-  ``{"label": ...}``.
-* LongMemEval — the official per-type rules: a yes/no verdict; temporal reasoning tolerates
+* ``mem0`` — mem0-style grading: CORRECT or WRONG, generous on wording and on date formats, as
+  JSON ``{"label": ...}``. LoCoMo's own protocol.
+* ``strict`` — CORRECT or WRONG, rejecting vague, partial or hedged answers: the same gold fact,
+  complete, or WRONG. Not from a paper: it brackets the generous grading from above.
+* ``longmemeval`` — the official per-type rules: a yes/no verdict; temporal reasoning tolerates
   off-by-one day counts; knowledge updates accept the updated answer even beside older
-  information; preference questions are graded against a rubric; ``_abs`` questions are correct
-  when the response recognises the question as unanswerable. As JSON ``{"answer": "yes"|"no"}``.
+  information; preference questions are graded against a rubric. As JSON ``{"answer": "yes"|"no"}``.
+  LongMemEval's own protocol; on other datasets its standard rule.
+
+``_abs`` (abstention) questions have one rule under every protocol: correct when the response
+recognises the question as unanswerable (LongMemEval's).
 
 A reply that is not the expected JSON is asked again, up a ladder of new requests (so the cache
 cannot hand back the same bad reply): the prompt, the prompt with a reminder after the bad reply,
@@ -22,6 +28,7 @@ tried and the failure is final.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,19 +135,95 @@ class Verdict:
     latency_s: float = 0.0
     asked: int = 0
     final: bool = False
+    #: The verdict of another protocol with the same prompt: its cost is booked there.
+    shared: bool = False
 
 
-def judge_prompt(question: Question, prediction: str) -> tuple[str, dict[str, Any]]:
-    """The grading instruction for ``question`` and the JSON schema of its verdict."""
+STRICT_INSTRUCTION = """Grade an answer to a question about a conversation as CORRECT or WRONG, \
+strictly. You are given the question, the gold answer, and a generated answer.
+The generated answer is CORRECT only when it states the specific fact of the gold answer, \
+complete: the same person, thing, number, date or event. It is WRONG when it is vague or \
+generic, gives only part of the gold answer, hedges between several candidates, adds a claim \
+that contradicts the gold answer, or does not answer. Other wording of the same specific fact \
+is CORRECT; for questions about time, the same date in another format is CORRECT, a different or \
+vaguer period is WRONG.
+
+Question: {question}
+Gold answer: {gold}
+Generated answer: {prediction}
+
+Reply with JSON only: {{"label": "CORRECT"}} or {{"label": "WRONG"}}."""
+#: LongMemEval's question types whose official rule adds to the standard one.
+LME_EXTRAS = {"temporal_reasoning": LME_TEMPORAL_EXTRA, "knowledge_update": LME_UPDATE_EXTRA}
+
+
+def _mem0_prompt(fields: dict[str, str], category: str) -> tuple[str, dict[str, Any]]:
+    return LOCOMO_INSTRUCTION.format(**fields), LOCOMO_SCHEMA
+
+
+def _strict_prompt(fields: dict[str, str], category: str) -> tuple[str, dict[str, Any]]:
+    return STRICT_INSTRUCTION.format(**fields), LOCOMO_SCHEMA
+
+
+def _longmemeval_prompt(fields: dict[str, str], category: str) -> tuple[str, dict[str, Any]]:
+    if category == "single_session_preference":
+        return LME_PREFERENCE.format(**fields), YES_NO_SCHEMA
+    return LME_STANDARD.format(extra=LME_EXTRAS.get(category, ""), **fields), YES_NO_SCHEMA
+
+
+#: Every judge protocol by name: its prompt builder and the words a table header uses for it.
+PROTOCOLS = {
+    "mem0": (_mem0_prompt, "mem0-style CORRECT/WRONG instruction, generous on wording"),
+    "strict": (
+        _strict_prompt,
+        "strict CORRECT/WRONG instruction: vague, partial or hedged is WRONG",
+    ),
+    "longmemeval": (
+        _longmemeval_prompt,
+        "LongMemEval's per-type yes/no instructions (other datasets: its standard rule)",
+    ),
+}
+#: The one rule for ``_abs`` questions, whatever the protocol (for table headers).
+ABSTENTION_RULE = "_abs questions: correct when the answer recognises them as unanswerable"
+
+
+def judge_prompt(
+    question: Question, prediction: str, protocol: str = "mem0"
+) -> tuple[str, dict[str, Any]]:
+    """The grading instruction for ``question`` under ``protocol`` and its verdict's schema."""
     fields = {"question": question.question, "gold": question.answer, "prediction": prediction}
-    if question.category in {"single_hop", "multi_hop", "temporal", "open_domain", "adversarial"}:
-        return LOCOMO_INSTRUCTION.format(**fields), LOCOMO_SCHEMA
     if question.is_abstention:
         return LME_ABSTENTION.format(**fields), YES_NO_SCHEMA
-    if question.category == "single_session_preference":
-        return LME_PREFERENCE.format(**fields), YES_NO_SCHEMA
-    extra = {"temporal_reasoning": LME_TEMPORAL_EXTRA, "knowledge_update": LME_UPDATE_EXTRA}
-    return LME_STANDARD.format(extra=extra.get(question.category, ""), **fields), YES_NO_SCHEMA
+    build, _ = PROTOCOLS[protocol]
+    return build(fields, question.category)
+
+
+def check_protocols(protocols: Sequence[str]) -> None:
+    """Raise ``ValueError`` naming an unknown protocol."""
+    unknown = [name for name in protocols if name not in PROTOCOLS]
+    if unknown:
+        raise ValueError(f"unknown judge protocol(s) {unknown}; known: {sorted(PROTOCOLS)}")
+
+
+def judging_entry(protocol: str, verdict: Verdict) -> dict[str, Any]:
+    """A verdict's cost and outcome as logged (``shared``: the cost is on another protocol's)."""
+    return {
+        "protocol": protocol,
+        "prompt_tokens": verdict.prompt_tokens,
+        "completion_tokens": verdict.completion_tokens,
+        "latency_s": round(verdict.latency_s, 6),
+        "attempts": verdict.attempts,
+        "asked": verdict.asked,
+        "error": verdict.error,
+        **({"final": True} if verdict.final else {}),
+        **({"shared": True} if verdict.shared else {}),
+    }
+
+
+def judgings(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every verdict entry of a record: the dataset's protocol's, then the others'."""
+    primary = [record["judging"]] if record.get("judging") else []
+    return primary + list((record.get("other_judgings") or {}).values())
 
 
 def ladder_request(
@@ -202,26 +285,65 @@ class _Grading:
         )
 
 
-class Judge:
-    """Grades answers through a backbone; parse counts are kept for the run summary."""
+def _booked_once(grading: _Grading, booked: set[int]) -> Verdict:
+    """``grading``'s verdict; a grading shared by several protocols books its cost on the first
+    and is ``shared`` (no cost) on the others, so summed costs count each call once."""
+    verdict = grading.verdict()
+    if id(grading) not in booked:
+        booked.add(id(grading))
+        return verdict
+    return dataclasses.replace(
+        verdict,
+        attempts=0,
+        asked=0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        latency_s=0.0,
+        shared=True,
+    )
 
-    def __init__(self, backbone: Backbone, *, max_tokens: int = 32) -> None:
+
+class Judge:
+    """Grades answers through a backbone under one or more protocols; parse counts are kept for
+    the run summary."""
+
+    def __init__(
+        self, backbone: Backbone, *, protocols: Sequence[str] = ("mem0",), max_tokens: int = 32
+    ) -> None:
+        check_protocols(protocols)
         self.backbone = backbone
+        self.protocols = tuple(dict.fromkeys(protocols))
         self.max_tokens = max_tokens
         self.parsers = {
             "locomo": JSONReplyParser(LOCOMO_SCHEMA),
             "yes_no": JSONReplyParser(YES_NO_SCHEMA),
         }
 
-    def grade_many(self, items: Sequence[tuple[Question, str]]) -> list[Verdict]:
-        """One verdict per (question, prediction), in order; failures are verdicts too."""
-        gradings = [_Grading(*judge_prompt(question, prediction)) for question, prediction in items]
-        while climbing := [grading for grading in gradings if grading.climbing()]:
+    def grade_many(
+        self, items: Sequence[tuple[Question, str]], *, stage: str = "judging"
+    ) -> list[dict[str, Verdict]]:
+        """One verdict per protocol per (question, prediction), in order; failures are verdicts
+        too. Protocols that give the same prompt (abstention questions) share one grading;
+        ``stage`` names the calls in the accounting."""
+        shared: dict[str, _Grading] = {}
+        per_item = []
+        for question, prediction in items:
+            gradings = {}
+            for protocol in self.protocols:
+                prompt, schema = judge_prompt(question, prediction, protocol)
+                gradings[protocol] = shared.setdefault(prompt, _Grading(prompt, schema))
+            per_item.append(gradings)
+        pending = list(shared.values())
+        while climbing := [grading for grading in pending if grading.climbing()]:
             requests = [grading.next_request(self.max_tokens) for grading in climbing]
-            replies = self.backbone.complete_many(requests, stage="judging", return_exceptions=True)
+            replies = self.backbone.complete_many(requests, stage=stage, return_exceptions=True)
             for grading, reply in zip(climbing, replies, strict=True):
                 self._take(grading, reply)
-        return [grading.verdict() for grading in gradings]
+        booked: set[int] = set()
+        return [
+            {protocol: _booked_once(grading, booked) for protocol, grading in gradings.items()}
+            for gradings in per_item
+        ]
 
     def _take(self, grading: _Grading, reply: LLMResponse | LLMError) -> None:
         """Record one rung's reply: a verdict, or why there is none."""

@@ -50,7 +50,7 @@ _DROPPED_WORDS = re.compile(r"\b(a|an|the|and)\b")
 _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _SIMPLE_SEPARATORS = str.maketrans(".,!?", "    ")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_STEMMER = PorterStemmer()
+STEMMER = PorterStemmer()
 _WORD_TOKENIZER = NLTKWordTokenizer()
 _SMOOTHING = SmoothingFunction().method1
 
@@ -82,8 +82,8 @@ def normalize_locomo_answer(text: str) -> str:
 
 def _locomo_token_f1(prediction: str, answer: str) -> float:
     """F1 over Porter-stemmed token multisets; LoCoMo's ``f1_score``."""
-    predicted = [_STEMMER.stem(word) for word in normalize_locomo_answer(prediction).split()]
-    gold = [_STEMMER.stem(word) for word in normalize_locomo_answer(answer).split()]
+    predicted = [STEMMER.stem(word) for word in normalize_locomo_answer(prediction).split()]
+    gold = [STEMMER.stem(word) for word in normalize_locomo_answer(answer).split()]
     overlap = sum((Counter(predicted) & Counter(gold)).values())
     if overlap == 0:
         return 0.0

@@ -1,0 +1,142 @@
+"""The header lines that say how far a table's Judge columns can be trusted.
+
+For every judge of a table (a model × a protocol, :mod:`benchmarks.metrics.judge`): what it
+grades by, and its figures on the probe set (:mod:`benchmarks.metrics.judge_probes`): how many
+known-right answers it rejected and how many known-wrong ones it accepted. A judge that accepts
+most wrong answers, or rejects most right ones, does not measure accuracy, and the line says so;
+so does a judge that is the reader grading its own answers. Read from the runs' files only
+(``config.yaml``, ``judge_probes.json``), like every other number of a table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.metrics.judge import ABSTENTION_RULE, PROTOCOLS
+from benchmarks.metrics.judge_probes import EXPECTED, probe_counts, read_probes
+from benchmarks.summary import OTHER_JUDGE_PREFIX
+
+#: ``judge_acc``'s protocol for runs logged before datasets declared one.
+EARLIER_PROTOCOLS = {"locomo": "mem0", "longmemeval": "longmemeval"}
+#: A judge that accepts more than this share of known-wrong answers, or rejects more than this
+#: share of known-right ones, grades nothing a table should report as accuracy.
+UNTRUSTED_SHARE = 0.5
+
+
+def own_protocol(config: Mapping[str, Any]) -> str:
+    """The protocol of a run's ``judge_acc``: its dataset's own."""
+    dataset = config.get("dataset") or {}
+    return dataset.get("judge_protocol") or EARLIER_PROTOCOLS.get(dataset.get("name"), "mem0")
+
+
+def protocol_of(score: str, own: str) -> str:
+    """The protocol behind a judge score name (``judge_acc`` or ``judge_acc_<protocol>``)."""
+    return own if score == "judge_acc" else score.removeprefix(OTHER_JUDGE_PREFIX)
+
+
+def judge_model(config: Mapping[str, Any]) -> str:
+    """The model that grades a run's answers: the judge's own backbone, else the reader."""
+    judge = (config.get("judge") or {}).get("backbone") or config.get("backbone") or {}
+    return str(judge.get("name", "?"))
+
+
+def grades_itself(config: Mapping[str, Any]) -> bool:
+    """Whether the run's judge is its reader (``judge=same``, or the same model named twice)."""
+    return judge_model(config) == str((config.get("backbone") or {}).get("name", "?"))
+
+
+@dataclass(frozen=True)
+class ProbeFigures:
+    """One judge's verdicts on the probes: right answers accepted, wrong ones accepted."""
+
+    right_accepted: int
+    right: int
+    wrong_accepted: int
+    wrong: int
+    per_kind: Mapping[str, Mapping[str, int]]
+
+    @classmethod
+    def of(cls, per_kind: Mapping[str, Mapping[str, int]]) -> ProbeFigures:
+        right = [cell for kind, cell in per_kind.items() if EXPECTED[kind]]
+        wrong = [cell for kind, cell in per_kind.items() if not EXPECTED[kind]]
+        return cls(
+            right_accepted=sum(cell["accepted"] for cell in right),
+            right=sum(cell["graded"] for cell in right),
+            wrong_accepted=sum(cell["accepted"] for cell in wrong),
+            wrong=sum(cell["graded"] for cell in wrong),
+            per_kind=per_kind,
+        )
+
+    def verdict(self) -> str:
+        """Whether the judge's column can be read as accuracy."""
+        if self.wrong and self.wrong_accepted / self.wrong > UNTRUSTED_SHARE:
+            return "does not discriminate: its column is NOT a measure of accuracy"
+        if self.right and 1 - self.right_accepted / self.right > UNTRUSTED_SHARE:
+            return "rejects most right answers: its column is NOT a measure of accuracy"
+        return "discriminates on the probes"
+
+    def describe(self) -> str:
+        counts = {kind: self.per_kind.get(kind, {}) for kind in EXPECTED}
+
+        def shown(kind: str) -> str:
+            cell = counts[kind]
+            failed = f", {cell['failed']} without verdict" if cell.get("failed") else ""
+            return f"{cell.get('accepted', 0)}/{cell.get('graded', 0)}{failed}"
+
+        rejected_right = share(self.right - self.right_accepted, self.right)
+        return (
+            f"accepted {shown('gold')} gold answers (rejected {rejected_right} of known-right); "
+            f"accepted {shown('other_question')} other questions' answers and "
+            f"{shown('distractor')} topical distractors (accepted "
+            f"{share(self.wrong_accepted, self.wrong)} of known-wrong) — {self.verdict()}"
+        )
+
+
+def share(part: int, whole: int) -> str:
+    """``part / whole`` as a whole percentage, or a dash."""
+    return f"{part / whole:.0%}" if whole else "—"
+
+
+def calibration_lines(runs: Sequence[Any], scores: Sequence[str]) -> list[str]:
+    """The judge lines of a table header: the protocols its judge columns use, and per judge
+    model and protocol, its probe figures pooled over the table's runs (``runs``: objects with
+    ``config`` and ``directory``; ``scores``: the table's score names)."""
+    judged = [run for run in runs if (run.config.get("judge") or {}).get("enabled")]
+    if not judged:
+        return []
+    own = own_protocol(judged[0].config)
+    protocols = [protocol_of(name, own) for name in scores if name.startswith("judge_acc")]
+    lines = [
+        "Judges: each answer graded under "
+        + "; ".join(
+            f"{protocol} ({'Judge' if protocol == own else f'Judge {protocol}'}: "
+            f"{PROTOCOLS[protocol][1]})"
+            for protocol in protocols
+        )
+        + f"; {ABSTENTION_RULE}. Judge = the dataset's own protocol"
+    ]
+    pooled: dict[str, list[dict[str, Any]]] = {}
+    for run in judged:
+        pooled.setdefault(judge_model(run.config), []).extend(read_probes(Path(run.directory)))
+    for model, entries in pooled.items():
+        readers = sorted({str(run.config["backbone"].get("name")) for run in judged
+                          if judge_model(run.config) == model and grades_itself(run.config)})  # fmt: skip
+        if readers:
+            lines.append(
+                f"Judge model {model} is also the reader of its rows ({', '.join(readers)}): "
+                "it grades its own answers"
+            )
+        counts = probe_counts(entries)
+        for protocol in protocols:
+            if protocol not in counts:
+                lines.append(
+                    f"Judge {model} · {protocol}: no probe set graded (judge.probes=false, or "
+                    "runs logged before the probes existed)"
+                )
+                continue
+            figures = ProbeFigures.of(counts[protocol])
+            lines.append(f"Judge {model} · {protocol} probes: {figures.describe()}")
+    return lines

@@ -1,0 +1,196 @@
+"""The judge's probe set: answers whose right verdict is known, graded under every protocol.
+
+A judge whose verdicts are read as accuracy must accept right answers and reject wrong ones. The
+probes measure both on the run's own questions, so every table with a judge can say how far its
+Judge columns can be trusted:
+
+* ``gold`` — the gold answer itself: must be accepted.
+* ``other_question`` — the gold answer of another question of the same category in the subset,
+  one with no content word in common with this gold answer (picked by a seeded draw): must be
+  rejected.
+* ``distractor`` — a topical but wrong answer built from the conversation: the sentence, outside
+  the sessions that hold the question's evidence, that shares the most content words with the
+  question and none with the gold answer (:data:`MIN_WORDS` to :data:`MAX_WORDS` words): must be
+  rejected.
+
+Adversarial (LoCoMo category 5) and abstention questions get no probe: their right answer is a
+refusal, which neither wrong-answer probe can stand in for. "Content words" are LoCoMo's
+normalised, Porter-stemmed tokens without :data:`FUNCTION_WORDS` and one-letter tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.metrics.judge import Judge
+from benchmarks.metrics.qa import STEMMER, normalize_locomo_answer
+from memsys.types import Conversation, Question
+
+#: A run's graded probes, in its directory.
+PROBES_FILE = "judge_probes.json"
+PROBE_KINDS = ("gold", "other_question", "distractor")
+#: What each probe's verdict should be: the gold answer accepted, the others rejected.
+EXPECTED = {"gold": True, "other_question": False, "distractor": False}
+MIN_WORDS, MAX_WORDS = 4, 40
+#: Words that carry no topic ("may" stays: it is a month).
+FUNCTION_WORDS = frozenset(
+    """i me my we our you your he him his she her it its they them their is are was were be been
+    being am do does did have has had of in on at to for from with by about as into over after
+    before than then so but or not no yes what when where who whom which why how that this
+    these those there here will would can could should just also very really""".split()  # noqa: SIM905
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One answer to grade whose right verdict is :data:`EXPECTED` for its ``kind``."""
+
+    question: Question
+    kind: str
+    prediction: str
+
+    @property
+    def probe_id(self) -> str:
+        return f"{self.question.question_id}:{self.kind}"
+
+
+def content_words(text: str) -> frozenset[str]:
+    """Stemmed content words of ``text`` (see the module docstring).
+
+    >>> sorted(content_words("She went to the LGBTQ support group on 7 May 2023."))
+    ['2023', '7', 'group', 'lgbtq', 'may', 'support', 'went']
+    """
+    words = normalize_locomo_answer(text).split()
+    return frozenset(
+        STEMMER.stem(word)
+        for word in words
+        if word not in FUNCTION_WORDS and (len(word) > 1 or word.isdigit())
+    )
+
+
+def probe_eligible(question: Question) -> bool:
+    """Whether the question's gold answer is an answer a probe can be built around."""
+    return (
+        question.category != "adversarial"
+        and not question.is_abstention
+        and bool(content_words(question.answer))
+    )
+
+
+def distractor(question: Question, conversation: Conversation) -> str | None:
+    """The topical, wrong sentence for ``question`` (see the module docstring), or None."""
+    evidence_sessions = set(question.evidence_sessions)
+    asked, gold = content_words(question.question), content_words(question.answer)
+    best, best_overlap = None, 0
+    for turn in conversation.turns:
+        if turn.session_id in evidence_sessions:
+            continue
+        for sentence in _SENTENCE_END.split(turn.text.strip()):
+            if not MIN_WORDS <= len(sentence.split()) <= MAX_WORDS:
+                continue
+            words = content_words(sentence)
+            overlap = len(words & asked)
+            if overlap > best_overlap and not words & gold:
+                best, best_overlap = sentence, overlap
+    return best
+
+
+def build_probes(conversations: Iterable[Conversation], seed: int) -> list[Probe]:
+    """Every probe of the subset's eligible questions, in question order; a kind with no
+    candidate (no unrelated answer in the category, no topical sentence) is left out."""
+    per_question: list[tuple[Question, str | None]] = []
+    for conversation in conversations:
+        for question in conversation.questions:
+            if probe_eligible(question):
+                per_question.append((question, distractor(question, conversation)))
+    probes = []
+    for question, topical in per_question:
+        probes.append(Probe(question, "gold", question.answer))
+        other = other_answer(question, [q for q, _ in per_question], seed)
+        if other is not None:
+            probes.append(Probe(question, "other_question", other))
+        if topical is not None:
+            probes.append(Probe(question, "distractor", topical))
+    return probes
+
+
+def other_answer(question: Question, pool: Sequence[Question], seed: int) -> str | None:
+    """A seeded pick among the same category's gold answers with no content word in common."""
+    gold = content_words(question.answer)
+    candidates = sorted(
+        {
+            other.answer
+            for other in pool
+            if other.category == question.category
+            and other.question_id != question.question_id
+            and not content_words(other.answer) & gold
+        }
+    )
+    if not candidates:
+        return None
+    return random.Random(f"{seed}:{question.question_id}").choice(candidates)
+
+
+def grade_probes(judge: Judge, probes: Sequence[Probe]) -> list[dict[str, Any]]:
+    """Each probe with its verdict under every protocol of ``judge`` (None: no verdict)."""
+    graded = judge.grade_many(
+        [(probe.question, probe.prediction) for probe in probes], stage="judge_probes"
+    )
+    return [
+        {
+            "probe_id": probe.probe_id,
+            "kind": probe.kind,
+            "category": probe.question.category,
+            "prediction": probe.prediction,
+            "verdicts": {protocol: verdict.correct for protocol, verdict in verdicts.items()},
+        }
+        for probe, verdicts in zip(probes, graded, strict=True)
+    ]
+
+
+def probe_counts(graded: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    """``{protocol: {kind: {"accepted", "graded", "failed"}}}`` over graded probes (deduplicated
+    by probe id, so the same probes from several runs count once)."""
+    unique = {entry["probe_id"]: entry for entry in graded}
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    for entry in unique.values():
+        for protocol, correct in entry["verdicts"].items():
+            cell = counts.setdefault(protocol, {}).setdefault(
+                entry["kind"], {"accepted": 0, "graded": 0, "failed": 0}
+            )
+            if correct is None:
+                cell["failed"] += 1
+            else:
+                cell["graded"] += 1
+                cell["accepted"] += int(correct)
+    return counts
+
+
+def complete(graded: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether every probe has a verdict under every protocol (else the next run asks again)."""
+    return bool(graded) and all(
+        correct is not None for entry in graded for correct in entry["verdicts"].values()
+    )
+
+
+def read_probes(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's graded probes; none when the file is missing or damaged (graded again)."""
+    try:
+        graded = json.loads((run_dir / PROBES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    well_formed = isinstance(graded, list) and all(
+        isinstance(entry, dict)
+        and isinstance(entry.get("probe_id"), str)
+        and entry.get("kind") in EXPECTED
+        and isinstance(entry.get("verdicts"), dict)
+        for entry in graded
+    )
+    return graded if well_formed else []

@@ -1,0 +1,165 @@
+"""Judge calibration: several protocols per answer, and the probe set of known verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from reliability_helpers import CORRECT, JUDGE, server_backbone
+from run_helpers import FIXTURE, compose_config, fixture_overrides, read_records
+
+from benchmarks.data import load_locomo
+from benchmarks.metrics.judge import (
+    LME_ABSTENTION,
+    LME_STANDARD,
+    STRICT_INSTRUCTION,
+    Judge,
+    judge_prompt,
+    judgings,
+)
+from benchmarks.metrics.judge_probes import (
+    PROBES_FILE,
+    build_probes,
+    content_words,
+    probe_counts,
+    read_probes,
+)
+from benchmarks.run import run
+from benchmarks.settings import ConfigError, validate
+from memsys.llm import Accounting, ResponseCache
+from memsys.llm.factory import build_backbone
+from memsys.llm.fake_server import FakeChatServer
+from memsys.types import Question
+
+pytestmark = pytest.mark.usefixtures("no_env_overrides")
+
+STRICT = STRICT_INSTRUCTION.splitlines()[0]
+WRONG = '{"label": "WRONG"}'
+
+
+def tiny_conversations():
+    return load_locomo(str(FIXTURE), "locomo/tiny_conversation.json")
+
+
+def test_the_probe_set_of_the_tiny_conversation() -> None:
+    """Worked by hand from tests/fixtures/tiny: the adversarial question gets no probe; a
+    distractor comes from outside the evidence sessions and shares no word with the gold answer;
+    an unrelated answer needs another question of the same category."""
+    probes = build_probes(tiny_conversations(), seed=0)
+    assert [(p.probe_id, p.prediction) for p in probes] == [
+        ("tiny-1:q0:gold", "Pepper"),
+        ("tiny-1:q0:other_question", "31 minutes"),  # the other single-hop question
+        ("tiny-1:q0:distractor", "Ana, I made my first bowl in pottery class yesterday!"),
+        ("tiny-1:q1:gold", "11 March 2023"),  # the only temporal question; no topical sentence
+        ("tiny-1:q2:gold", "running, pottery"),  # evidence in both sessions: nothing outside
+        ("tiny-1:q3:gold", "Likely yes; she loves outings with Pepper"),
+        ("tiny-1:q3:distractor", "Ana, I made my first bowl in pottery class yesterday!"),
+        ("tiny-1:q5:gold", "31 minutes"),
+        ("tiny-1:q5:other_question", "Pepper"),
+    ]
+
+
+def test_content_words_keep_months_and_numbers() -> None:
+    assert content_words("It was in May, on the 7th") == {"may", "7th"}
+    assert content_words("I did it, and so did he") == frozenset()
+
+
+def test_probe_counts_deduplicate_and_count_failures() -> None:
+    graded = [
+        {"probe_id": "a:gold", "kind": "gold", "verdicts": {"mem0": True, "strict": False}},
+        {"probe_id": "a:gold", "kind": "gold", "verdicts": {"mem0": True, "strict": False}},
+        {"probe_id": "b:gold", "kind": "gold", "verdicts": {"mem0": None, "strict": True}},
+        {"probe_id": "a:distractor", "kind": "distractor", "verdicts": {"mem0": True}},
+    ]
+    assert probe_counts(graded) == {
+        "mem0": {
+            "gold": {"accepted": 1, "graded": 1, "failed": 1},
+            "distractor": {"accepted": 1, "graded": 1, "failed": 0},
+        },
+        "strict": {"gold": {"accepted": 1, "graded": 2, "failed": 0}},
+    }
+
+
+def test_each_protocol_has_its_prompt_and_abstention_has_one() -> None:
+    question = Question("q", "c", "How many days?", "18", "temporal_reasoning")
+    assert judge_prompt(question, "19", "strict")[0].startswith(STRICT)
+    longmemeval = judge_prompt(question, "19", "longmemeval")[0]
+    assert longmemeval.startswith(LME_STANDARD[:40]) and "off-by-one" in longmemeval
+    unanswerable = Question(
+        "q_abs", "c", "?", "not mentioned", "temporal_reasoning", is_abstention=True
+    )
+    prompts = {judge_prompt(unanswerable, "I don't know", p)[0] for p in ("mem0", "strict")}
+    assert prompts == {
+        LME_ABSTENTION.format(question="?", gold="not mentioned", prediction="I don't know")
+    }
+
+
+def test_a_bad_protocol_names_the_key(tmp_path: Path) -> None:
+    overrides = fixture_overrides(tmp_path / "runs", tmp_path / "cache")
+    with pytest.raises(ConfigError, match="judge.protocols"):
+        validate(compose_config([*overrides, "judge.protocols=[lenient]"]))
+    with pytest.raises(ConfigError, match="dataset.judge_protocol"):
+        validate(compose_config([*overrides, "dataset.judge_protocol=lenient"]))
+
+
+def test_a_run_scores_every_protocol_and_grades_the_probes_once(
+    tmp_path: Path, server: FakeChatServer
+) -> None:
+    """A lenient mem0 judge and a strict one that rejects everything: both verdicts per answer,
+    both judges' probe figures in metrics.json; a second run of the same config asks nothing,
+    and a damaged probe file is graded again from the cache."""
+    server.on(STRICT, reply=WRONG)
+    server.on(JUDGE, reply=CORRECT)
+    overrides = [
+        *fixture_overrides(tmp_path / "runs", tmp_path / "cache"),
+        "method=turn_rag_bm25",
+        *server_backbone(server),
+        "judge.protocols=[strict]",
+        "judge.probes=true",
+    ]
+    summary = run(compose_config(overrides))
+    run_dir = Path(summary["run_dir"])
+    answered = [r for r in read_records(run_dir) if r["prediction"] is not None]
+    assert len(answered) == 6
+    for record in answered:
+        assert (record["scores"]["judge_acc"], record["scores"]["judge_acc_strict"]) == (1.0, 0.0)
+        assert [entry["protocol"] for entry in judgings(record)] == ["mem0", "strict"]
+    assert summary["scores"]["judge_acc_strict"]["mean"] == 0.0
+    expected = {
+        "mem0": {
+            "gold": {"accepted": 5, "graded": 5, "failed": 0},
+            "other_question": {"accepted": 2, "graded": 2, "failed": 0},
+            "distractor": {"accepted": 2, "graded": 2, "failed": 0},
+        },
+        "strict": {
+            "gold": {"accepted": 0, "graded": 5, "failed": 0},
+            "other_question": {"accepted": 0, "graded": 2, "failed": 0},
+            "distractor": {"accepted": 0, "graded": 2, "failed": 0},
+        },
+    }
+    assert summary["judge_probes"] == expected
+    assert summary["accounting"]["stages"]["judge_probes"]["calls"] == 18
+
+    again = run(compose_config(overrides))
+    assert again["accounting"]["this_invocation"]["total"]["calls"] == 0
+    (run_dir / PROBES_FILE).write_text('[{"probe_id": 3}]')
+    healed = run(compose_config(overrides))
+    assert healed["judge_probes"] == expected
+    assert healed["accounting"]["this_invocation"]["stages"]["judge_probes"]["cache_hits"] == 18
+    assert len(read_probes(run_dir)) == 9
+
+
+def test_protocols_with_one_prompt_share_one_call(server: FakeChatServer, tmp_path: Path) -> None:
+    """An abstention question has one rule under every protocol: one request, its cost booked
+    once, the same verdict for each protocol."""
+    server.on("unanswerable", reply='{"answer": "yes"}')
+    cfg = compose_config([*fixture_overrides(tmp_path, tmp_path), *server_backbone(server)])
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    backbone = build_backbone(cfg.backbone, cache=cache, accounting=Accounting())
+    judge = Judge(backbone, protocols=("longmemeval", "mem0", "strict"))
+    unanswerable = Question("q_abs", "c", "?", "not mentioned", "multi_session", is_abstention=True)
+    (verdicts,) = judge.grade_many([(unanswerable, "I cannot tell")])
+    assert server.request_count == 1
+    assert {p: v.correct for p, v in verdicts.items()} == dict.fromkeys(verdicts, True)
+    assert [v.shared for v in verdicts.values()] == [False, True, True]
+    assert sum(v.prompt_tokens for v in verdicts.values()) == verdicts["longmemeval"].prompt_tokens
