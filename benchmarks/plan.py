@@ -601,7 +601,8 @@ def scope_lines(plan: Plan) -> list[str]:
         f"subset ({whole}): construction by the ratio of turns "
         f"(×{full.turns / sample.turns:.2f}), retrieval, answering and judging by the ratio of "
         f"questions (×{full.questions / sample.questions:.2f}). Answer and judge calls are exact "
-        "(one each per question, replies being usable); the rest is an estimate."
+        "(per question one answer and one verdict per judge protocol, replies being usable); "
+        "the rest is an estimate."
     ]
 
 
@@ -696,6 +697,11 @@ def assumption_lines(plan: Plan) -> list[str]:
     lines.append(
         "* `context tok / q`: harness tokens of retrieved context per question, on the memory "
         "built from scripted replies (each answer prompt carries it)."
+    )
+    lines.append(
+        "* Not in the rows: the judge's probe set (`benchmarks/metrics/judge_probes.py`), graded "
+        "once per judge model and cached across rows: at most 3 probes per question, each one "
+        "call per judge protocol (`judge.probes=false` skips it)."
     )
     measured = sum(row.measurement.seconds for row in plan.rows)
     lines.append(f"* This plan took {plan.seconds / 60:.1f} min on this machine.")

@@ -53,7 +53,6 @@ REPLAY_FILE = REGRESSION_DIR / "replay.jsonl"
 EXPECTED_FILE = REGRESSION_DIR / "expected.json"
 EMBEDDINGS_FILE = REGRESSION_DIR / "embeddings.npz"
 RUNNER_CONFIGS = {"qa": "config", "segment": "segment"}
-QA_SCORES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
 SEGMENTATION_SCORES = ("pk", "wd", "f1", "f1_macro", "score")
 
 
@@ -121,9 +120,10 @@ def fingerprint(runner: str, summary: dict[str, Any]) -> dict[str, Any]:
         return values
     values["questions"] = summary["questions"]
     values["failures"] = summary["failures"]
-    for name in QA_SCORES:
-        if name in summary["scores"]:
-            values[f"scores.{name}"] = summary["scores"][name]["mean"]
+    for name, cell in summary["scores"].items():  # the judge protocols' scores among them
+        values[f"scores.{name}"] = cell["mean"]
+    if "judge_probes" in summary:
+        values["judge_probes"] = summary["judge_probes"]
     values["evidence_recall"] = summary["evidence_recall"]["mean"]
     values["context_tokens"] = summary["context_tokens"]["mean"]
     return values

@@ -94,11 +94,9 @@ def answer_pending(
     doing = ""  # read by status() on the ticker thread: closures see the latest value
 
     def status() -> str:
-        calls = harness.accounting.totals()
         return (
             f"{doing} · memories {construction['built']} built, {construction['loaded']} "
-            f"loaded · LLM calls {calls['calls']} ({calls['cache_hits']} cached, "
-            f"{calls['failed']} failed)"
+            f"loaded · {llm_calls_status(harness)}"
         )
 
     with ticking(bar, status, enabled=progress):
@@ -114,6 +112,12 @@ def answer_pending(
                 log.append(records)
                 bar.update(len(records))
     bar.close()
+
+
+def llm_calls_status(harness: Harness) -> str:
+    """The LLM calls made so far, for a progress bar's status."""
+    calls = harness.accounting.totals()
+    return f"LLM calls {calls['calls']} ({calls['cache_hits']} cached, {calls['failed']} failed)"
 
 
 @contextmanager
@@ -188,10 +192,13 @@ def grade_judge_probes(
         return
     assert harness.judge is not None
     probes = build_probes(conversations, harness.settings.seed)
-    if progress:
-        protocols = ", ".join(harness.judge.protocols)
-        print(f"{run_dir.name}: grading {len(probes)} judge probes ({protocols})", file=sys.stderr)
-    graded = grade_probes(harness.judge, probes)
+    protocols = ", ".join(harness.judge.protocols)
+    bar = tqdm(desc=f"{run_dir.name} judge probes ({protocols})", total=len(probes),
+               unit="probe", disable=not progress, file=sys.stderr)  # fmt: skip
+    with ticking(bar, lambda: llm_calls_status(harness), enabled=progress):
+        graded = grade_probes(harness.judge, probes)
+        bar.update(len(probes))
+    bar.close()
     write_atomically(run_dir / PROBES_FILE, json.dumps(graded, indent=1))
 
 
