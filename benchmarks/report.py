@@ -71,6 +71,7 @@ from benchmarks.metrics.stats import (
     paired_bootstrap_pvalue,
     resampling_unit,
 )
+from benchmarks.provenance import UNKNOWN
 from benchmarks.runlog import latest_records, summarize_invocations
 from benchmarks.summary import (
     Cell,
@@ -899,6 +900,7 @@ def build_report(
     for tested in (metric, "judge_acc") if longmemeval else (metric,):
         add_p_values(rows, tested, interval_unit)
     notes = [
+        code_line(runs),
         *calibration_lines(runs, names),
         unfinished_runs_line(configs, dataset, subset, where),
         invalid_rows_line(rows, max_failure_share),
@@ -913,6 +915,24 @@ def build_report(
         longmemeval,
         names,
     )
+
+
+def code_line(runs: Sequence[Run]) -> str:
+    """The code versions the rows' records came from (``metrics.json`` ``code_versions``)."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        for version in run.metrics.get("code_versions") or [UNKNOWN]:
+            counts[version] = counts.get(version, 0) + 1
+    unknown = counts.pop(UNKNOWN, 0)
+    parts = [f"{version} ({plural(count, 'run')})" for version, count in counts.items()]
+    if unknown:
+        parts.append(f"not recorded for {plural(unknown, 'run')} (logged before runs recorded it)")
+    return f"Code version: {'; '.join(parts)}; package versions in each run's invocations.jsonl"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 run``, ``2 runs``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def invalid_rows_line(rows: Sequence[Row], max_failure_share: float) -> str | None:

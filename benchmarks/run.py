@@ -49,6 +49,7 @@ from benchmarks.metrics.judge_probes import (
     probe_counts,
     read_probes,
 )
+from benchmarks.provenance import code_versions, provenance
 from benchmarks.runlog import (
     RecordLog,
     exclusive,
@@ -249,6 +250,7 @@ def run_in(
             "construction_s": round(construction["seconds"], 1),
             **usage.work_with(harness.work_counts()),
             "workers": settings.workers,
+            "provenance": provenance(),
         }
         # on a full disk the line goes to stderr, and the error under way is not buried
         log_invocation(invocations, invocation, unwinding=sys.exc_info()[1] is not None)
@@ -265,7 +267,9 @@ def run_in(
         "parses": harness.services.nlp.cache.integrity(),
     }
     summary["invocation"] = invocation
-    summary["invocations"] = summarize_invocations(invocations.records())
+    logged = invocations.records()
+    summary["invocations"] = summarize_invocations(logged)
+    summary["code_versions"] = code_versions(logged)
     summary["accounting"] = Accounting.from_ledger(run_dir / "llm_calls.jsonl").summary()
     summary["accounting"]["this_invocation"] = harness.accounting.summary()
     if settings.judge_probes:
