@@ -686,3 +686,18 @@ def test_longmemeval_header_says_questions_are_their_own_haystacks(tmp_path: Pat
     report = build_report(tmp_path, dataset="longmemeval", subset="lme30")
     statistics = next(line for line in report.header if line.startswith("Statistics"))
     assert "resampling questions (1000 resamples; each question has its own haystack" in statistics
+
+
+def test_the_header_names_the_code_versions_of_the_runs(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for name, method in (("a", TURN_RAG), ("b", ZERO), ("c", NEW_METHOD)):
+        directory = write_run(runs, name, config(method), scored([1.0, 0.0]))
+        if name != "c":  # c: logged before runs recorded their code version
+            metrics = json.loads((directory / "metrics.json").read_text())
+            metrics["code_versions"] = ["abc1234"] if name == "a" else ["abc1234", "def5678"]
+            (directory / "metrics.json").write_text(json.dumps(metrics))
+    header = build_report(runs).header
+    assert (
+        "Code version: abc1234 (2 runs); def5678 (1 run); not recorded for 1 run (logged before "
+        "runs recorded it); package versions in each run's invocations.jsonl"
+    ) in header

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from run_helpers import (
     CONF,
@@ -22,6 +23,7 @@ from run_helpers import (
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.harness import instantiate_method
+from benchmarks.provenance import code_version
 from benchmarks.run import run
 from benchmarks.settings import ConfigError, validate
 
@@ -78,6 +80,9 @@ def test_retrieval_only_calls_no_llm(tmp_path: Path, shared_cache: Path) -> None
     invocation = summary["invocation"]  # 2 sessions and 6 questions embedded (or cached)
     assert invocation["questions"] == 6 and invocation["embedding"]["requested"] >= 8
     assert invocation["wall_s"] > 0 and invocation["peak_rss_mb"] > 100
+    # What produced it: this checkout's code version and the packages that shape the numbers.
+    assert summary["code_versions"] == [code_version()]
+    assert invocation["provenance"]["packages"]["numpy"] == np.__version__
     again = run(cfg)  # nothing left to do: one more invocation in the ledger, costs unchanged
     assert again["invocations"]["count"] == 2 and again["invocations"]["questions"] == 6
     assert again["invocations"]["peak_rss_mb"] >= invocation["peak_rss_mb"]
