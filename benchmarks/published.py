@@ -53,6 +53,7 @@ from benchmarks.report import (
     Run,
     category_order,
     construction_model,
+    data_keys,
     dataset_description,
     differing_keys,
     extraction_description,
@@ -445,11 +446,6 @@ def dataset_difference(cell: PublishedCell, run: Run) -> str | None:
     if data_keys(measured) == data_keys(grid):
         return None
     return f"dataset {dataset_description(measured)} (paper: {dataset_description(grid)})"
-
-
-def data_keys(dataset: dict[str, Any]) -> dict[str, Any]:
-    """What names a dataset's questions: everything but the judge protocol."""
-    return {key: value for key, value in dataset.items() if key != "judge_protocol"}
 
 
 def adversarial_difference(cell: PublishedCell, run: Run) -> str | None:

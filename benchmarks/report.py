@@ -63,7 +63,7 @@ import yaml
 from matplotlib.figure import Figure
 
 from benchmarks.data.paths import REPO_ROOT, shown_path
-from benchmarks.judge_calibration import calibration_lines, own_protocol, protocol_of
+from benchmarks.judge_calibration import calibration_lines
 from benchmarks.metrics.judge import judgings
 from benchmarks.metrics.stats import (
     INTERVAL_UNITS,
@@ -74,6 +74,7 @@ from benchmarks.metrics.stats import (
 from benchmarks.provenance import UNKNOWN
 from benchmarks.runlog import latest_records, summarize_invocations
 from benchmarks.summary import (
+    OTHER_JUDGE_PREFIX,
     Cell,
     Scores,
     failure_counts,
@@ -214,7 +215,7 @@ class Report:
     longmemeval: bool
     #: Every score name the runs carry: the F1s, BLEU-1, ``judge_acc`` and the other judge
     #: protocols' ``judge_acc_<protocol>`` (:func:`benchmarks.summary.score_names`).
-    scores: tuple[str, ...] = ()
+    scores: tuple[str, ...]
 
     @property
     def answered(self) -> list[Row]:
@@ -425,11 +426,19 @@ def judge_description(judge: dict[str, Any] | None) -> str:
     return "same as answering backbone" if backbone is None else str(backbone.get("name", "?"))
 
 
+def data_keys(dataset: dict[str, Any]) -> dict[str, Any]:
+    """What names a dataset's questions: everything but the judge protocol, which only answered
+    runs carry."""
+    return {key: value for key, value in dataset.items() if key != "judge_protocol"}
+
+
 def conditions(config: dict[str, Any]) -> dict[str, Any]:
     """The settings every row of one table must share, keyed by config path."""
-    keys = ("dataset", "subset", "seed", "adversarial", "answer.context_budget", "embedder.model")
-    shared = {key: lookup(config, key, None) for key in keys}
+    keys = ("subset", "seed", "adversarial", "answer.context_budget", "embedder.model")
+    shared = {"dataset": data_keys(config.get("dataset") or {})}
+    shared |= {key: lookup(config, key, None) for key in keys}
     if config.get("answer", {}).get("template") is not None:
+        shared["dataset.judge_protocol"] = lookup(config, "dataset.judge_protocol", None)
         shared["answer.template"] = config["answer"]["template"]
         shared["answer.max_tokens"] = config["answer"].get("max_tokens")
         shared["judge"] = config.get("judge")
@@ -604,7 +613,8 @@ def build_row(
     recalls = Scores.of(run.records, lambda r: r.get("evidence_recall"))
     seed = int(run.config.get("seed", 0))
     answers = [r["answering"] for r in run.records if r.get("answering")]
-    failed = sum(failure_counts(run.records).values())
+    counts = failure_counts(run.records)
+    failed = counts["answer"] + counts["judge"]  # other protocols' failures blank their columns
     return Row(
         key=row_key(run.config, run.variant),
         run=run,
@@ -740,7 +750,8 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics
     ]
     if answered:
         lines += [
-            f"Judge model: {judge_description(shared['judge'])} (the judges' lines below)",
+            f"Judge model: {judge_description(shared['judge'])}"
+            + (" (the judges' lines below)" if (shared["judge"] or {}).get("enabled") else ""),
             f"Answer prompt: template {shared['answer.template']}, context budget "
             f"{shared['answer.context_budget']} tokens, at most {shared['answer.max_tokens']} "
             "answer tokens",
@@ -1033,12 +1044,9 @@ def judge_scores(report: Report) -> list[str]:
     return [name for name in report.scores if name.startswith("judge_acc")]
 
 
-def judge_label(score: str, report: Report) -> str:
+def judge_label(score: str) -> str:
     """``Judge`` for the dataset's own protocol, ``Judge <protocol>`` for the others."""
-    if score == "judge_acc":
-        return "Judge"
-    own = own_protocol(report.rows[0].run.config)
-    return f"Judge {protocol_of(score, own)}"
+    return "Judge" if score == "judge_acc" else f"Judge {score.removeprefix(OTHER_JUDGE_PREFIX)}"
 
 
 def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
@@ -1049,7 +1057,7 @@ def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
         "Extraction",
         f"F1 ({report.metric})",
         "BLEU-1",
-        *(judge_label(name, report) for name in judge_scores(report)),
+        *(judge_label(name) for name in judge_scores(report)),
         "p vs best baseline",
         "Evidence recall",
         "All evidence",

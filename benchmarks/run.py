@@ -44,9 +44,9 @@ from benchmarks.harness import (
 from benchmarks.metrics.judge_probes import (
     PROBES_FILE,
     build_probes,
-    complete,
     grade_probes,
     probe_counts,
+    probes_settled,
     read_probes,
 )
 from benchmarks.provenance import code_versions, provenance
@@ -188,8 +188,8 @@ def grade_judge_probes(
     harness: Harness, run_dir: Path, conversations: Iterable[Conversation], progress: bool
 ) -> None:
     """Grade the judge's probe set into ``judge_probes.json``, unless a previous invocation
-    graded all of it (its calls are cached: the runs of one table with one judge pay once)."""
-    if complete(read_probes(run_dir)):
+    settled all of it (its calls are cached: the runs of one table with one judge pay once)."""
+    if probes_settled(read_probes(run_dir)):
         return
     assert harness.judge is not None
     probes = build_probes(conversations, harness.settings.seed)
@@ -273,7 +273,7 @@ def run_in(
     summary["accounting"] = Accounting.from_ledger(run_dir / "llm_calls.jsonl").summary()
     summary["accounting"]["this_invocation"] = harness.accounting.summary()
     if settings.judge_probes:
-        summary["judge_probes"] = probe_counts(read_probes(run_dir))
+        summary["judge_probes"] = probe_counts(read_probes(run_dir) or [])
     if harness.judge is not None:
         summary["judge_parse"] = {name: p.counts() for name, p in harness.judge.parsers.items()}
     write_atomically(run_dir / "metrics.json", json.dumps(summary, indent=2, sort_keys=True))

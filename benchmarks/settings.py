@@ -184,6 +184,7 @@ def validate(cfg: DictConfig) -> RunSettings:
         seed=_positive_int(cfg, "seed", allow_zero=True),
     )
     template = _choice(cfg, "answer.template", (*TEMPLATES, None))
+    judged = template is not None and _choice(cfg, "judge.enabled", (True, False))
     settings = RunSettings(
         dataset=dataset,
         variant=variant,
@@ -194,8 +195,8 @@ def validate(cfg: DictConfig) -> RunSettings:
         context_order=_choice(cfg, "answer.order", CONTEXT_ORDERS),
         answer_max_tokens=_positive_int(cfg, "answer.max_tokens", allow_zero=True),
         judge_enabled=_choice(cfg, "judge.enabled", (True, False)),
-        judge_protocols=judge_protocols(cfg) if template is not None else (),
-        judge_probes=_choice(cfg, "judge.probes", (True, False)) if template is not None else False,
+        judge_protocols=judge_protocols(cfg) if judged else (),
+        judge_probes=_choice(cfg, "judge.probes", (True, False)) if judged else False,
         adversarial=_choice(cfg, "adversarial", ("exclude", "include")),
         batch_size=_positive_int(cfg, "batch_size"),
         seed=subset.seed,
@@ -242,8 +243,8 @@ def construction_backbone_key(cfg: DictConfig) -> str | None:
 def run_identity(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config minus locations: what a run's results depend on.
 
-    With ``answer=none`` nothing is answered or judged, so the judge (and the dataset's judge
-    protocol) is left out, and so is the
+    With ``answer=none`` nothing is answered or judged, so the judge is left out
+    (:func:`drop_unused_judge_settings`), and so is the
     backbone unless the method builds its memory with it (``extraction: llm``, ``construction=
     same``): one retrieval-only run of a lite method serves every backbone. ``construction=same``
     leaves the identity (runs logged before the key existed keep their ids), and so does any
@@ -260,12 +261,30 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
     construction_key = construction_backbone_key(cfg)
     if construction_key != "construction.backbone":
         identity.pop("construction", None)
+    drop_unused_judge_settings(identity)
     if identity.get("answer", {}).get("template") is None:
         identity.pop("judge", None)
-        identity.get("dataset", {}).pop("judge_protocol", None)
         if construction_key != "backbone":
             identity.pop("backbone", None)
     return identity
+
+
+def drop_unused_judge_settings(identity: dict[str, Any]) -> None:
+    """Judge settings that change no record leave the identity: ``judge.probes`` (the probe set
+    is a file beside the records; a run resumed without it keeps its id), and the protocols of a
+    run nothing judges (no answer, or ``judge.enabled=false``)."""
+    judge = identity.get("judge")
+    if isinstance(judge, dict):
+        judge.pop("probes", None)
+    judged = (
+        isinstance(judge, dict)
+        and judge.get("enabled")
+        and identity.get("answer", {}).get("template") is not None
+    )
+    if not judged:
+        if isinstance(judge, dict):
+            judge.pop("protocols", None)
+        identity.get("dataset", {}).pop("judge_protocol", None)
 
 
 def drop_embedder_default(identity: dict[str, Any]) -> None:

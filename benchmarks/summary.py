@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.metrics.judge import PROTOCOLS, judgings
+from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.metrics.stats import MIN_CLUSTERS, bootstrap_ci, resampling_unit
 from benchmarks.settings import RunSettings
 
@@ -109,12 +109,20 @@ def _cell(scores: Scores, unit: str, seed: int) -> dict[str, Any]:
 
 
 def failure_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """Questions whose answer failed, and answered ones with a failed verdict (under any judge
-    protocol): left out of the means they would have fed, never scored as wrong."""
-    return {
+    """Questions whose answer failed, answered ones whose verdict under the dataset's own judge
+    protocol failed, and (where other protocols graded) those with a failed verdict under another
+    one: left out of the means they would have fed, never scored as wrong."""
+    counts = {
         "answer": sum(1 for r in records if (r.get("failure") or "").startswith("answer")),
-        "judge": sum(1 for r in records if any(entry.get("error") for entry in judgings(r))),
+        "judge": sum(1 for r in records if (r.get("judging") or {}).get("error")),
     }
+    if any(r.get("other_judgings") for r in records):
+        counts["other_judges"] = sum(
+            1
+            for r in records
+            if any(entry.get("error") for entry in (r.get("other_judgings") or {}).values())
+        )
+    return counts
 
 
 def summarize_run(

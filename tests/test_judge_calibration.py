@@ -20,12 +20,14 @@ from benchmarks.metrics.judge import (
 from benchmarks.metrics.judge_probes import (
     PROBES_FILE,
     build_probes,
+    candidate_sentences,
     content_words,
+    distractor,
     probe_counts,
     read_probes,
 )
 from benchmarks.run import run
-from benchmarks.settings import ConfigError, validate
+from benchmarks.settings import ConfigError, run_identity, validate
 from memsys.llm import Accounting, ResponseCache
 from memsys.llm.factory import build_backbone
 from memsys.llm.fake_server import FakeChatServer
@@ -42,21 +44,46 @@ def tiny_conversations():
 
 
 def test_the_probe_set_of_the_tiny_conversation() -> None:
-    """Worked by hand from tests/fixtures/tiny: the adversarial question gets no probe; a
-    distractor comes from outside the evidence sessions and shares no word with the gold answer;
-    an unrelated answer needs another question of the same category."""
+    """Worked by hand from tests/fixtures/tiny: the adversarial question gets no probe; an
+    unrelated answer needs another question of the same category; no sentence outside the
+    evidence sessions shares a word other than a speaker's name with a question, so there is no
+    distractor here (see the next test)."""
     probes = build_probes(tiny_conversations(), seed=0)
     assert [(p.probe_id, p.prediction) for p in probes] == [
         ("tiny-1:q0:gold", "Pepper"),
         ("tiny-1:q0:other_question", "31 minutes"),  # the other single-hop question
-        ("tiny-1:q0:distractor", "Ana, I made my first bowl in pottery class yesterday!"),
-        ("tiny-1:q1:gold", "11 March 2023"),  # the only temporal question; no topical sentence
-        ("tiny-1:q2:gold", "running, pottery"),  # evidence in both sessions: nothing outside
+        ("tiny-1:q1:gold", "11 March 2023"),  # the only temporal question
+        ("tiny-1:q2:gold", "running, pottery"),
         ("tiny-1:q3:gold", "Likely yes; she loves outings with Pepper"),
-        ("tiny-1:q3:distractor", "Ana, I made my first bowl in pottery class yesterday!"),
         ("tiny-1:q5:gold", "31 minutes"),
         ("tiny-1:q5:other_question", "Pepper"),
     ]
+
+
+def test_a_distractor_is_the_most_topical_sentence_outside_the_evidence() -> None:
+    """Session 1's sentences of 4+ words: "I finally adopted a dog last week, a beagle called
+    Pepper." shares 1 word (pepper) with the question below, "Great, she loves the park near my
+    flat in Lisbon." shares 3 (park, near, flat); a speaker's name alone is not topical; a
+    question with unknown evidence sessions gets none."""
+    (conversation,) = tiny_conversations()
+    sentences = candidate_sentences(conversation)
+    names = frozenset({"ana", "ben"})
+
+    def asked(text: str, sessions: tuple[str, ...] = ("session_2",)) -> str | None:
+        question = Question(
+            "x", "tiny-1", text, "a squirrel", "single_hop", evidence_sessions=sessions
+        )
+        return distractor(question, sentences, names)
+
+    assert asked("What did Pepper chase in the park near the flat?") == (
+        "Great, she loves the park near my flat in Lisbon."
+    )
+    assert asked("What did Pepper chase?") == (
+        "I finally adopted a dog last week, a beagle called Pepper."
+    )
+    # Only "Ana, I made my first bowl in pottery class yesterday!" (session 2) names a speaker.
+    assert asked("When did Ana and Ben meet?", ("session_1",)) is None
+    assert asked("What did Pepper chase in the park?", ()) is None
 
 
 def test_content_words_keep_months_and_numbers() -> None:
@@ -96,9 +123,9 @@ def test_each_protocol_has_its_prompt_and_abstention_has_one() -> None:
 
 def test_a_bad_protocol_names_the_key(tmp_path: Path) -> None:
     overrides = fixture_overrides(tmp_path / "runs", tmp_path / "cache")
-    with pytest.raises(ConfigError, match="judge.protocols"):
+    with pytest.raises(ConfigError, match=r"judge\.protocols"):
         validate(compose_config([*overrides, "judge.protocols=[lenient]"]))
-    with pytest.raises(ConfigError, match="dataset.judge_protocol"):
+    with pytest.raises(ConfigError, match=r"dataset\.judge_protocol"):
         validate(compose_config([*overrides, "dataset.judge_protocol=lenient"]))
 
 
@@ -129,24 +156,22 @@ def test_a_run_scores_every_protocol_and_grades_the_probes_once(
         "mem0": {
             "gold": {"accepted": 5, "graded": 5, "failed": 0},
             "other_question": {"accepted": 2, "graded": 2, "failed": 0},
-            "distractor": {"accepted": 2, "graded": 2, "failed": 0},
         },
         "strict": {
             "gold": {"accepted": 0, "graded": 5, "failed": 0},
             "other_question": {"accepted": 0, "graded": 2, "failed": 0},
-            "distractor": {"accepted": 0, "graded": 2, "failed": 0},
         },
     }
     assert summary["judge_probes"] == expected
-    assert summary["accounting"]["stages"]["judge_probes"]["calls"] == 18
+    assert summary["accounting"]["stages"]["judge_probes"]["calls"] == 14
 
     again = run(compose_config(overrides))
     assert again["accounting"]["this_invocation"]["total"]["calls"] == 0
     (run_dir / PROBES_FILE).write_text('[{"probe_id": 3}]')
     healed = run(compose_config(overrides))
     assert healed["judge_probes"] == expected
-    assert healed["accounting"]["this_invocation"]["stages"]["judge_probes"]["cache_hits"] == 18
-    assert len(read_probes(run_dir)) == 9
+    assert healed["accounting"]["this_invocation"]["stages"]["judge_probes"]["cache_hits"] == 14
+    assert len(read_probes(run_dir) or []) == 7
 
 
 def test_protocols_with_one_prompt_share_one_call(server: FakeChatServer, tmp_path: Path) -> None:
@@ -163,3 +188,16 @@ def test_protocols_with_one_prompt_share_one_call(server: FakeChatServer, tmp_pa
     assert {p: v.correct for p, v in verdicts.items()} == dict.fromkeys(verdicts, True)
     assert [v.shared for v in verdicts.values()] == [False, True, True]
     assert sum(v.prompt_tokens for v in verdicts.values()) == verdicts["longmemeval"].prompt_tokens
+
+
+def test_judge_settings_that_change_no_record_leave_the_run_identity(tmp_path: Path) -> None:
+    overrides = fixture_overrides(tmp_path / "runs", tmp_path / "cache")
+
+    def identity(*more: str) -> dict:
+        return run_identity(compose_config([*overrides, *more]))
+
+    assert identity("judge.probes=true") == identity("judge.probes=false")
+    assert "judge_protocol" in identity()["dataset"] and "protocols" in identity()["judge"]
+    unjudged = identity("judge=none")
+    assert "judge_protocol" not in unjudged["dataset"] and "protocols" not in unjudged["judge"]
+    assert "judge_protocol" not in identity("answer=none")["dataset"]

@@ -187,9 +187,7 @@ PROTOCOLS = {
 ABSTENTION_RULE = "_abs questions: correct when the answer recognises them as unanswerable"
 
 
-def judge_prompt(
-    question: Question, prediction: str, protocol: str = "mem0"
-) -> tuple[str, dict[str, Any]]:
+def judge_prompt(question: Question, prediction: str, protocol: str) -> tuple[str, dict[str, Any]]:
     """The grading instruction for ``question`` under ``protocol`` and its verdict's schema."""
     fields = {"question": question.question, "gold": question.answer, "prediction": prediction}
     if question.is_abstention:
@@ -308,7 +306,7 @@ class Judge:
     the run summary."""
 
     def __init__(
-        self, backbone: Backbone, *, protocols: Sequence[str] = ("mem0",), max_tokens: int = 32
+        self, backbone: Backbone, *, protocols: Sequence[str], max_tokens: int = 32
     ) -> None:
         check_protocols(protocols)
         self.backbone = backbone
@@ -325,15 +323,15 @@ class Judge:
         """One verdict per protocol per (question, prediction), in order; failures are verdicts
         too. Protocols that give the same prompt (abstention questions) share one grading;
         ``stage`` names the calls in the accounting."""
-        shared: dict[str, _Grading] = {}
+        by_prompt: dict[str, _Grading] = {}
         per_item = []
         for question, prediction in items:
             gradings = {}
             for protocol in self.protocols:
                 prompt, schema = judge_prompt(question, prediction, protocol)
-                gradings[protocol] = shared.setdefault(prompt, _Grading(prompt, schema))
+                gradings[protocol] = by_prompt.setdefault(prompt, _Grading(prompt, schema))
             per_item.append(gradings)
-        pending = list(shared.values())
+        pending = list(by_prompt.values())
         while climbing := [grading for grading in pending if grading.climbing()]:
             requests = [grading.next_request(self.max_tokens) for grading in climbing]
             replies = self.backbone.complete_many(requests, stage=stage, return_exceptions=True)

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.metrics.judge import Judge
-from benchmarks.metrics.qa import STEMMER, normalize_locomo_answer
+from benchmarks.metrics.qa import SENTENCE_END, STEMMER, normalize_locomo_answer
 from memsys.types import Conversation, Question
 
 #: A run's graded probes, in its directory.
@@ -45,7 +44,6 @@ FUNCTION_WORDS = frozenset(
     before than then so but or not no yes what when where who whom which why how that this
     these those there here will would can could should just also very really""".split()  # noqa: SIM905
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True)
@@ -84,21 +82,43 @@ def probe_eligible(question: Question) -> bool:
     )
 
 
-def distractor(question: Question, conversation: Conversation) -> str | None:
-    """The topical, wrong sentence for ``question`` (see the module docstring), or None."""
+@dataclass(frozen=True)
+class Sentence:
+    """A candidate distractor: a sentence of a turn, its session and its content words."""
+
+    session_id: str
+    text: str
+    words: frozenset[str]
+
+
+def candidate_sentences(conversation: Conversation) -> list[Sentence]:
+    """Every sentence of :data:`MIN_WORDS` to :data:`MAX_WORDS` words, its words read once."""
+    return [
+        Sentence(turn.session_id, sentence, content_words(sentence))
+        for turn in conversation.turns
+        for sentence in SENTENCE_END.split(turn.text.strip())
+        if MIN_WORDS <= len(sentence.split()) <= MAX_WORDS
+    ]
+
+
+def distractor(
+    question: Question, sentences: Sequence[Sentence], names: frozenset[str]
+) -> str | None:
+    """The topical, wrong sentence for ``question`` (see the module docstring), or None; the
+    speakers' ``names`` do not make a sentence topical, and a question whose evidence sessions
+    are unknown gets none (no sentence is known to lie outside its evidence)."""
+    if not question.evidence_sessions:
+        return None
     evidence_sessions = set(question.evidence_sessions)
-    asked, gold = content_words(question.question), content_words(question.answer)
+    asked = content_words(question.question) - names
+    gold = content_words(question.answer)
     best, best_overlap = None, 0
-    for turn in conversation.turns:
-        if turn.session_id in evidence_sessions:
+    for sentence in sentences:
+        if sentence.session_id in evidence_sessions or sentence.words & gold:
             continue
-        for sentence in _SENTENCE_END.split(turn.text.strip()):
-            if not MIN_WORDS <= len(sentence.split()) <= MAX_WORDS:
-                continue
-            words = content_words(sentence)
-            overlap = len(words & asked)
-            if overlap > best_overlap and not words & gold:
-                best, best_overlap = sentence, overlap
+        overlap = len(sentence.words & asked)
+        if overlap > best_overlap:
+            best, best_overlap = sentence.text, overlap
     return best
 
 
@@ -107,13 +127,17 @@ def build_probes(conversations: Iterable[Conversation], seed: int) -> list[Probe
     candidate (no unrelated answer in the category, no topical sentence) is left out."""
     per_question: list[tuple[Question, str | None]] = []
     for conversation in conversations:
-        for question in conversation.questions:
-            if probe_eligible(question):
-                per_question.append((question, distractor(question, conversation)))
+        eligible = [q for q in conversation.questions if probe_eligible(q)]
+        if not eligible:
+            continue
+        sentences = candidate_sentences(conversation)
+        names = frozenset(word for name in conversation.speakers for word in content_words(name))
+        per_question += [(q, distractor(q, sentences, names)) for q in eligible]
+    answers = {q.question_id: content_words(q.answer) for q, _ in per_question}
     probes = []
     for question, topical in per_question:
         probes.append(Probe(question, "gold", question.answer))
-        other = other_answer(question, [q for q, _ in per_question], seed)
+        other = other_answer(question, [q for q, _ in per_question], answers, seed)
         if other is not None:
             probes.append(Probe(question, "other_question", other))
         if topical is not None:
@@ -121,16 +145,22 @@ def build_probes(conversations: Iterable[Conversation], seed: int) -> list[Probe
     return probes
 
 
-def other_answer(question: Question, pool: Sequence[Question], seed: int) -> str | None:
-    """A seeded pick among the same category's gold answers with no content word in common."""
-    gold = content_words(question.answer)
+def other_answer(
+    question: Question,
+    pool: Sequence[Question],
+    answers: Mapping[str, frozenset[str]],
+    seed: int,
+) -> str | None:
+    """A seeded pick among the same category's gold answers with no content word in common
+    (``answers``: each question's gold content words, by question id)."""
+    gold = answers[question.question_id]
     candidates = sorted(
         {
             other.answer
             for other in pool
             if other.category == question.category
             and other.question_id != question.question_id
-            and not content_words(other.answer) & gold
+            and not answers[other.question_id] & gold
         }
     )
     if not candidates:
@@ -139,7 +169,8 @@ def other_answer(question: Question, pool: Sequence[Question], seed: int) -> str
 
 
 def grade_probes(judge: Judge, probes: Sequence[Probe]) -> list[dict[str, Any]]:
-    """Each probe with its verdict under every protocol of ``judge`` (None: no verdict)."""
+    """Each probe with its verdict under every protocol of ``judge`` (None: no verdict) and the
+    protocols whose failure is final (every rung of the judge's ladder tried)."""
     graded = judge.grade_many(
         [(probe.question, probe.prediction) for probe in probes], stage="judge_probes"
     )
@@ -150,6 +181,7 @@ def grade_probes(judge: Judge, probes: Sequence[Probe]) -> list[dict[str, Any]]:
             "category": probe.question.category,
             "prediction": probe.prediction,
             "verdicts": {protocol: verdict.correct for protocol, verdict in verdicts.items()},
+            "final_failures": [protocol for protocol, v in verdicts.items() if v.final],
         }
         for probe, verdicts in zip(probes, graded, strict=True)
     ]
@@ -173,24 +205,28 @@ def probe_counts(graded: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dic
     return counts
 
 
-def complete(graded: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether every probe has a verdict under every protocol (else the next run asks again)."""
-    return bool(graded) and all(
-        correct is not None for entry in graded for correct in entry["verdicts"].values()
+def probes_settled(graded: Sequence[Mapping[str, Any]] | None) -> bool:
+    """Whether a run's probes are all graded: a verdict under every protocol, or a final failure
+    (else the next run of the config grades them again, from the cache where it can)."""
+    return graded is not None and all(
+        correct is not None or protocol in entry.get("final_failures", ())
+        for entry in graded
+        for protocol, correct in entry["verdicts"].items()
     )
 
 
-def read_probes(run_dir: Path) -> list[dict[str, Any]]:
-    """The run's graded probes; none when the file is missing or damaged (graded again)."""
+def read_probes(run_dir: Path) -> list[dict[str, Any]] | None:
+    """The run's graded probes; None when the file is missing or damaged (graded again)."""
     try:
         graded = json.loads((run_dir / PROBES_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
+        return None
     well_formed = isinstance(graded, list) and all(
         isinstance(entry, dict)
         and isinstance(entry.get("probe_id"), str)
         and entry.get("kind") in EXPECTED
         and isinstance(entry.get("verdicts"), dict)
+        and all(value is None or isinstance(value, bool) for value in entry["verdicts"].values())
         for entry in graded
     )
-    return graded if well_formed else []
+    return graded if well_formed else None

@@ -49,7 +49,7 @@ METRIC_NAMES = ("f1_locomo", "f1_set", "bleu1")
 _DROPPED_WORDS = re.compile(r"\b(a|an|the|and)\b")
 _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _SIMPLE_SEPARATORS = str.maketrans(".,!?", "    ")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 STEMMER = PorterStemmer()
 _WORD_TOKENIZER = NLTKWordTokenizer()
 _SMOOTHING = SmoothingFunction().method1
@@ -165,7 +165,7 @@ def f1_set(prediction: str, answer: str | int) -> float:
 
 def _word_tokens(text: str) -> list[str]:
     """Lowercased word tokens as ``word_tokenize`` would give them (see the module docstring)."""
-    sentences = _SENTENCE_END.split(text.lower())
+    sentences = SENTENCE_END.split(text.lower())
     return [token for sentence in sentences for token in _WORD_TOKENIZER.tokenize(sentence)]
 
 
