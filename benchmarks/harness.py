@@ -26,6 +26,7 @@ from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.ranking import ranking_metrics
 from benchmarks.settings import ConfigError, RunSettings, check_method_options
+from benchmarks.summary import OTHER_JUDGE_PREFIX
 from memsys.base import MemorySystem, Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm.accounting import Accounting
@@ -254,7 +255,7 @@ def build_record(
             record["scores"]["judge_acc"] = score
             record["judging"] = judging
         else:
-            record["scores"][f"judge_acc_{protocol}"] = score
+            record["scores"][f"{OTHER_JUDGE_PREFIX}{protocol}"] = score
             record.setdefault("other_judgings", {})[protocol] = judging
     return record
 
