@@ -87,8 +87,9 @@ from memsys.types import LOCOMO_CATEGORIES
 
 BASELINE_MODULE = "memsys.methods.baselines"
 #: Methods whose papers spell them in a way a class name cannot (as ``SEGMENTER_NAMES`` in
-#: ``benchmarks.segmentation_table``); every other method is shown by its class name.
-METHOD_NAMES = {"ESMem": "ES-Mem"}
+#: ``benchmarks.segmentation_table``), and the ceiling row; every other method is shown by its
+#: class name.
+METHOD_NAMES = {"ESMem": "ES-Mem", "OracleEvidence": "Oracle (gold evidence)"}
 PRIMARY_METRICS = ("f1_set", "f1_locomo")
 STAGES = ("construction", "answering", "judging")
 COST_KEYS = ("calls", "prompt_tokens", "completion_tokens")
