@@ -191,7 +191,8 @@ def test_the_command_prints_and_writes_the_page(
     assert main(argv) == 0
     text = page.read_text()
     assert text == capsys.readouterr().out.rstrip("\n") + "\n"
-    assert "| zero_history | 0 | 0 | 6 | 6 | 0 |" in text and "| turn_rag_bm25 |" in text
+    # 6 answers, each graded under the three judge protocols
+    assert "| zero_history | 0 | 0 | 6 | 18 | 0 |" in text and "| turn_rag_bm25 |" in text
     assert "harness tokenizer" in text and "Counted on the whole subset" in text
     rows = json.loads(numbers.read_text())["rows"]
     assert [row["point"] for row in rows] == [
