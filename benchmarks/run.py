@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,7 +43,8 @@ from benchmarks.harness import (
 )
 from benchmarks.metrics.judge_probes import (
     PROBES_FILE,
-    build_probes,
+    Probe,
+    ProbeSet,
     grade_probes,
     probe_counts,
     probes_settled,
@@ -185,14 +186,11 @@ def answer_pending_in_workers(
 
 
 def grade_judge_probes(
-    harness: Harness, run_dir: Path, conversations: Iterable[Conversation], progress: bool
+    harness: Harness, run_dir: Path, probes: Sequence[Probe], progress: bool
 ) -> None:
-    """Grade the judge's probe set into ``judge_probes.json``, unless a previous invocation
-    settled all of it (its calls are cached: the runs of one table with one judge pay once)."""
-    if probes_settled(read_probes(run_dir)):
-        return
+    """Grade the judge's probe set into ``judge_probes.json`` (its calls are cached: the runs of
+    one table with one judge pay once)."""
     assert harness.judge is not None
-    probes = build_probes(conversations, harness.settings.seed)
     protocols = ", ".join(harness.judge.protocols)
     bar = tqdm(desc=f"{run_dir.name} judge probes ({protocols})", total=len(probes),
                unit="probe", disable=not progress, file=sys.stderr)  # fmt: skip
@@ -222,17 +220,22 @@ def run_in(
     (run_dir / "config.yaml").write_text(redact(OmegaConf.to_yaml(OmegaConf.create(identity))))
     harness = build_harness(cfg, settings, run_dir)
     log = RecordLog(run_dir / "predictions.jsonl", retryable=failed)
-    source = conversations_source(settings, resolve_data_dir(cfg.data_dir))
-    conversations = select(source, settings.subset)
+    conversations: Iterable[Conversation] = select(
+        conversations_source(settings, resolve_data_dir(cfg.data_dir)), settings.subset
+    )
     answered_before = len(log)
     construction = new_construction_counts()
     usage = WorkerUsage()  # stays empty with one process
     invocations = RecordLog(run_dir / "invocations.jsonl", key="started")
     try:
         if settings.workers == 1:
+            wanted = settings.judge_probes and not probes_settled(read_probes(run_dir))
+            probe_set = ProbeSet(settings.seed) if wanted and harness.judge is not None else None
+            if probe_set is not None:
+                conversations = probe_set.collect(conversations)
             answer_pending(harness, log, conversations, run_dir.name, cfg.progress, construction)
-            if settings.judge_probes and harness.judge is not None:
-                grade_judge_probes(harness, run_dir, select(source, settings.subset), cfg.progress)
+            if probe_set is not None:
+                grade_judge_probes(harness, run_dir, probe_set.probes(), cfg.progress)
         else:
             answer_pending_in_workers(
                 cfg, settings, run_dir, log, conversations, construction, usage

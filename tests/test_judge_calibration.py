@@ -19,7 +19,7 @@ from benchmarks.metrics.judge import (
 )
 from benchmarks.metrics.judge_probes import (
     PROBES_FILE,
-    build_probes,
+    ProbeSet,
     candidate_sentences,
     content_words,
     distractor,
@@ -48,7 +48,9 @@ def test_the_probe_set_of_the_tiny_conversation() -> None:
     unrelated answer needs another question of the same category; no sentence outside the
     evidence sessions shares a word other than a speaker's name with a question, so there is no
     distractor here (see the next test)."""
-    probes = build_probes(tiny_conversations(), seed=0)
+    probe_set = ProbeSet(seed=0)
+    list(probe_set.collect(tiny_conversations()))  # as the runner streams them
+    probes = probe_set.probes()
     assert [(p.probe_id, p.prediction) for p in probes] == [
         ("tiny-1:q0:gold", "Pepper"),
         ("tiny-1:q0:other_question", "31 minutes"),  # the other single-hop question

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,27 +122,44 @@ def distractor(
     return best
 
 
-def build_probes(conversations: Iterable[Conversation], seed: int) -> list[Probe]:
-    """Every probe of the subset's eligible questions, in question order; a kind with no
-    candidate (no unrelated answer in the category, no topical sentence) is left out."""
-    per_question: list[tuple[Question, str | None]] = []
-    for conversation in conversations:
+class ProbeSet:
+    """The probe set, built a conversation at a time as a run streams them (so the dataset is
+    read once): the distractors need each conversation's turns, the unrelated answers only the
+    questions of the whole subset."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self._questions: list[tuple[Question, str | None]] = []
+
+    def add(self, conversation: Conversation) -> None:
+        """Take in one conversation's eligible questions and their distractors."""
         eligible = [q for q in conversation.questions if probe_eligible(q)]
         if not eligible:
-            continue
+            return
         sentences = candidate_sentences(conversation)
         names = frozenset(word for name in conversation.speakers for word in content_words(name))
-        per_question += [(q, distractor(q, sentences, names)) for q in eligible]
-    answers = {q.question_id: content_words(q.answer) for q, _ in per_question}
-    probes = []
-    for question, topical in per_question:
-        probes.append(Probe(question, "gold", question.answer))
-        other = other_answer(question, [q for q, _ in per_question], answers, seed)
-        if other is not None:
-            probes.append(Probe(question, "other_question", other))
-        if topical is not None:
-            probes.append(Probe(question, "distractor", topical))
-    return probes
+        self._questions += [(q, distractor(q, sentences, names)) for q in eligible]
+
+    def collect(self, conversations: Iterable[Conversation]) -> Iterator[Conversation]:
+        """``conversations``, each taken in on its way past."""
+        for conversation in conversations:
+            self.add(conversation)
+            yield conversation
+
+    def probes(self) -> list[Probe]:
+        """Every probe of the questions taken in, in their order; a kind with no candidate (no
+        unrelated answer in the category, no topical sentence) is left out."""
+        pool = [question for question, _ in self._questions]
+        answers = {q.question_id: content_words(q.answer) for q in pool}
+        probes = []
+        for question, topical in self._questions:
+            probes.append(Probe(question, "gold", question.answer))
+            other = other_answer(question, pool, answers, self.seed)
+            if other is not None:
+                probes.append(Probe(question, "other_question", other))
+            if topical is not None:
+                probes.append(Probe(question, "distractor", topical))
+        return probes
 
 
 def other_answer(
