@@ -1,0 +1,105 @@
+"""``python -m benchmarks.report``: collect run directories into Table 1 or 2 (md, csv, tex, png).
+
+Tables are built from result files only (STYLE.md): every mean is recomputed from the runs'
+``predictions.jsonl``, so each cell traces to the lines behind it; ``metrics.json`` is read only
+for construction costs (the one cost that is not logged per question) and marks a finished run.
+
+Readings taken where the brief leaves a choice:
+
+* **Rows** are method × backbone × extraction mode × retrieval-only. Two selected runs that fall
+  on the same row are an error naming the config keys where they differ (narrow with
+  ``--where``), never a silent pick.
+* **Conditions** the header states (dataset file, subset, seed, adversarial policy, context
+  budget, embedder; for answered rows also template, answer length and judge) must agree
+  between the selected runs; a table mixing them would not be one comparison, so that is an
+  error too.
+* **Overall** means respect each run's ``adversarial`` option; per-category cells always
+  include every category. Evidence recall and context tokens average over every question, as
+  ``benchmarks.summary`` does, so the numbers match ``metrics.json``. Bootstrap seeds are the
+  run's ``seed``, so the intervals match ``metrics.json`` as well.
+* **Intervals** resample conversations (a cluster bootstrap: the questions of one conversation
+  share its memory), or questions with ``--interval-unit question``; a cell whose questions come
+  from fewer than ``stats.MIN_CLUSTERS`` conversations resamples questions
+  (``stats.resampling_unit``, the rule ``metrics.json`` follows), and the header's Statistics
+  line names the unit used and the conversation count. On LongMemEval each question has its own
+  haystack, so the clusters are single questions.
+* **Failed questions** (no answer, or no verdict) carry no score and are left out of the mean,
+  as in ``benchmarks.summary``; ``n`` counts the scored questions.
+* **p-values**: each non-baseline answered row against the baseline row (a class from
+  ``memsys.methods.baselines``) with the same backbone and the highest overall mean of the
+  primary metric (``--metric``, an F1 scorer), paired by question over the questions both
+  scored in the overall set, resampling their conversations as the intervals do. Baseline rows
+  print "—".
+* **Costs**: answering and judging calls and tokens are summed from the per-question log (a
+  judge call per attempt); construction costs come from ``metrics.json`` and cover only the
+  memories that run built: a row whose memories were loaded from the memory cache is marked
+  ``*`` (a lower bound). Answer latency averages the answers not served from the response cache.
+* **Retrieval-only runs** (``answer=none``) get their own section in md and tex and rows with
+  blank answer columns in csv.
+* **LongMemEval** (Table 2): instead of the per-category section, judge accuracy per question
+  type in ES-Mem's Table 2 column order, overall, task-averaged (mean of the per-type means; a
+  point value, as the benchmark defines it) and on the ``_abs`` questions, grouped by
+  ``benchmarks.summary.longmemeval_scores`` as ``metrics.json`` is; a p-value on judge accuracy
+  beside the one on the F1 scorer; and a retrieval section with the ranking metrics LongMemEval's
+  own ``print_retrieval_metrics.py`` prints (``recall_all`` and ``ndcg_any`` at 5 and 10) for
+  sessions and turns, over the questions that have them.
+
+The package, one job a module: ``runs`` reads the run folders, ``naming`` names a run's row,
+``conditions`` checks what the runs share, ``rows`` recomputes the numbers, ``header`` states
+the conditions in words, ``build`` puts them together as a :class:`Report`, ``tables`` lays out
+and formats its cells, ``render`` and ``plot`` write the files, ``cli`` is the command line.
+"""
+
+from benchmarks.report.build import Report, build_report
+from benchmarks.report.cli import main
+from benchmarks.report.conditions import data_keys, differing_keys
+from benchmarks.report.header import dataset_description, interval_description, subset_description
+from benchmarks.report.naming import (
+    construction_model,
+    extraction_description,
+    judge_description,
+    method_name,
+)
+from benchmarks.report.render import render_markdown
+from benchmarks.report.rows import LONGMEMEVAL_TYPES, category_order, score_cells
+from benchmarks.report.runs import (
+    ReportError,
+    Run,
+    in_repo,
+    load_runs,
+    lookup,
+    parse_where,
+    run_configs,
+    unfinished_runs_line,
+)
+from benchmarks.summary import Cell
+
+#: The names other modules and the tests import from ``benchmarks.report`` (``Cell`` as the
+#: tables' interval type, from :mod:`benchmarks.summary`).
+__all__ = [
+    "LONGMEMEVAL_TYPES",
+    "Cell",
+    "Report",
+    "ReportError",
+    "Run",
+    "build_report",
+    "category_order",
+    "construction_model",
+    "data_keys",
+    "dataset_description",
+    "differing_keys",
+    "extraction_description",
+    "in_repo",
+    "interval_description",
+    "judge_description",
+    "load_runs",
+    "lookup",
+    "main",
+    "method_name",
+    "parse_where",
+    "render_markdown",
+    "run_configs",
+    "score_cells",
+    "subset_description",
+    "unfinished_runs_line",
+]

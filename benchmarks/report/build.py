@@ -1,0 +1,104 @@
+"""Select, check and recompute: :func:`build_report` turns a runs folder into a :class:`Report`,
+the header lines and rows every writer reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.judge_calibration import calibration_lines
+from benchmarks.metrics.stats import INTERVAL_UNITS
+from benchmarks.report.conditions import check_one_run_per_row, shared_conditions, with_variants
+from benchmarks.report.header import (
+    code_line,
+    default_title,
+    header_lines,
+    invalid_rows_line,
+    is_longmemeval,
+    statistics_line,
+)
+from benchmarks.report.rows import Row, add_p_values, build_row, category_order, row_order
+from benchmarks.report.runs import ReportError, load_runs, run_configs, unfinished_runs_line
+from benchmarks.summary import score_names
+
+PRIMARY_METRICS = ("f1_set", "f1_locomo")
+#: A run with a larger share of failed questions (answers or verdicts) is marked INVALID.
+MAX_FAILURE_SHARE = 0.02
+
+
+@dataclass
+class Report:
+    """Everything the writers need: header lines, column order and rows."""
+
+    title: str
+    header: list[str]
+    metric: str
+    categories: list[str]
+    rows: list[Row]
+    longmemeval: bool
+    #: Every score name the runs carry: the F1s, BLEU-1, ``judge_acc`` and the other judge
+    #: protocols' ``judge_acc_<protocol>`` (:func:`benchmarks.summary.score_names`).
+    scores: tuple[str, ...]
+
+    @property
+    def answered(self) -> list[Row]:
+        """Rows of runs that answered (and maybe judged) the questions."""
+        return [row for row in self.rows if not row.key.retrieval_only]
+
+    @property
+    def retrieval_only(self) -> list[Row]:
+        """Rows of ``answer=none`` runs: retrieval and cost columns only."""
+        return [row for row in self.rows if row.key.retrieval_only]
+
+
+def build_report(
+    runs_dir: Path,
+    *,
+    dataset: str = "locomo",
+    subset: str = "smoke",
+    metric: str = "f1_set",
+    title: str | None = None,
+    where: dict[str, Any] | None = None,
+    max_failure_share: float = MAX_FAILURE_SHARE,
+    interval_unit: str = "conversation",
+) -> Report:
+    """Select, check and recompute: the whole table, ready to write; its intervals and p-values
+    resample ``interval_unit`` (conversations, or questions)."""
+    if metric not in PRIMARY_METRICS:
+        raise ReportError(f"--metric must be one of {list(PRIMARY_METRICS)}, got {metric!r}")
+    if interval_unit not in INTERVAL_UNITS:
+        raise ReportError(f"interval unit must be one of {list(INTERVAL_UNITS)}")
+    # One read of the run configs serves both the table and the note on what it leaves out.
+    configs = run_configs(runs_dir)
+    runs = with_variants(load_runs(runs_dir, dataset, subset, where, configs))
+    shared = shared_conditions(runs)
+    check_one_run_per_row(runs)
+    categories = category_order(runs)
+    longmemeval = is_longmemeval(shared)
+    names = score_names(record for run in runs for record in run.records)
+    rows = sorted(
+        (
+            build_row(run, categories, longmemeval, max_failure_share, interval_unit, names)
+            for run in runs
+        ),
+        key=row_order,
+    )
+    for tested in (metric, "judge_acc") if longmemeval else (metric,):
+        add_p_values(rows, tested, interval_unit)
+    notes = [
+        code_line(runs),
+        *calibration_lines(runs, names),
+        unfinished_runs_line(configs, dataset, subset, where),
+        invalid_rows_line(rows, max_failure_share),
+    ]
+    return Report(
+        title or default_title(longmemeval),
+        header_lines(shared, metric, runs_dir, statistics_line(shared, metric, rows, interval_unit))
+        + [note for note in notes if note],
+        metric,
+        categories,
+        rows,
+        longmemeval,
+        names,
+    )

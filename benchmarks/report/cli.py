@@ -1,0 +1,75 @@
+"""``python -m benchmarks.report``: collect run directories into Table 1 or 2 (md, csv, tex, png).
+
+The command line: options, then build and write the report (``benchmarks/report/__main__.py``
+runs :func:`main`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks.metrics.stats import INTERVAL_UNITS, MIN_CLUSTERS
+from benchmarks.report.build import MAX_FAILURE_SHARE, PRIMARY_METRICS, build_report
+from benchmarks.report.render import write_report
+from benchmarks.report.runs import ReportError, in_repo, parse_where
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.report", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--runs", type=Path, default=Path("results/runs"))
+    parser.add_argument(
+        "--out", type=Path, help="default results/table1, results/table2 for LongMemEval"
+    )
+    parser.add_argument("--dataset", default="locomo")
+    parser.add_argument("--subset", default="smoke")
+    parser.add_argument("--metric", default="f1_set", choices=PRIMARY_METRICS)
+    parser.add_argument("--title", help="default Table 1, Table 2 for LongMemEval")
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keep runs whose config.yaml has this value, e.g. answer.context_budget=2048",
+    )
+    parser.add_argument(
+        "--max-failure-share",
+        type=float,
+        default=MAX_FAILURE_SHARE,
+        help="mark a run INVALID when more of its questions failed (default %(default)s)",
+    )
+    parser.add_argument(
+        "--interval-unit",
+        choices=INTERVAL_UNITS,
+        default="conversation",
+        help="what the bootstrap resamples: whole conversations (cluster bootstrap; questions "
+        f"where a cell has fewer than {MIN_CLUSTERS}) or single questions (default %(default)s)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Build and write the report; exit 2 with a clear message when no table can be built."""
+    args = parse_args(argv)
+    try:
+        report = build_report(
+            in_repo(args.runs),
+            dataset=args.dataset,
+            subset=args.subset,
+            metric=args.metric,
+            title=args.title,
+            where=parse_where(args.where),
+            max_failure_share=args.max_failure_share,
+            interval_unit=args.interval_unit,
+        )
+    except ReportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    out = args.out or Path("results/table2" if report.longmemeval else "results/table1")
+    for path in write_report(report, in_repo(out)):
+        print(path)
+    return 0

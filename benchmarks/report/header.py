@@ -1,0 +1,239 @@
+"""The header lines under a table's title, in words: dataset, subset, scorers, models, answer
+prompt, evidence, what the intervals resample and the p-values test, the sources, the code
+version and the rows that do not stand."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.data.paths import shown_path
+from benchmarks.metrics.stats import MIN_CLUSTERS
+from benchmarks.provenance import UNKNOWN
+from benchmarks.report.naming import judge_description
+from benchmarks.report.rows import Row
+from benchmarks.report.runs import Run
+from benchmarks.summary import Cell
+
+SCORER_DEFINITIONS = {
+    "f1_set": "f1_set, the A-Mem/mem0 set F1 (lowercase, .,!? to spaces, F1 over token sets)",
+    "f1_locomo": "f1_locomo, LoCoMo's own F1 (normalized, Porter-stemmed token multisets, "
+    "per-category rules)",
+}
+BLEU_DEFINITION = "bleu1, sentence BLEU-1 (weights (1,0,0,0), smoothing method 1)"
+LONGMEMEVAL_VARIANTS = {
+    "s": "LongMemEval-S, each question with its haystack of about 115k tokens",
+    "oracle": "LongMemEval oracle, each question with its evidence sessions only",
+}
+ADVERSARIAL_POLICY = {
+    "exclude": "adversarial questions excluded from overall means (mem0); shown per category",
+    "include": "adversarial questions included in overall means (A-Mem)",
+}
+
+
+def is_longmemeval(shared: dict[str, Any]) -> bool:
+    """Whether the table is LongMemEval's (Table 2) rather than LoCoMo's."""
+    return shared["dataset"].get("name") == "longmemeval"
+
+
+def subset_description(subset: dict[str, Any], longmemeval: bool) -> str:
+    """The subset in words; a cut-down subset says plainly that it is not the paper setting."""
+    name = subset.get("name")
+    conversations, questions = subset.get("conversations"), subset.get("max_questions")
+    if longmemeval:
+        if conversations is None and questions is None:
+            return f"{name} (every question)"
+        first = f" of the first {conversations}" if conversations else ""
+        return (
+            f"{name} ({questions or 'all'} questions{first}, stratified by question type, "
+            "deterministic — offline setting, not the paper's)"
+        )
+    if name == "smoke":
+        plural = "" if conversations == 1 else "s"
+        return (
+            f"smoke (offline smoke subset: {conversations} conversation{plural}, "
+            f"{questions} questions — not the paper setting)"
+        )
+    return (
+        f"{name} ({conversations or 'all'} conversations, {questions or 'all'} questions per run)"
+    )
+
+
+def dataset_description(dataset: dict[str, Any]) -> str:
+    """Dataset name and file, or LongMemEval's variant in words."""
+    if dataset.get("name") == "longmemeval":
+        variant = dataset.get("variant")
+        return f"longmemeval_{variant} ({LONGMEMEVAL_VARIANTS.get(variant, 'unknown variant')})"
+    where = dataset.get("file") or dataset.get("variant")
+    return f"{dataset.get('name')} ({where})" if where else str(dataset.get("name"))
+
+
+def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics: str) -> list[str]:
+    """What a reader needs to know to compare the table with another one; ``statistics`` is
+    :func:`statistics_line`."""
+    longmemeval = is_longmemeval(shared)
+    answered = "answer.template" in shared
+    lines = [
+        f"Dataset: {dataset_description(shared['dataset'])}",
+        f"Subset: {subset_description(shared['subset'], longmemeval)}; seed {shared['seed']}",
+        f"F1 scorer: {SCORER_DEFINITIONS[metric]}; BLEU-1: {BLEU_DEFINITION}",
+        "Models: Backbone = the reader (answers); Extraction = lite (no LLM) or llm (the model "
+        "that built the memory)" + ("; the judge below" if answered else ""),
+    ]
+    if answered:
+        lines += [
+            f"Judge model: {judge_description(shared['judge'])}"
+            + (" (the judges' lines below)" if (shared["judge"] or {}).get("enabled") else ""),
+            f"Answer prompt: template {shared['answer.template']}, context budget "
+            f"{shared['answer.context_budget']} tokens, at most {shared['answer.max_tokens']} "
+            "answer tokens",
+        ]
+    else:
+        lines.append(
+            f"Retrieval only (no answer prompt), context budget "
+            f"{shared['answer.context_budget']} tokens"
+        )
+    evidence = "LongMemEval's has_answer turns" if longmemeval else "the dataset's evidence turns"
+    lines.append(
+        f"Evidence recall: share of a question's evidence ({evidence}) in the context handed to "
+        "the reader; All evidence: share of questions with all of it there"
+    )
+    if longmemeval:
+        if answered:
+            lines.append(
+                "LongMemEval accuracy: judge_acc per question type (n = questions of the type, "
+                "_abs questions included), overall over every judged question, task-averaged = "
+                "mean of the per-type means (a point value), abstention = the _abs questions alone"
+            )
+        lines.append(
+            "LongMemEval retrieval: recall_all@k (all evidence in the top k) and ndcg_any@k over "
+            "the method's ranked items, for sessions (answer_session_ids) and turns (has_answer), "
+            "as LongMemEval's print_retrieval_metrics.py reports them; _abs questions, and the "
+            "turn level of questions without has_answer turns, are skipped (n = questions scored)"
+        )
+    else:
+        lines.append(
+            f"Adversarial: {ADVERSARIAL_POLICY.get(shared['adversarial'], shared['adversarial'])}"
+        )
+    return [
+        *lines,
+        f"Embedder: {shared['embedder.model']}",
+        statistics,
+        f"Source: predictions.jsonl of each run in {shown_path(runs_dir)}; construction costs from "
+        "metrics.json (* = memories loaded from cache, cost of this run only); answer latency "
+        "over answers not served from the response cache; construction (s), texts embedded / "
+        "asked (what the embedding model encoded, of the texts the run asked for: the rest came "
+        "from the content-keyed cache), texts parsed / asked (the same for the lite extractors' "
+        "spaCy parses; — for runs begun before parses were counted), wall time and peak resident "
+        "memory are summed (peak: "
+        "maximum; with worker processes, the parent's plus each worker's) over the run's "
+        "invocations, and shown only where those cover every question",
+    ]
+
+
+def table_cells(rows: Sequence[Row]) -> list[Cell]:
+    """Every interval of the table's rows (answered and retrieval-only, LongMemEval's too)."""
+    cells: list[Cell | None] = []
+    for row in rows:
+        cells += [found for scope in row.scores.values() for found in scope.values()]
+        cells.append(row.evidence_recall)
+        if row.longmemeval is not None:
+            lme = row.longmemeval
+            cells += [*lme.per_type.values(), lme.overall, lme.abstention]
+            cells += [found for level in lme.retrieval.values() for found in level.values()]
+    return [found for found in cells if found is not None]
+
+
+def interval_description(cells: Sequence[Cell], unit: str, longmemeval: bool) -> str:
+    """The intervals in words: the unit their bootstrap resampled, how many conversations the
+    questions come from, and, where questions were resampled on LoCoMo, why and that the
+    intervals then understate uncertainty (questions of one conversation share its memory)."""
+    resampled = "1000 resamples"
+    if not cells:
+        return f"95% bootstrap CIs resampling {unit}s ({resampled}; no cell has one)"
+    conversations = max(found.conversations for found in cells)
+    plural = "" if conversations == 1 else "s"
+    if all(found.conversations == found.n for found in cells):
+        own = "haystack" if longmemeval else "conversation"
+        return (
+            f"95% percentile bootstrap CIs resampling questions ({resampled}; each question has "
+            f"its own {own}, so the questions are the clusters)"
+        )
+    understated = (
+        "questions of one conversation share its memory, so these intervals understate uncertainty"
+    )
+    if unit == "question":
+        return (
+            f"95% percentile bootstrap CIs resampling questions, as asked (--interval-unit "
+            f"question; {resampled}; {conversations} conversation{plural}): {understated}"
+        )
+    clustered = [found for found in cells if found.unit == "conversation"]
+    if not clustered:
+        return (
+            f"95% percentile bootstrap CIs resampling questions ({resampled}) because the subset "
+            f"has {conversations} conversation{plural}, fewer than the {MIN_CLUSTERS} a cluster "
+            f"bootstrap needs: {understated}"
+        )
+    text = (
+        f"95% cluster bootstrap CIs resampling the {conversations} conversations ({resampled}; "
+        "questions of one conversation share its memory: a cell draws the conversations its "
+        "questions come from and averages over their questions)"
+    )
+    fallen = len(cells) - len(clustered)
+    if fallen:
+        text += (
+            f"; {fallen} cell(s) whose questions come from fewer than {MIN_CLUSTERS} "
+            "conversations resample questions instead and understate uncertainty"
+        )
+    return text
+
+
+def statistics_line(shared: dict[str, Any], metric: str, rows: Sequence[Row], unit: str) -> str:
+    """The header's Statistics line: the intervals' unit and the p-values' test."""
+    longmemeval = is_longmemeval(shared)
+    both = longmemeval and "answer.template" in shared
+    tested = f"{metric} (Overall) and on judge_acc (LongMemEval accuracy)" if both else metric
+    units = {c.unit for row in rows for c in row.comparisons.values()}
+    resampling = f"resampling {units.pop()}s" if len(units) == 1 else "resampling as the CIs do"
+    return (
+        f"Statistics: means over questions with "
+        f"{interval_description(table_cells(rows), unit, longmemeval)}; p = two-sided paired "
+        f"bootstrap on {tested} vs the best baseline of the same backbone, paired by question, "
+        f"{resampling}"
+    )
+
+
+def code_line(runs: Sequence[Run]) -> str:
+    """The code versions the rows' records came from (``metrics.json`` ``code_versions``)."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        for version in run.metrics.get("code_versions") or [UNKNOWN]:
+            counts[version] = counts.get(version, 0) + 1
+    unknown = counts.pop(UNKNOWN, 0)
+    parts = [f"{version} ({plural(count, 'run')})" for version, count in counts.items()]
+    if unknown:
+        parts.append(f"not recorded for {plural(unknown, 'run')} (logged before runs recorded it)")
+    return f"Code version: {'; '.join(parts)}; package versions in each run's invocations.jsonl"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 run``, ``2 runs``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def invalid_rows_line(rows: Sequence[Row], max_failure_share: float) -> str | None:
+    """The header note that some rows do not stand, and why (None when all do)."""
+    invalid = [row for row in rows if row.invalid]
+    if not invalid:
+        return None
+    return (
+        f"INVALID rows: {len(invalid)} run(s) with more than {max_failure_share:.0%} of their "
+        "questions failed (answer or verdict; rerun the config to ask them again): their means "
+        "leave the failures out and do not stand for the method"
+    )
+
+
+def default_title(longmemeval: bool) -> str:
+    """The paper table a report reproduces: Table 2 is LongMemEval-S, Table 1 LoCoMo."""
+    return "Table 2" if longmemeval else "Table 1"

@@ -1,0 +1,79 @@
+"""How a run is named in a table: its row key (method, backbone, extraction mode, whether it
+answered) and the names of its method, of the model that built its memory, and of its judge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+BASELINE_MODULE = "memsys.methods.baselines"
+#: Methods whose papers spell them in a way a class name cannot (as ``SEGMENTER_NAMES`` in
+#: ``benchmarks.segmentation_table``), and the ceiling row; every other method is shown by its
+#: class name.
+METHOD_NAMES = {"ESMem": "ES-Mem", "OracleEvidence": "Oracle (gold evidence)"}
+
+
+@dataclass(frozen=True)
+class RowKey:
+    """What distinguishes one table row from another."""
+
+    retrieval_only: bool
+    backbone: str
+    baseline: bool
+    method: str
+    extraction: str
+
+    def label(self) -> str:
+        """Short row label for the plot."""
+        parts = [self.method, self.backbone or "retrieval only", self.extraction]
+        return " · ".join(part for part in parts if part)
+
+
+def method_name(method: dict[str, Any]) -> str:
+    """Display name: the class of ``_target_`` (as its paper spells it), plus the retriever and,
+    for methods that compress (SeCom), the compressor, e.g. ``TurnRAG (dense)``,
+    ``SeCom (dense, no compression)``, ``ES-Mem``."""
+    class_name = str(method.get("_target_", "?")).rsplit(".", 1)[-1]
+    name = METHOD_NAMES.get(class_name, class_name)
+    details = [str(method["retriever"])] if method.get("retriever") else []
+    if "compression" in method:
+        compressor = method["compression"]
+        details.append("no compression" if compressor == "none" else f"{compressor} compression")
+    return f"{name} ({', '.join(details)})" if details else name
+
+
+def row_key(config: dict[str, Any], variant: str = "") -> RowKey:
+    """A run's row: method (and variant), backbone, extraction mode, whether it answered."""
+    method = config.get("method", {})
+    retrieval_only = config.get("answer", {}).get("template") is None
+    return RowKey(
+        retrieval_only=retrieval_only,
+        backbone="" if retrieval_only else str(config.get("backbone", {}).get("name", "?")),
+        baseline=str(method.get("_target_", "")).rsplit(".", 1)[0] == BASELINE_MODULE,
+        method=f"{method_name(method)} [{variant}]" if variant else method_name(method),
+        extraction=extraction_description(config),
+    )
+
+
+def extraction_description(config: dict[str, Any]) -> str:
+    """The extraction mode, and for ``llm`` the model that built the memory: ``llm
+    (gpt-4o-mini)``, so a row says which model constructed and which (Backbone) answered."""
+    extraction = str(config.get("method", {}).get("extraction") or "")
+    builder = construction_model(config) if extraction == "llm" else None
+    return f"llm ({builder})" if builder else extraction
+
+
+def construction_model(config: dict[str, Any]) -> str | None:
+    """The name of the model that builds llm-mode memories: the construction backbone's, else
+    (``construction=same``) the reader's; None when the config names neither."""
+    builder = (config.get("construction") or {}).get("backbone") or config.get("backbone") or {}
+    return builder.get("name")
+
+
+def judge_description(judge: dict[str, Any] | None) -> str:
+    """The judge model as the header states it."""
+    judge = judge or {}
+    if not judge.get("enabled"):
+        return "none (judge disabled)"
+    backbone = judge.get("backbone")
+    return "same as answering backbone" if backbone is None else str(backbone.get("name", "?"))

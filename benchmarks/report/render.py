@@ -1,0 +1,162 @@
+"""Writing a report: markdown and booktabs tex from its tables, a csv with every number in its
+own column, and the four files (the plot too) under one name."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from benchmarks.report.build import Report
+from benchmarks.report.plot import write_plot
+from benchmarks.report.rows import STAGES, Comparison, Row
+from benchmarks.report.tables import sections
+from benchmarks.summary import Cell
+
+
+def render_markdown(report: Report) -> str:
+    """A readable table per section under the header."""
+    lines = [f"# {report.title}", "", *(f"- {line}" for line in report.header)]
+    for name, (header, body) in sections(report):
+        lines += ["", f"## {name}", "", "| " + " | ".join(header) + " |"]
+        lines.append("|" + "---|" * len(header))
+        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return "\n".join(lines) + "\n"
+
+
+def tex_escape(text: str) -> str:
+    """Escape LaTeX's special characters in a cell."""
+    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%")):
+        text = text.replace(char, escaped)
+    for char in "_#$":
+        text = text.replace(char, "\\" + char)
+    return text.replace("—", "--")
+
+
+def render_tex(report: Report) -> str:
+    """Booktabs tabulars, one table float per section; the header as comments and caption."""
+    lines = [
+        f"% {report.title}",
+        *(f"% {line}" for line in report.header),
+        r"% needs \usepackage{booktabs,graphicx}",
+    ]
+    for name, (header, body) in sections(report):
+        lines += [
+            "",
+            r"\begin{table}[t]",
+            r"\centering",
+            rf"\caption{{{tex_escape(report.title)}: {tex_escape(name)}}}",
+            r"\resizebox{\linewidth}{!}{%",
+            rf"\begin{{tabular}}{{lll{'r' * (len(header) - 3)}}}",
+            r"\toprule",
+            " & ".join(tex_escape(cell) for cell in header) + r" \\",
+            r"\midrule",
+            *(" & ".join(tex_escape(cell) for cell in cells) + r" \\" for cells in body),
+            r"\bottomrule",
+            r"\end{tabular}}",
+            r"\end{table}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def cell_columns(prefix: str, found: Cell | None) -> dict[str, Any]:
+    """``prefix_mean``, ``_low``, ``_high``, ``_n`` rounded to 4 decimals (blank if absent)."""
+    if found is None:
+        return {f"{prefix}_{part}": "" for part in ("mean", "low", "high", "n")}
+    return {
+        f"{prefix}_mean": round(found.mean, 4),
+        f"{prefix}_low": round(found.low, 4),
+        f"{prefix}_high": round(found.high, 4),
+        f"{prefix}_n": found.n,
+    }
+
+
+def rounded(value: float | None, digits: int = 4) -> Any:
+    """Round for csv; blank when absent."""
+    return "" if value is None else round(value, digits)
+
+
+def comparison_columns(prefix: str, found: Comparison | None) -> dict[str, Any]:
+    """``prefix`` + ``p_value``, ``_baseline``, ``_questions`` (blank without a comparison)."""
+    return {
+        f"{prefix}p_value": "" if found is None else round(found.p_value, 4),
+        f"{prefix}p_value_baseline": "" if found is None else found.baseline,
+        f"{prefix}p_value_questions": "" if found is None else found.questions,
+    }
+
+
+def longmemeval_columns(row: Row) -> dict[str, Any]:
+    """Table 2's numbers that the per-category columns lack: task-averaged and abstention
+    accuracy, the judge p-value, and the ranking metrics (per-type and overall accuracy are the
+    ``*_judge_acc_*`` columns)."""
+    assert row.longmemeval is not None  # built for every row of a LongMemEval report
+    record = {
+        "task_averaged_judge_acc": rounded(row.longmemeval.task_averaged),
+        **cell_columns("abstention_judge_acc", row.longmemeval.abstention),
+        **comparison_columns("judge_acc_", row.comparisons.get("judge_acc")),
+    }
+    for level, cells in row.longmemeval.retrieval.items():
+        for name, found in cells.items():
+            record |= cell_columns(f"{level}_{name}", found)
+    return record
+
+
+def csv_record(row: Row, report: Report) -> dict[str, Any]:
+    """One csv line: every number of a row in its own column."""
+    record: dict[str, Any] = {
+        "method": row.key.method,
+        "backbone": row.key.backbone,
+        "extraction": row.key.extraction,
+        "retrieval_only": row.key.retrieval_only,
+        "baseline": row.key.baseline,
+        "run": row.run.directory.name,
+        "questions": len(row.run.records),
+        "failures": row.failed,
+        "invalid": row.invalid,
+    }
+    for scope in ("overall", "all_evidence", *report.categories):
+        for name in report.scores:
+            record |= cell_columns(f"{scope}_{name}", row.scores[scope][name])
+    record |= comparison_columns("", row.comparisons.get(report.metric))
+    if report.longmemeval:
+        record |= longmemeval_columns(row)
+    record |= {
+        **cell_columns("evidence_recall", row.evidence_recall),
+        "evidence_all_share": rounded(row.all_evidence_share),
+        "context_tokens_mean": rounded(row.context_tokens, 1),
+        "construction_memories_loaded": row.memories_loaded,
+        "construction_s": row.invocations.get("construction_s"),
+        "texts_embedded": row.invocations.get("embedding", {}).get("encoded"),
+        "texts_embedding_asked": row.invocations.get("embedding", {}).get("requested"),
+        "texts_parsed": row.invocations.get("parsing", {}).get("parsed"),
+        "texts_parsing_asked": row.invocations.get("parsing", {}).get("requested"),
+        "wall_s": row.invocations.get("wall_s"),
+        "workers": row.invocations.get("workers"),
+        "peak_rss_mb": row.invocations.get("peak_rss_mb"),
+    }
+    for stage in STAGES:
+        record |= {f"{stage}_{key}": value for key, value in row.costs[stage].items()}
+    record["answer_latency_s_mean"] = rounded(row.answer_latency_s)
+    record["retrieve_latency_s_mean"] = rounded(row.retrieve_latency_s)
+    return record
+
+
+def write_csv(report: Report, path: Path) -> None:
+    """Header as leading ``#`` lines (read with ``pandas.read_csv(path, comment="#")``)."""
+    records = [csv_record(row, report) for row in report.rows]
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        handle.writelines(f"# {line}\n" for line in [report.title, *report.header])
+        writer = csv.DictWriter(handle, fieldnames=list(records[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(records)
+
+
+def write_report(report: Report, out: Path) -> list[Path]:
+    """``out`` + ``.md``, ``.csv``, ``.tex``, ``.png``; returns the paths written."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    paths = [out.parent / f"{out.name}{suffix}" for suffix in (".md", ".csv", ".tex", ".png")]
+    paths[0].write_text(render_markdown(report), encoding="utf-8")
+    write_csv(report, paths[1])
+    paths[2].write_text(render_tex(report), encoding="utf-8")
+    write_plot(report, paths[3])
+    return paths

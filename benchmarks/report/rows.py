@@ -1,0 +1,266 @@
+"""Every number of a row, recomputed from a run's ``predictions.jsonl``: score cells with their
+intervals, LongMemEval's aggregates and ranking metrics, costs and latencies, and the p-values
+against the backbone's best baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from benchmarks.metrics.judge import judgings
+from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
+from benchmarks.report.naming import RowKey, row_key
+from benchmarks.report.runs import Run
+from benchmarks.summary import (
+    Cell,
+    Scores,
+    failure_counts,
+    interval_cell,
+    longmemeval_scores,
+    score_names,
+    score_of,
+)
+from memsys.types import LOCOMO_CATEGORIES
+
+STAGES = ("construction", "answering", "judging")
+COST_KEYS = ("calls", "prompt_tokens", "completion_tokens")
+#: LongMemEval's question types in the column order of ES-Mem's Table 2, with its short labels.
+LONGMEMEVAL_TYPES = {
+    "temporal_reasoning": "Temporal",
+    "multi_session": "Multi-session",
+    "knowledge_update": "Knowledge-update",
+    "single_session_user": "Single-user",
+    "single_session_assistant": "Single-assistant",
+    "single_session_preference": "Single-preference",
+}
+#: The ranking metrics LongMemEval's own print_retrieval_metrics.py reports, at both levels.
+LONGMEMEVAL_RANKING = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10")
+RANKING_LEVELS = ("session", "turn")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A paired bootstrap test of a row against its backbone's best baseline, and the unit it
+    resampled (as :class:`benchmarks.summary.Cell` says it)."""
+
+    p_value: float
+    baseline: str
+    questions: int
+    unit: str
+    conversations: int
+
+
+@dataclass(frozen=True)
+class LongMemEvalCells:
+    """A row's Table 2 numbers: LongMemEval's aggregates, and ranking metrics per level."""
+
+    per_type: dict[str, Cell | None]
+    overall: Cell | None
+    task_averaged: float | None
+    abstention: Cell | None
+    retrieval: dict[str, dict[str, Cell | None]]
+
+
+@dataclass
+class Row:
+    """One row of the table: a run's recomputed numbers."""
+
+    key: RowKey
+    run: Run
+    scores: dict[str, dict[str, Cell | None]]
+    evidence_recall: Cell | None
+    all_evidence_share: float | None
+    context_tokens: float | None
+    costs: dict[str, dict[str, int]]
+    memories_loaded: bool
+    #: The run's summed invocation costs (``metrics.json`` ``invocations``), or ``{}`` when they
+    #: do not cover every question (runs from before the ledger, SIGKILLed invocations).
+    invocations: dict[str, Any]
+    answer_latency_s: float | None
+    retrieve_latency_s: float | None
+    longmemeval: LongMemEvalCells | None
+    #: Questions whose answer or verdict failed (left out of the means, not scored as wrong).
+    failed: int = 0
+    #: Whether ``failed`` exceeds the report's allowed share: the row's numbers do not stand.
+    invalid: bool = False
+    comparisons: dict[str, Comparison] = field(default_factory=dict)
+
+
+def in_overall(record: dict[str, Any], adversarial: str) -> bool:
+    """Whether a question enters the overall means under the run's adversarial policy."""
+    return not (adversarial == "exclude" and record["category"] == "adversarial")
+
+
+def score_cells(
+    run: Run, categories: Sequence[str], unit: str = "conversation", names: Sequence[str] = ()
+) -> dict[str, dict[str, Cell | None]]:
+    """``{"overall" | "all_evidence" | category: {score: Cell}}`` for every score name in
+    ``names`` (default: the run's own), the intervals resampling ``unit``.
+
+    ``all_evidence``: the overall questions whose evidence all reached the reader, so that a
+    reading failure (evidence shown, answer wrong) is told apart from a retrieval failure.
+    """
+    seed = int(run.config.get("seed", 0))
+    overall = [r for r in run.records if in_overall(r, run.config.get("adversarial", "exclude"))]
+    shown = [r for r in overall if r.get("evidence_recall") == 1.0]
+    groups = {"overall": overall, "all_evidence": shown} | {
+        category: [r for r in run.records if r["category"] == category] for category in categories
+    }
+    return {
+        scope: {
+            name: interval_cell(Scores.of(members, score_of(name)), unit=unit, seed=seed)
+            for name in names or score_names(run.records)
+        }
+        for scope, members in groups.items()
+    }
+
+
+def stage_costs(run: Run) -> dict[str, dict[str, int]]:
+    """Calls and tokens per stage: answering and judging summed from the log (a call per
+    attempt), construction from ``metrics.json`` (the only stage not logged per question)."""
+    stages = run.metrics.get("accounting", {}).get("stages", {})
+    construction = stages.get("construction", {})
+    costs = {"construction": {key: int(construction.get(key, 0)) for key in COST_KEYS}}
+    logged_by_stage = {
+        "answering": [r["answering"] for r in run.records if r.get("answering")],
+        "judging": [entry for r in run.records for entry in judgings(r)],
+    }
+    for stage, logged in logged_by_stage.items():
+        costs[stage] = {
+            "calls": sum(int(entry.get("attempts", 1)) for entry in logged),
+            "prompt_tokens": sum(int(entry.get("prompt_tokens", 0)) for entry in logged),
+            "completion_tokens": sum(int(entry.get("completion_tokens", 0)) for entry in logged),
+        }
+    return costs
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """Mean of a possibly empty sequence."""
+    return float(np.mean(values)) if values else None
+
+
+def longmemeval_cells(run: Run, unit: str) -> LongMemEvalCells:
+    """A row's Table 2 numbers, from the same grouping of the records as ``metrics.json``."""
+    seed = int(run.config.get("seed", 0))
+    scores = longmemeval_scores(run.records)
+    none = Scores([], [])
+    return LongMemEvalCells(
+        per_type={
+            category: interval_cell(found, unit=unit, seed=seed)
+            for category, found in scores.per_type.items()
+        },
+        overall=interval_cell(scores.overall, unit=unit, seed=seed),
+        task_averaged=scores.task_averaged,
+        abstention=interval_cell(scores.abstention, unit=unit, seed=seed),
+        retrieval={
+            level: {
+                name: interval_cell(scores.retrieval[level].get(name, none), unit=unit, seed=seed)
+                for name in LONGMEMEVAL_RANKING
+            }
+            for level in RANKING_LEVELS
+        },
+    )
+
+
+def complete_invocations(run: Run) -> dict[str, Any]:
+    """The run's summed invocation costs when they account for every logged question, else {}."""
+    invocations = run.metrics.get("invocations", {})
+    return invocations if invocations.get("questions") == len(run.records) else {}
+
+
+def build_row(
+    run: Run,
+    categories: Sequence[str],
+    longmemeval: bool,
+    max_failure_share: float,
+    unit: str,
+    names: Sequence[str],
+) -> Row:
+    """Every number of one row, recomputed from the run's files: the scores ``names``, the
+    intervals resampling ``unit``."""
+    recalls = Scores.of(run.records, lambda r: r.get("evidence_recall"))
+    seed = int(run.config.get("seed", 0))
+    answers = [r["answering"] for r in run.records if r.get("answering")]
+    counts = failure_counts(run.records)
+    failed = counts["answer"] + counts["judge"]  # other protocols' failures blank their columns
+    return Row(
+        key=row_key(run.config, run.variant),
+        run=run,
+        scores=score_cells(run, categories, unit, names),
+        evidence_recall=interval_cell(recalls, unit=unit, seed=seed),
+        all_evidence_share=mean_or_none([float(value == 1.0) for value in recalls.values]),
+        context_tokens=mean_or_none([r["context_tokens"] for r in run.records]),
+        costs=stage_costs(run),
+        memories_loaded=run.metrics.get("construction", {}).get("loaded", 0) > 0,
+        invocations=complete_invocations(run),
+        answer_latency_s=mean_or_none([a["latency_s"] for a in answers if not a.get("cached")]),
+        retrieve_latency_s=mean_or_none(
+            [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
+        ),
+        longmemeval=longmemeval_cells(run, unit) if longmemeval else None,
+        failed=failed,
+        invalid=failed > max_failure_share * len(run.records),
+    )
+
+
+def row_order(row: Row) -> tuple[Any, ...]:
+    """Answered rows first, grouped by backbone, baselines before methods, then by name."""
+    key = row.key
+    return (key.retrieval_only, key.backbone, not key.baseline, key.method, key.extraction)
+
+
+def per_question(row: Row, metric: str) -> dict[str, float]:
+    """The primary metric per question id, over the overall set of questions."""
+    adversarial = row.run.config.get("adversarial", "exclude")
+    return {
+        r["question_id"]: r["scores"][metric]
+        for r in row.run.records
+        if in_overall(r, adversarial) and (r.get("scores") or {}).get(metric) is not None
+    }
+
+
+def overall_mean(row: Row, metric: str) -> float:
+    """Overall mean of ``metric``; a row without one is never the best baseline."""
+    found = row.scores["overall"][metric]
+    return -np.inf if found is None else found.mean
+
+
+def add_p_values(rows: Sequence[Row], metric: str, unit: str = "conversation") -> None:
+    """Paired bootstrap p-value of each non-baseline row against its backbone's best baseline,
+    paired by question and resampling ``unit`` (conversations: the questions' shared memories),
+    as the intervals do."""
+    answered = [row for row in rows if not row.key.retrieval_only]
+    for row in answered:
+        if row.key.baseline:
+            continue
+        baselines = [b for b in answered if b.key.baseline and b.key.backbone == row.key.backbone]
+        if not baselines:
+            continue
+        best = max(baselines, key=lambda b: overall_mean(b, metric))
+        mine, theirs = per_question(row, metric), per_question(best, metric)
+        common = sorted(set(mine) & set(theirs))
+        if not common:
+            continue
+        conversation = {r["question_id"]: r["conversation_id"] for r in row.run.records}
+        conversations = [conversation[q] for q in common]
+        used = resampling_unit(conversations, unit)
+        p_value = paired_bootstrap_pvalue(
+            [mine[q] for q in common],
+            [theirs[q] for q in common],
+            clusters=conversations if used == "conversation" else None,
+            seed=int(row.run.config.get("seed", 0)),
+        )
+        row.comparisons[metric] = Comparison(
+            p_value, best.key.method, len(common), used, len(set(conversations))
+        )
+
+
+def category_order(runs: Sequence[Run]) -> list[str]:
+    """Categories seen in the runs: LoCoMo's in code order, LongMemEval's in Table 2 order, then
+    any others sorted."""
+    seen = {record["category"] for run in runs for record in run.records}
+    known = [name for name in (*LOCOMO_CATEGORIES.values(), *LONGMEMEVAL_TYPES) if name in seen]
+    return known + sorted(seen - set(known))

@@ -1,0 +1,181 @@
+"""Reading run folders: which runs under a folder pass the dataset, subset and ``--where``
+filters, what each finished one holds (config, metrics, per-question records), and the messages
+for the runs left out (unfinished) or not found."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.data.paths import REPO_ROOT
+from benchmarks.report.naming import row_key
+from benchmarks.runlog import latest_records, summarize_invocations
+
+_MISSING = object()
+
+
+class ReportError(ValueError):
+    """No table can be built from the runs found; the message says which folder and filters."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished run directory, as read from its files."""
+
+    directory: Path
+    config: dict[str, Any]
+    metrics: dict[str, Any]
+    records: list[dict[str, Any]]
+    #: Method settings that tell this run from others of the same method (ablations), or "".
+    variant: str = ""
+
+
+def lookup(config: dict[str, Any], dotted: str, default: Any = _MISSING) -> Any:
+    """``config["a"]["b"]`` for ``"a.b"``, or ``default`` when a key is absent."""
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def dataset_name(config: dict[str, Any]) -> str:
+    """The dataset as ``metrics.json`` names it: ``locomo`` or ``longmemeval_<variant>``."""
+    dataset = config.get("dataset", {})
+    variant = dataset.get("variant")
+    return dataset.get("name", "?") if variant is None else f"{dataset['name']}_{variant}"
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The lines of a JSONL file in order: a run's per-question records (a retried question's
+    lines too: :func:`benchmarks.runlog.latest_records` keeps its last), or its invocation
+    ledger."""
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def parse_where(clauses: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` filters on config.yaml; values are read as YAML (``2048``, ``null``)."""
+    filters = {}
+    for clause in clauses:
+        key, sep, value = clause.partition("=")
+        if not sep or not key:
+            raise ReportError(f"--where expects KEY=VALUE, got {clause!r}")
+        filters[key] = yaml.safe_load(value)
+    return filters
+
+
+def matches(config: dict[str, Any], dataset: str, subset: str, where: dict[str, Any]) -> bool:
+    """Whether a run's config passes the dataset, subset and ``--where`` filters."""
+    dataset_ok = dataset in {config.get("dataset", {}).get("name"), dataset_name(config)}
+    subset_ok = config.get("subset", {}).get("name") == subset
+    return dataset_ok and subset_ok and all(lookup(config, k) == v for k, v in where.items())
+
+
+def load_runs(
+    runs_dir: Path,
+    dataset: str,
+    subset: str,
+    where: dict[str, Any] | None = None,
+    configs: dict[Path, dict[str, Any]] | None = None,
+) -> list[Run]:
+    """The finished runs under ``runs_dir`` that pass the filters, sorted by directory name.
+
+    A matching run without ``metrics.json`` has not finished (the runner writes it last); it is
+    skipped with a warning rather than compared on a partial question set. Costs are summed from
+    the run's invocation ledger where it has one. ``configs`` is ``run_configs(runs_dir)`` when
+    the caller has read it already.
+    """
+    configs = run_configs(runs_dir) if configs is None else configs
+    runs = []
+    for directory, config in matching_runs(configs, dataset, subset, where):
+        if not is_finished(directory):
+            print(
+                f"warning: skipping unfinished run {directory} (no metrics.json)", file=sys.stderr
+            )
+            continue
+        metrics = json.loads((directory / "metrics.json").read_text())
+        ledger = directory / "invocations.jsonl"
+        if ledger.exists():  # summed anew: metrics.json holds the sums of the code that wrote it
+            metrics["invocations"] = summarize_invocations(read_records(ledger))
+        predictions = read_records(directory / "predictions.jsonl")
+        records = list(latest_records(predictions, "question_id").values())
+        runs.append(Run(directory, config, metrics, records))
+    if not runs:
+        found = configs.values()
+        raise ReportError(no_match_message(runs_dir, dataset, subset, where or {}, found))
+    return runs
+
+
+def run_configs(runs_dir: Path) -> dict[Path, dict[str, Any]]:
+    """Every run directory under ``runs_dir`` with its ``config.yaml``, by directory name."""
+    return {
+        path.parent: yaml.safe_load(path.read_text())
+        for path in sorted(runs_dir.glob("*/config.yaml"))
+    }
+
+
+def matching_runs(
+    configs: dict[Path, dict[str, Any]], dataset: str, subset: str, where: dict[str, Any] | None
+) -> list[tuple[Path, dict[str, Any]]]:
+    """The run directories of ``configs`` (finished or not) whose config passes the filters."""
+    return [
+        (directory, config)
+        for directory, config in configs.items()
+        if matches(config, dataset, subset, where or {})
+    ]
+
+
+def is_finished(directory: Path) -> bool:
+    """Whether a run has finished: the runner writes ``metrics.json`` last."""
+    return (directory / "metrics.json").exists()
+
+
+def unfinished_runs_line(
+    configs: dict[Path, dict[str, Any]], dataset: str, subset: str, where: dict[str, Any] | None
+) -> str | None:
+    """Name the matching runs left out because they have not finished, with how far they got,
+    so a table built over several sittings says what it is still waiting for."""
+    unfinished = []
+    for directory, config in matching_runs(configs, dataset, subset, where):
+        if is_finished(directory):
+            continue
+        log = directory / "predictions.jsonl"
+        logged = len(latest_records(read_records(log), "question_id")) if log.exists() else 0
+        key = row_key(config)
+        label = f"{key.method}, {key.extraction}" if key.extraction else key.method
+        unfinished.append(f"{label} ({logged} questions logged, run {directory.name})")
+    if not unfinished:
+        return None
+    return f"Not in the table, unfinished (a rerun resumes them): {'; '.join(unfinished)}"
+
+
+def no_match_message(
+    runs_dir: Path,
+    dataset: str,
+    subset: str,
+    where: dict[str, Any],
+    configs: Iterable[dict[str, Any]],
+) -> str:
+    """Name the folder, the filters, and what the folder does hold."""
+    found = sorted({f"{dataset_name(c)}/{c.get('subset', {}).get('name', '?')}" for c in configs})
+    filters = f"dataset={dataset}, subset={subset}" + "".join(
+        f", {key}={value!r}" for key, value in where.items()
+    )
+    if not runs_dir.is_dir():
+        holds = "the folder does not exist"
+    else:
+        holds = f"it holds {', '.join(found)}" if found else "it holds no run (no */config.yaml)"
+    return f"no finished run in {runs_dir} matches {filters}; {holds}"
+
+
+def in_repo(path: Path) -> Path:
+    """Relative paths are relative to the repository root, where the runner writes results."""
+    return path if path.is_absolute() else REPO_ROOT / path
