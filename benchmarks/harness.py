@@ -276,16 +276,36 @@ def new_construction_counts() -> dict[str, Any]:
     return {"built": 0, "loaded": 0, "seconds": 0.0}
 
 
+@dataclass(frozen=True)
+class Built:
+    """A conversation's memory, whether it came from the memory cache, and the seconds it took."""
+
+    memory: Any
+    loaded: bool
+    seconds: float
+
+
+def get_memory(harness: Harness, conversation: Conversation) -> Built:
+    """``conversation``'s memory, from the memory cache or built now."""
+    started = time.perf_counter()
+    memory, loaded = harness.memories.load_or_build(harness.system, conversation)
+    return Built(memory, loaded, time.perf_counter() - started)
+
+
+def count_memory(construction: dict[str, Any], built: Built) -> None:
+    """Count ``built`` into ``construction`` (see :func:`new_construction_counts`)."""
+    construction["loaded" if built.loaded else "built"] += 1
+    construction["seconds"] += built.seconds
+
+
 def construct_memory(
     harness: Harness, conversation: Conversation, construction: dict[str, Any]
 ) -> Any:
     """The conversation's memory, from the memory cache or built now; counted in
-    ``construction`` (see :func:`new_construction_counts`)."""
-    started = time.perf_counter()
-    memory, loaded = harness.memories.load_or_build(harness.system, conversation)
-    construction["loaded" if loaded else "built"] += 1
-    construction["seconds"] += time.perf_counter() - started
-    return memory
+    ``construction``."""
+    built = get_memory(harness, conversation)
+    count_memory(construction, built)
+    return built.memory
 
 
 def answer_conversation(

@@ -36,11 +36,12 @@ from benchmarks.harness import (
     Harness,
     answer_conversation,
     build_harness,
-    construct_memory,
+    count_memory,
     failed,
     new_construction_counts,
     resolve_path,
 )
+from benchmarks.memories_ahead import MemoriesAhead
 from benchmarks.metrics.judge_probes import (
     PROBES_FILE,
     Probe,
@@ -64,7 +65,7 @@ from benchmarks.summary import format_summary, summarize_run
 from benchmarks.workers import Task, WorkerPool, WorkerUsage, peak_rss_mb
 from memsys.llm.accounting import Accounting
 from memsys.llm.redact import redact, redact_run_outputs
-from memsys.types import Conversation
+from memsys.types import Conversation, Question
 
 log = logging.getLogger("benchmarks.run")
 
@@ -90,27 +91,35 @@ def answer_pending(
     construction: dict[str, Any],
 ) -> None:
     """Construct (or load) each memory and log every question not logged yet, a batch at a
-    time; count memories built and loaded, and construction time, into ``construction``."""
+    time, in the dataset's order; count memories built and loaded, and construction time, into
+    ``construction``. An llm-mode method on a server builds up to ``memories_at_once`` memories
+    at once (:mod:`benchmarks.memories_ahead`)."""
     done = log.done()
     bar = tqdm(desc=f"{name} questions", unit="q", disable=not progress, file=sys.stderr)
-    doing = ""  # read by status() on the ticker thread: closures see the latest value
+    memories = MemoriesAhead.of_run(harness)
+    answering = ""  # read by status() on the ticker thread: closures see the latest value
 
     def status() -> str:
+        doing = [f"answering {answering}"] if answering else []
+        if memories.building:
+            doing.append(f"constructing {', '.join(memories.building)}")
         return (
-            f"{doing} · memories {construction['built']} built, {construction['loaded']} "
-            f"loaded · {llm_calls_status(harness)}"
+            f"{' · '.join(doing)} · memories {construction['built']} built, "
+            f"{construction['loaded']} loaded · {llm_calls_status(harness)}"
         )
 
-    with ticking(bar, status, enabled=progress):
+    def work() -> Iterator[tuple[Conversation, list[Question]]]:
         for conversation in conversations:
             pending = [q for q in conversation.questions if q.question_id not in done]
             bar.update(len(conversation.questions) - len(pending))
-            if not pending:
-                continue
-            doing = f"constructing {conversation.conversation_id}"
-            memory = construct_memory(harness, conversation, construction)
-            doing = f"answering {conversation.conversation_id}"
-            for records in answer_conversation(harness, memory, conversation, pending):
+            if pending:
+                yield conversation, pending
+
+    with ticking(bar, status, enabled=progress):
+        for conversation, pending, built in memories(work()):
+            count_memory(construction, built)
+            answering = conversation.conversation_id
+            for records in answer_conversation(harness, built.memory, conversation, pending):
                 log.append(records)
                 bar.update(len(records))
     bar.close()

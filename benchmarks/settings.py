@@ -35,6 +35,7 @@ LOCATION_KEYS = (
     "llm_cache_journal",
     "progress",
     "workers",
+    "memories_at_once",
     "hydra",
 )
 #: Where a backbone's server is, and which environment variables hold its URL and its key: not
@@ -88,6 +89,8 @@ class RunSettings:
     #: or ``backbone`` (the reader) when ``construction=same``; None for a lite method.
     construction_key: str | None
     workers: int
+    #: Memories an llm-mode method on a server builds at once (:mod:`benchmarks.memories_ahead`).
+    memories_at_once: int
 
     @property
     def needs_reader(self) -> bool:
@@ -203,6 +206,7 @@ def validate(cfg: DictConfig) -> RunSettings:
         llm_cache_mode=_choice(cfg, "llm_cache_mode", CACHE_MODES),
         construction_key=construction_backbone_key(cfg),
         workers=_positive_int(cfg, "workers"),
+        memories_at_once=_positive_int(cfg, "memories_at_once"),
     )
     if settings.needs_reader:
         check_backbone(cfg, "backbone")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -172,6 +173,9 @@ class Embedder:
         self.texts_encoded = 0
         self.encode_seconds = 0.0
         self._model: Any = model
+        # One caller at a time: memories built at once in threads share this embedder (the model
+        # uses every core for one batch anyway; their LLM requests go on meanwhile).
+        self._lock = threading.RLock()
 
     @property
     def is_loaded(self) -> bool:
@@ -189,6 +193,10 @@ class Embedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` in order, shape ``(len(texts), dim)``, unit length when the
         config normalizes."""
+        with self._lock:
+            return self._encode(texts)
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
         self.texts_requested += len(texts)
         keys = [EmbeddingCache.key(self.config.identity, text) for text in texts]
         found = self.cache.get_many(keys, unit=self.config.normalize)
@@ -228,6 +236,10 @@ class Embedder:
 
     def model(self) -> Any:
         """The loaded SentenceTransformer (loading it now if needed), e.g. to share it."""
+        with self._lock:
+            return self._loaded_model()
+
+    def _loaded_model(self) -> Any:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 

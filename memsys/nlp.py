@@ -136,6 +136,7 @@ class NLP:
         self._docs: OrderedDict[str, Any] = OrderedDict()
         self._memo_size = memo_size
         self._lock = threading.Lock()
+        self._parsing = threading.Lock()
         self.cache = cache if cache is not None else ParseCache(None)
         self.texts_requested = 0
         self.texts_parsed = 0
@@ -156,7 +157,12 @@ class NLP:
 
     def parse(self, texts: Sequence[str]) -> list[Any]:
         """spaCy ``Doc`` objects for ``texts``: from the memo (the ``memo_size`` most recently
-        used texts), else from the parse cache, else parsed now in batches and stored."""
+        used texts), else from the parse cache, else parsed now in batches and stored. One caller
+        at a time (memories built at once in threads share this pipeline and its memo)."""
+        with self._parsing:
+            return self._parse(texts)
+
+    def _parse(self, texts: Sequence[str]) -> list[Any]:
         self.texts_requested += len(texts)
         missing = list(dict.fromkeys(text for text in texts if text not in self._docs))
         found = self._parse_or_load(missing) if missing else {}

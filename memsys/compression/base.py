@@ -9,6 +9,7 @@ turn) and the speaker labels that must survive it, as SeCom's released code comp
 from __future__ import annotations
 
 import json
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -72,6 +73,8 @@ class CachedCompressor(Compressor):
         self.rate = rate
         self.store = store
         self._memory: dict[str, str] = {}
+        # One caller at a time: memories built at once in threads share the local model.
+        self._lock = threading.Lock()
 
     @abstractmethod
     def compress_new(self, passages: Sequence[Passage]) -> list[str]:
@@ -79,6 +82,10 @@ class CachedCompressor(Compressor):
 
     def compress_many(self, passages: Sequence[Passage]) -> list[str]:
         """Each distinct passage reaches the model once per cache (memory, then SQLite)."""
+        with self._lock:
+            return self._compress_many(passages)
+
+    def _compress_many(self, passages: Sequence[Passage]) -> list[str]:
         prefix = json.dumps(self.identity(), sort_keys=True)
         keys = [
             content_key(prefix, json.dumps([passage.text, list(passage.markers)]))

@@ -5,6 +5,10 @@ reimplement: the response cache, retries with backoff, the consecutive-failure b
 bound on concurrency, and accounting per stage. Methods receive a backbone by injection,
 usually a stage view (``backbone.with_stage("construction")``) so that their calls are booked to
 the right stage without knowing about accounting.
+
+``concurrency`` bounds the requests in flight to the model at once across everything that calls
+it in this process (every batch, every :class:`~memsys.llm.flow.RequestFlow`, every stage view),
+so several memories built at once share the server's slots instead of multiplying them.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ import copy
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, NoReturn, overload
 
@@ -72,6 +77,8 @@ class Backbone:
             self.settings.retry.max_consecutive_failures, provider.endpoint
         )
         self._rng = rng or random.Random()
+        #: Requests in flight to the provider: shared by the stage views (copies share it).
+        self._slots = threading.BoundedSemaphore(self.settings.concurrency)
 
     @property
     def model_id(self) -> str:
@@ -167,7 +174,8 @@ class Backbone:
             attempt += 1
             try:
                 self._breaker.check()
-                completion = self.provider.generate(request, policy.request_timeout_s)
+                with self._slot(cancelled):
+                    completion = self.provider.generate(request, policy.request_timeout_s)
             except TransientProviderError as error:
                 if attempt < policy.max_attempts:
                     delay = policy.backoff_s(attempt - 1, self._rng, error.retry_after_s)
@@ -181,6 +189,18 @@ class Backbone:
                 self.cache.put(self.model_id, request, completion)
                 latency_s = time.perf_counter() - started
                 return self._respond(stage, completion, latency_s, False, attempt, request_id)
+
+    @contextmanager
+    def _slot(self, cancelled: threading.Event) -> Iterator[None]:
+        """Hold one of the ``concurrency`` slots while a request is out (a backoff holds none);
+        waiting wakes every :data:`POLL_S` to stop when the batch is abandoned."""
+        while not self._slots.acquire(timeout=POLL_S):
+            if cancelled.is_set():
+                raise Cancelled
+        try:
+            yield
+        finally:
+            self._slots.release()
 
     def _pause(self, seconds: float, cancelled: threading.Event) -> None:
         """Back off for ``seconds``, waking early when the batch is abandoned or the breaker

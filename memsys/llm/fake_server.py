@@ -82,6 +82,9 @@ class FakeChatServer:
         self.schema_replies = schema_replies
         self.authorization_headers: list[str] = []
         self.request_count = 0
+        #: The most ``ok`` requests answered at once (their latency overlapping).
+        self.peak_in_flight = 0
+        self._in_flight = 0
         self._actions: deque[str] = deque()
         self._rules: list[Rule] = []
         self._lock = threading.Lock()
@@ -139,6 +142,12 @@ class FakeChatServer:
                     return rule.action, rule.reply
             action = self._actions.popleft() if self._actions else "ok"
         return action, usable_reply(request) if self.schema_replies and action == "ok" else None
+
+    def answering(self, delta: int) -> None:
+        """Count an ``ok`` request starting (+1) or done (-1) waiting out its latency."""
+        with self._lock:
+            self._in_flight += delta
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until :meth:`stop` (from another thread) or Ctrl-C."""
@@ -263,7 +272,9 @@ def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
             request = json.loads(self.rfile.read(length) or b"{}")
             action, reply = server.next_action(self.headers.get("Authorization", ""), request)
             if action == "ok":
+                server.answering(+1)
                 time.sleep(server.latency_s)
+                server.answering(-1)
                 self._send(200, json.dumps(completion_body(request, reply)).encode())
             elif action in ("400", "429", "500"):
                 error = {"error": {"message": f"injected {action}", "type": "fake"}}

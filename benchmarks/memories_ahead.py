@@ -1,0 +1,100 @@
+"""Memories built ahead: several conversations' memories under construction at once.
+
+An llm-mode method's construction is chains of LLM requests, and one conversation's chains
+rarely fill a server's slots: ES-Mem's stage 1 waits for turn t before it asks about turn t + 1,
+SeCom and HingeMem send one request per session and wait for the slowest. Building the next
+conversations' memories meanwhile (and while the current one is answered) keeps the slots busy.
+The backbone bounds the requests in flight across all of them (its ``concurrency``), and the
+embedder, spaCy pipeline and compressors take one caller at a time, so each memory is the one a
+serial run builds: what a run logs does not depend on ``memories_at_once``.
+
+Only runs whose construction calls an LLM on a server build ahead: a lite method's construction
+is local computation that threads would only interleave, and a model running in this process
+(llama.cpp, vLLM) serves one request at a time, and must not be left running on a daemon thread
+when the interpreter exits.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
+from typing import Generic, TypeVar
+
+from benchmarks.harness import Built, Harness, get_memory
+from memsys.llm.pool import wait_for
+from memsys.types import Conversation
+
+Memory = TypeVar("Memory")
+#: What the caller pairs with each conversation (the questions it still has to answer).
+Pending = TypeVar("Pending")
+
+
+def builds_ahead(harness: Harness) -> bool:
+    """Whether this run's memories may be built several at once (see the module docstring)."""
+    backbone = harness.services.backbone
+    return (
+        harness.settings.construction_key is not None
+        and backbone is not None
+        and not getattr(backbone.provider, "in_process", False)
+    )
+
+
+class MemoriesAhead(Generic[Memory]):
+    """Each ``(conversation, pending questions)`` with ``build(conversation)``, in the order
+    given, with up to ``at_once`` builds under way (on daemon threads: an interrupted run exits
+    without waiting for them). ``building`` names the conversations whose memory is not in yet.
+    """
+
+    def __init__(self, build: Callable[[Conversation], Memory], at_once: int) -> None:
+        self._build = build
+        self._at_once = at_once
+        self.building: list[str] = []
+
+    @classmethod
+    def of_run(cls, harness: Harness) -> MemoriesAhead[Built]:
+        """The run's memories (cache or construction), ``memories_at_once`` at a time where
+        :func:`builds_ahead`, else one at a time."""
+        at_once = harness.settings.memories_at_once if builds_ahead(harness) else 1
+        return MemoriesAhead(lambda conversation: get_memory(harness, conversation), at_once)
+
+    def __call__(
+        self, work: Iterable[tuple[Conversation, Pending]]
+    ) -> Iterator[tuple[Conversation, Pending, Memory]]:
+        if self._at_once == 1:
+            for conversation, pending in work:
+                self.building = [conversation.conversation_id]
+                memory = self._build(conversation)
+                self.building = []
+                yield conversation, pending, memory
+            return
+        started: deque[tuple[Conversation, Pending, Future[Memory]]] = deque()
+        source = iter(work)
+        for conversation, pending in source:
+            started.append((conversation, pending, self._start(conversation)))
+            if len(started) == self._at_once:
+                break
+        while started:
+            conversation, pending, future = started.popleft()
+            memory = wait_for(future)
+            self.building.remove(conversation.conversation_id)
+            for following, its_pending in source:  # the next one starts as this one is handed on
+                started.append((following, its_pending, self._start(following)))
+                break
+            yield conversation, pending, memory
+
+    def _start(self, conversation: Conversation) -> Future[Memory]:
+        future: Future[Memory] = Future()
+        future.set_running_or_notify_cancel()
+
+        def build() -> None:
+            try:
+                future.set_result(self._build(conversation))
+            except BaseException as error:  # raised on the caller's thread, as an executor does
+                future.set_exception(error)
+
+        self.building.append(conversation.conversation_id)
+        name = f"memory_{conversation.conversation_id}"
+        threading.Thread(target=build, name=name, daemon=True).start()
+        return future
