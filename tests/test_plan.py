@@ -37,8 +37,6 @@ LLM_METHODS = sorted(path.stem for path in (CONF / "method").glob("*_llm.yaml"))
 #: instance of a schema (memsys/llm/schema_reply.py) breaks a rule the schema does not state.
 #: Any other fallback is a regression. docs/plan.md says what each does to the counts.
 SCRIPTED_FALLBACKS = {
-    # Stage 2 needs two different intent labels; the minimal reply repeats the first one.
-    "esmem_llm": ("intent_fallback",),
     # An utterance (or a question) for which the lite parser finds propositions must get at
     # least one; the minimal reply has none: retried once, then the lite extractor.
     "fracom_llm": ("report.retried", "report.fallbacks"),

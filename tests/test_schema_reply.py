@@ -91,8 +91,9 @@ def test_minimal_instance_is_minimal() -> None:
     assert minimal_instance(SYNTHETIC["integer_exclusive"]) == 4
     assert minimal_instance(SYNTHETIC["ref"]) == [{"n": 1}, {"n": 1}]
     assert minimal_instance(SYNTHETIC["all_of"]) == {"a": False, "b": "z"}
+    # The i-th item of an array takes the i-th enum value: ES-Mem's two labels must differ.
     assert minimal_instance(INTENT_SCHEMA) == {
-        "labels": [{"name": "Topic_Intro", "prob": 0}, {"name": "Topic_Intro", "prob": 0}]
+        "labels": [{"name": "Topic_Intro", "prob": 0}, {"name": "Topic_Shift", "prob": 0}]
     }
 
 

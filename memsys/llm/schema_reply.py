@@ -5,7 +5,9 @@ A construction benchmark against a scripted server measures how the harness send
 not what a model writes; but a reply that breaks the schema sends a method down its retry and
 fallback paths, which changes the set of requests measured. :func:`minimal_instance` gives each
 request the simplest reply its schema allows: required properties only, arrays at their
-``minItems``, the first ``enum``/``const`` value, numbers at their lower bound, the first branch
+``minItems``, the first ``enum``/``const`` value (the i-th for an array's i-th item, so that the
+items of an array differ where the schema allows: ES-Mem's intent reply must name two different
+labels), numbers at their lower bound, the first branch
 of ``anyOf``/``oneOf``, local ``$ref`` followed. ``pattern`` and ``format`` are not honoured
 (a string is ``minLength`` letters ``x``): the schemas this project sends put no pattern on a
 required string.
@@ -18,31 +20,35 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def minimal_instance(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
-    """The smallest value valid for ``schema`` (``root`` resolves ``#/...`` references).
+def minimal_instance(
+    schema: Mapping[str, Any], root: Mapping[str, Any] | None = None, variant: int = 0
+) -> Any:
+    """The smallest value valid for ``schema`` (``root`` resolves ``#/...`` references);
+    ``variant`` picks the enum value (an array's i-th item is variant i).
 
     >>> minimal_instance({"type": "object", "required": ["n"], "properties": {
     ...     "n": {"type": "integer", "minimum": 2}, "note": {"type": "string"}}})
     {'n': 2}
     >>> minimal_instance({"type": "array", "minItems": 2, "items": {"enum": ["a", "b"]}})
-    ['a', 'a']
+    ['a', 'b']
     """
     root = schema if root is None else root
     if "$ref" in schema:
-        return minimal_instance(_resolve(schema["$ref"], root), root)
+        return minimal_instance(_resolve(schema["$ref"], root), root, variant)
     if "const" in schema:
         return schema["const"]
     if schema.get("enum"):
-        return schema["enum"][0]
+        return schema["enum"][variant % len(schema["enum"])]
     for combinator in ("anyOf", "oneOf"):
         if schema.get(combinator):
-            return minimal_instance({**_without(schema, combinator), **schema[combinator][0]}, root)
+            branch = {**_without(schema, combinator), **schema[combinator][0]}
+            return minimal_instance(branch, root, variant)
     if schema.get("allOf"):
         merged = _without(schema, "allOf")
         for part in schema["allOf"]:
             merged = _merge(merged, part)
-        return minimal_instance(merged, root)
-    return _BUILDERS[_type_of(schema)](schema, root)
+        return minimal_instance(merged, root, variant)
+    return _BUILDERS[_type_of(schema)](schema, root, variant)
 
 
 def _type_of(schema: Mapping[str, Any]) -> str:
@@ -62,21 +68,21 @@ def _type_of(schema: Mapping[str, Any]) -> str:
     return "string" if "minLength" in schema else "null"
 
 
-def _object(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
+def _object(schema: Mapping[str, Any], root: Mapping[str, Any], variant: int) -> dict[str, Any]:
     properties = schema.get("properties", {})
     return {
-        name: minimal_instance(properties.get(name, {}), root)
+        name: minimal_instance(properties.get(name, {}), root, variant)
         for name in schema.get("required", [])
     }
 
 
-def _array(schema: Mapping[str, Any], root: Mapping[str, Any]) -> list[Any]:
+def _array(schema: Mapping[str, Any], root: Mapping[str, Any], variant: int) -> list[Any]:
     items = schema.get("items", {})
-    count = int(schema.get("minItems", 0))
-    return [minimal_instance(items if isinstance(items, Mapping) else {}, root)] * count
+    item_schema = items if isinstance(items, Mapping) else {}
+    return [minimal_instance(item_schema, root, i) for i in range(int(schema.get("minItems", 0)))]
 
 
-def _string(schema: Mapping[str, Any], root: Mapping[str, Any]) -> str:
+def _string(schema: Mapping[str, Any], root: Mapping[str, Any], variant: int) -> str:
     return "x" * int(schema.get("minLength", 0))
 
 
@@ -92,13 +98,13 @@ def _bounds(schema: Mapping[str, Any], step: float) -> tuple[float, float]:
     return low, high
 
 
-def _number(schema: Mapping[str, Any], root: Mapping[str, Any]) -> float:
+def _number(schema: Mapping[str, Any], root: Mapping[str, Any], variant: int) -> float:
     """0 where the bounds allow it, else the bound nearest 0."""
     low, high = _bounds(schema, 1e-6)
     return low if low > 0 else high if high < 0 else 0
 
 
-def _integer(schema: Mapping[str, Any], root: Mapping[str, Any]) -> int:
+def _integer(schema: Mapping[str, Any], root: Mapping[str, Any], variant: int) -> int:
     """0 where the bounds allow it, else the integer bound nearest 0."""
     low, high = _bounds(schema, 1)
     return math.ceil(low) if low > 0 else math.floor(high) if high < 0 else 0
@@ -110,8 +116,8 @@ _BUILDERS = {
     "string": _string,
     "number": _number,
     "integer": _integer,
-    "boolean": lambda schema, root: False,
-    "null": lambda schema, root: None,
+    "boolean": lambda schema, root, variant: False,
+    "null": lambda schema, root, variant: None,
 }
 
 
