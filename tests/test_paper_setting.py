@@ -1,6 +1,6 @@
 """The paper grids (``conf/experiment/paper_{locomo,longmemeval}.yaml`` over ``conf/paper/``):
 every entry composes and validates with each reader and carries its paper's protocol; the
-published-beside-measured report (``benchmarks/published.py``) from hand-written run directories;
+published-beside-measured report (``benchmarks/published/``) from hand-written run directories;
 and every entry end to end against llama.cpp's real OpenAI-compatible server on the tiny fixture.
 """
 

@@ -1,0 +1,148 @@
+"""What the plan counts and what a count costs: the stages, a run's extent, one stage's calls and
+tokens; the prices, throughputs and completion shares a plan is costed at (:class:`Rates`); one
+stage's dollars and hours, and the factors that scale a sample to the whole subset."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from memsys.types import Conversation
+
+#: Pipeline stages in the order the tables show them (as booked by the backbone's accounting).
+STAGES = ("construction", "retrieval", "answering", "judging")
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens."""
+
+    prompt: float
+    completion: float
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Tokens per second one backbone sustains over a run's concurrent requests."""
+
+    prompt: float
+    completion: float
+
+
+#: Price per backbone ``name``; a name not listed pays :data:`DEFAULT_BACKBONE`'s price.
+#: Self-hosted models cost nothing per token (their cost is the GPU hours).
+PRICES: dict[str, Price] = {
+    "gpt-4o-mini": Price(0.15, 0.60),  # OpenAI's list price, per 1M input / output tokens
+    "qwen2.5-3b": Price(0.0, 0.0),
+    "llama3.2-3b": Price(0.0, 0.0),
+    "smollm2-135m": Price(0.0, 0.0),
+    "llamacpp-server": Price(0.0, 0.0),
+    "openai-server": Price(0.0, 0.0),
+}
+
+#: Assumed throughputs (not measured here): an API at the backbone's 16 concurrent requests;
+#: a 3B model served by vLLM on one H100 at 32; SmolLM2 in process on two CPU cores.
+THROUGHPUTS: dict[str, Throughput] = {
+    "gpt-4o-mini": Throughput(prompt=50_000, completion=1_500),
+    "qwen2.5-3b": Throughput(prompt=20_000, completion=2_000),
+    "llama3.2-3b": Throughput(prompt=20_000, completion=2_000),
+    "smollm2-135m": Throughput(prompt=400, completion=40),
+}
+
+DEFAULT_BACKBONE = "gpt-4o-mini"
+
+#: Share of ``max_tokens`` a reply is expected to use, per stage (a guess: a short answer, a
+#: one-word JSON verdict, JSON extractions about half their budget).
+COMPLETION_SHARES: dict[str, float] = {
+    "construction": 0.5,
+    "retrieval": 0.5,
+    "answering": 0.3,
+    "judging": 0.25,
+}
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Prices, throughputs and completion shares a plan is costed at."""
+
+    prices: Mapping[str, Price] = field(default_factory=lambda: dict(PRICES))
+    throughputs: Mapping[str, Throughput] = field(default_factory=lambda: dict(THROUGHPUTS))
+    completion_shares: Mapping[str, float] = field(default_factory=lambda: dict(COMPLETION_SHARES))
+
+    def price(self, backbone: str) -> Price:
+        return self.prices.get(backbone, self.prices[DEFAULT_BACKBONE])
+
+    def throughput(self, backbone: str) -> Throughput:
+        return self.throughputs.get(backbone, self.throughputs[DEFAULT_BACKBONE])
+
+
+@dataclass(frozen=True)
+class Extent:
+    """How much of a dataset a run covers."""
+
+    conversations: int = 0
+    turns: int = 0
+    questions: int = 0
+
+    def add(self, conversation: Conversation) -> Extent:
+        return Extent(
+            self.conversations + 1,
+            self.turns + len(conversation.turns),
+            self.questions + len(conversation.questions),
+        )
+
+
+@dataclass(frozen=True)
+class StageCount:
+    """One stage's calls and tokens as counted (completion: the ``max_tokens`` bound)."""
+
+    calls: float = 0
+    prompt_tokens: float = 0
+    completion_bound: float = 0
+
+    def scaled(self, factor: float) -> StageCount:
+        return StageCount(
+            self.calls * factor, self.prompt_tokens * factor, self.completion_bound * factor
+        )
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One stage of one row, scaled to the whole subset and costed."""
+
+    backbone: str
+    calls: float
+    prompt_tokens: float
+    completion_bound: float
+    completion_estimate: float
+    hours: float
+    dollars_bound: float
+    dollars_estimate: float
+
+
+def scale_factors(sample: Extent, full: Extent) -> dict[str, float]:
+    """Per stage, the factor from the sample to the whole subset: construction by turns, the
+    other stages (one request or a few per question) by questions."""
+    by_turns = full.turns / sample.turns if sample.turns else 1.0
+    by_questions = full.questions / sample.questions if sample.questions else 1.0
+    return {stage: by_turns if stage == "construction" else by_questions for stage in STAGES}
+
+
+def cost(count: StageCount, stage: str, backbone: str, rates: Rates) -> StagePlan:
+    """Dollars and hours of one stage's tokens at ``rates``."""
+    estimate = count.completion_bound * rates.completion_shares.get(stage, 1.0)
+    price, speed = rates.price(backbone), rates.throughput(backbone)
+    seconds = count.prompt_tokens / speed.prompt + estimate / speed.completion
+    return StagePlan(
+        backbone=backbone,
+        calls=count.calls,
+        prompt_tokens=count.prompt_tokens,
+        completion_bound=count.completion_bound,
+        completion_estimate=estimate,
+        hours=seconds / 3600,
+        dollars_bound=(
+            count.prompt_tokens * price.prompt + count.completion_bound * price.completion
+        )
+        / 1e6,
+        dollars_estimate=(count.prompt_tokens * price.prompt + estimate * price.completion) / 1e6,
+    )
