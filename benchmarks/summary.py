@@ -5,13 +5,19 @@ traced to the lines behind it. Questions whose answer or verdict failed carry no
 metric; they are left out of its mean and counted in ``failures``, never scored as 0 or 1.
 Intervals resample conversations (the questions of one conversation share its memory), or
 questions where a cell's questions come from too few conversations
-(:func:`benchmarks.metrics.stats.resampling_unit`); :func:`interval_cell` is the one aggregation
-behind ``metrics.json`` and the report's tables.
+(:func:`benchmarks.metrics.stats.resampling_unit`).
+
+The one aggregation behind ``metrics.json`` and the report's tables (:mod:`benchmarks.report`
+calls these, never its own copy): :func:`interval_cell` per cell, :func:`in_overall` for the
+adversarial policy, :func:`cells_by_scope` for the overall and per-category score cells,
+:func:`evidence_recalls` and :func:`all_evidence_share`, :func:`longmemeval_cells` for
+LongMemEval's aggregates, :func:`dataset_name`, and :func:`resampling_case` for why the
+intervals resample what they do (worded by :func:`interval_line` here and by the report's
+header).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +29,8 @@ from benchmarks.metrics.stats import MIN_CLUSTERS, bootstrap_ci, resampling_unit
 from benchmarks.settings import RunSettings
 
 SCORE_NAMES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
+#: The levels LongMemEval ranks retrieved items at (``ranking`` of a record).
+RANKING_LEVELS = ("session", "turn")
 #: The score of an answer under a judge protocol other than the dataset's own (``judge_acc``).
 OTHER_JUDGE_PREFIX = "judge_acc_"
 
@@ -100,12 +108,69 @@ def interval_cell(scores: Scores, *, unit: str, seed: int) -> Cell | None:
     )
 
 
-def _cell(scores: Scores, unit: str, seed: int) -> dict[str, Any]:
+def cell_json(found: Cell | None) -> dict[str, Any]:
     """An :func:`interval_cell` as ``metrics.json`` stores it (no mean without questions)."""
-    found = interval_cell(scores, unit=unit, seed=seed)
     if found is None:
         return {"mean": None, "ci95": None, "n": 0, "unit": None, "conversations": 0}
     return found.as_json()
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """Mean of a possibly empty sequence."""
+    return float(np.mean(values)) if values else None
+
+
+def dataset_name(name: str, variant: str | None) -> str:
+    """The dataset as ``metrics.json`` names it: ``locomo`` or ``longmemeval_<variant>``."""
+    return name if variant is None else f"{name}_{variant}"
+
+
+def in_overall(record: dict[str, Any], adversarial: str) -> bool:
+    """Whether a question enters the overall means under the run's adversarial policy."""
+    return not (adversarial == "exclude" and record["category"] == "adversarial")
+
+
+def cells_by_scope(
+    records: Sequence[dict[str, Any]],
+    adversarial: str,
+    categories: Sequence[str],
+    names: Sequence[str],
+    *,
+    unit: str,
+    seed: int,
+    all_evidence: bool = False,
+) -> dict[str, dict[str, Cell | None]]:
+    """``{"overall" | "all_evidence" | category: {score: Cell}}`` for every score in ``names``,
+    the intervals resampling ``unit``: overall under the ``adversarial`` policy, each category
+    over all its questions.
+
+    ``all_evidence`` (asked for): the overall questions whose evidence all reached the reader,
+    so that a reading failure (evidence shown, answer wrong) is told apart from a retrieval one.
+    """
+    overall = [r for r in records if in_overall(r, adversarial)]
+    groups = {"overall": overall}
+    if all_evidence:
+        groups["all_evidence"] = [r for r in overall if r.get("evidence_recall") == 1.0]
+    groups |= {
+        category: [r for r in records if r["category"] == category] for category in categories
+    }
+    return {
+        scope: {
+            name: interval_cell(Scores.of(members, score_of(name)), unit=unit, seed=seed)
+            for name in names
+        }
+        for scope, members in groups.items()
+    }
+
+
+def evidence_recalls(records: Iterable[dict[str, Any]]) -> Scores:
+    """Each question's evidence recall, where it has evidence to recall."""
+    return Scores.of(records, lambda r: r.get("evidence_recall"))
+
+
+def all_evidence_share(recalls: Scores) -> float | None:
+    """The share of questions with all their evidence in the reader's context."""
+    return mean_or_none([float(value == 1.0) for value in recalls.values])
 
 
 def failure_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
@@ -130,50 +195,47 @@ def summarize_run(
 ) -> dict[str, Any]:
     """Overall and per-category means of every score, evidence recall and context size, with
     intervals resampling ``unit`` (``interval`` says which unit the run's questions allowed)."""
-    in_overall = [
-        r
-        for r in records
-        if not (settings.adversarial == "exclude" and r["category"] == "adversarial")
+    categories = sorted({record["category"] for record in records})
+    cells = cells_by_scope(
+        records,
+        settings.adversarial,
+        categories,
+        score_names(records),
+        unit=unit,
+        seed=settings.seed,
+    )
+    # A score no question carries is left out; one carried but never scored has an empty cell.
+    names = [
+        name
+        for name, found in cells["overall"].items()
+        if found is not None or any(name in (r.get("scores") or {}) for r in records)
     ]
+    recalls = evidence_recalls(records)
+    tokens = [r["context_tokens"] for r in records]
     summary: dict[str, Any] = {
-        "dataset": settings.dataset
-        if settings.variant is None
-        else f"{settings.dataset}_{settings.variant}",
+        "dataset": dataset_name(settings.dataset, settings.variant),
         "subset": settings.subset.name,
         "template": settings.template,
         "adversarial": settings.adversarial,
         "questions": len(records),
         "failures": failure_counts(records),
         "interval": interval_summary(records, unit),
-        "scores": {},
-        "per_category": {},
-    }
-    for name in score_names(records):
-        scores = Scores.of(in_overall, score_of(name))
-        if scores.values or any(name in r["scores"] for r in records):
-            summary["scores"][name] = _cell(scores, unit, settings.seed)
-    by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in records:
-        by_category[record["category"]].append(record)
-    for category, members in sorted(by_category.items()):
-        summary["per_category"][category] = {
-            name: _cell(Scores.of(members, score_of(name)), unit, settings.seed)
-            for name in summary["scores"]
-        }
-        summary["per_category"][category]["questions"] = len(members)
-    recalls = Scores.of(records, lambda r: r["evidence_recall"])
-    summary["evidence_recall"] = {
-        **_cell(recalls, unit, settings.seed),
-        "all_retrieved_share": float(np.mean([value == 1.0 for value in recalls.values]))
-        if recalls.values
-        else None,
-        "skipped_no_evidence": len(records) - len(recalls.values),
+        "scores": {name: cell_json(cells["overall"][name]) for name in names},
+        "per_category": {
+            category: {name: cell_json(cells[category][name]) for name in names}
+            | {"questions": sum(1 for r in records if r["category"] == category)}
+            for category in categories
+        },
+        "evidence_recall": {
+            **cell_json(interval_cell(recalls, unit=unit, seed=settings.seed)),
+            "all_retrieved_share": all_evidence_share(recalls),
+            "skipped_no_evidence": len(records) - len(recalls.values),
+        },
     }
     if settings.dataset == "longmemeval":
         summary["longmemeval"] = longmemeval_summary(records, settings.seed, unit=unit)
-    tokens = [r["context_tokens"] for r in records]
     summary["context_tokens"] = {
-        "mean": float(np.mean(tokens)) if tokens else None,
+        "mean": mean_or_none(tokens),
         "median": float(np.median(tokens)) if tokens else None,
     }
     return summary
@@ -210,7 +272,7 @@ def longmemeval_scores(records: Sequence[dict[str, Any]]) -> LongMemEvalScores:
     verdict = score_of("judge_acc")
     categories = sorted({record["category"] for record in judged})
     retrieval: dict[str, dict[str, Scores]] = {}
-    for level in ("session", "turn"):
+    for level in RANKING_LEVELS:
         ranked = [r for r in records if r.get("ranking") and r["ranking"].get(level)]
         names = ranked[0]["ranking"][level] if ranked else {}
         retrieval[level] = {
@@ -228,22 +290,61 @@ def longmemeval_scores(records: Sequence[dict[str, Any]]) -> LongMemEvalScores:
     )
 
 
+@dataclass(frozen=True)
+class LongMemEvalCells:
+    """LongMemEval's aggregates with their intervals, and ranking metrics per level: what
+    ``metrics.json`` stores (:func:`longmemeval_summary`) and a Table 2 row shows."""
+
+    per_type: dict[str, Cell | None]
+    overall: Cell | None
+    task_averaged: float | None
+    abstention: Cell | None
+    retrieval: dict[str, dict[str, Cell | None]]
+
+
+def longmemeval_cells(
+    records: Sequence[dict[str, Any]],
+    *,
+    unit: str,
+    seed: int,
+    ranking: Sequence[str] = (),
+) -> LongMemEvalCells:
+    """:func:`longmemeval_scores` with intervals resampling ``unit``; the ranking metrics
+    ``ranking`` at every level (a metric no question has: no cell), or those the records carry."""
+    scores = longmemeval_scores(records)
+    none = Scores([], [])
+
+    def cell(found: Scores) -> Cell | None:
+        return interval_cell(found, unit=unit, seed=seed)
+
+    return LongMemEvalCells(
+        per_type={category: cell(found) for category, found in scores.per_type.items()},
+        overall=cell(scores.overall),
+        task_averaged=scores.task_averaged,
+        abstention=cell(scores.abstention),
+        retrieval={
+            level: {name: cell(metrics.get(name, none)) for name in ranking or metrics}
+            for level, metrics in scores.retrieval.items()
+        },
+    )
+
+
 def longmemeval_summary(
     records: Sequence[dict[str, Any]], seed: int, *, unit: str = "conversation"
 ) -> dict[str, Any]:
     """LongMemEval's own aggregates: per-type, task-averaged, overall and abstention accuracy,
     and the session/turn retrieval metrics averaged over the questions that have them."""
-    scores = longmemeval_scores(records)
+    cells = longmemeval_cells(records, unit=unit, seed=seed)
     return {
         "accuracy_per_type": {
-            category: _cell(found, unit, seed) for category, found in scores.per_type.items()
+            category: cell_json(found) for category, found in cells.per_type.items()
         },
-        "task_averaged_accuracy": scores.task_averaged,
-        "overall_accuracy": _cell(scores.overall, unit, seed),
-        "abstention_accuracy": _cell(scores.abstention, unit, seed),
+        "task_averaged_accuracy": cells.task_averaged,
+        "overall_accuracy": cell_json(cells.overall),
+        "abstention_accuracy": cell_json(cells.abstention),
         "retrieval": {
-            level: {name: _cell(found, unit, seed) for name, found in metrics.items()}
-            for level, metrics in scores.retrieval.items()
+            level: {name: cell_json(found) for name, found in metrics.items()}
+            for level, metrics in cells.retrieval.items()
         },
     }
 
@@ -260,23 +361,47 @@ def interval_summary(records: Sequence[dict[str, Any]], unit: str) -> dict[str, 
     }
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 run``, ``2 runs``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def resampling_case(*, own: bool, requested: str, clustered: bool) -> str:
+    """Why intervals resample what they do, the one rule that the printed summary
+    (:func:`interval_line`) and the report's header word each their own way: ``"own"``, each
+    question has its own conversation (the questions are the clusters); ``"asked"``, questions
+    were asked for; ``"too_few"``, conversations were asked for but too few back a cell for a
+    cluster bootstrap; ``"clustered"``, conversations (``clustered``: some cell resampled them)."""
+    if own:
+        return "own"
+    if requested == "question":
+        return "asked"
+    return "clustered" if clustered else "too_few"
+
+
+def understated(intervals: str) -> str:
+    """Why intervals that resample questions of shared conversations are too narrow."""
+    return f"questions of one conversation share its memory, so {intervals} understate uncertainty"
+
+
 def interval_line(interval: dict[str, Any]) -> str:
     """The intervals' unit in words, for the printed summary."""
-    conversations, questions = interval["conversations"], interval["questions"]
-    if conversations == questions:  # LongMemEval: a haystack per question
+    conversations = interval["conversations"]
+    case = resampling_case(
+        own=conversations == interval["questions"],  # LongMemEval: a haystack per question
+        requested=interval["requested"],
+        clustered=interval["unit"] == "conversation",
+    )
+    if case == "own":
         return "  95% CIs resample questions (each question has its own conversation)"
-    if interval["unit"] == "conversation":
+    if case == "clustered":
         return f"  95% CIs resample the run's {conversations} conversations (cluster bootstrap)"
-    plural = "" if conversations == 1 else "s"
     reason = (
         "as asked"
-        if interval["requested"] == "question"
-        else f"{conversations} conversation{plural}, fewer than {MIN_CLUSTERS}"
+        if case == "asked"
+        else f"{plural(conversations, 'conversation')}, fewer than {MIN_CLUSTERS}"
     )
-    return (
-        f"  95% CIs resample questions ({reason}): questions of one conversation share its "
-        "memory, so they understate uncertainty"
-    )
+    return f"  95% CIs resample questions ({reason}): {understated('they')}"
 
 
 def format_summary(summary: dict[str, Any]) -> str:

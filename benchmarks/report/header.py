@@ -14,7 +14,7 @@ from benchmarks.provenance import UNKNOWN
 from benchmarks.report.naming import judge_description
 from benchmarks.report.rows import Row
 from benchmarks.report.runs import Run
-from benchmarks.summary import Cell
+from benchmarks.summary import Cell, plural, resampling_case, understated
 
 SCORER_DEFINITIONS = {
     "f1_set": "f1_set, the A-Mem/mem0 set F1 (lowercase, .,!? to spaces, F1 over token sets)",
@@ -50,9 +50,8 @@ def subset_description(subset: dict[str, Any], longmemeval: bool) -> str:
             "deterministic — offline setting, not the paper's)"
         )
     if name == "smoke":
-        plural = "" if conversations == 1 else "s"
         return (
-            f"smoke (offline smoke subset: {conversations} conversation{plural}, "
+            f"smoke (offline smoke subset: {plural(conversations, 'conversation')}, "
             f"{questions} questions — not the paper setting)"
         )
     return (
@@ -153,27 +152,29 @@ def interval_description(cells: Sequence[Cell], unit: str, longmemeval: bool) ->
     if not cells:
         return f"95% bootstrap CIs resampling {unit}s ({resampled}; no cell has one)"
     conversations = max(found.conversations for found in cells)
-    plural = "" if conversations == 1 else "s"
-    if all(found.conversations == found.n for found in cells):
+    clustered = [found for found in cells if found.unit == "conversation"]
+    case = resampling_case(
+        own=all(found.conversations == found.n for found in cells),
+        requested=unit,
+        clustered=bool(clustered),
+    )
+    if case == "own":
         own = "haystack" if longmemeval else "conversation"
         return (
             f"95% percentile bootstrap CIs resampling questions ({resampled}; each question has "
             f"its own {own}, so the questions are the clusters)"
         )
-    understated = (
-        "questions of one conversation share its memory, so these intervals understate uncertainty"
-    )
-    if unit == "question":
+    if case == "asked":
         return (
             f"95% percentile bootstrap CIs resampling questions, as asked (--interval-unit "
-            f"question; {resampled}; {conversations} conversation{plural}): {understated}"
+            f"question; {resampled}; {plural(conversations, 'conversation')}): "
+            f"{understated('these intervals')}"
         )
-    clustered = [found for found in cells if found.unit == "conversation"]
-    if not clustered:
+    if case == "too_few":
         return (
             f"95% percentile bootstrap CIs resampling questions ({resampled}) because the subset "
-            f"has {conversations} conversation{plural}, fewer than the {MIN_CLUSTERS} a cluster "
-            f"bootstrap needs: {understated}"
+            f"has {plural(conversations, 'conversation')}, fewer than the {MIN_CLUSTERS} a "
+            f"cluster bootstrap needs: {understated('these intervals')}"
         )
     text = (
         f"95% cluster bootstrap CIs resampling the {conversations} conversations ({resampled}; "
@@ -215,11 +216,6 @@ def code_line(runs: Sequence[Run]) -> str:
     if unknown:
         parts.append(f"not recorded for {plural(unknown, 'run')} (logged before runs recorded it)")
     return f"Code version: {'; '.join(parts)}; package versions in each run's invocations.jsonl"
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 run``, ``2 runs``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def invalid_rows_line(rows: Sequence[Row], max_failure_share: float) -> str | None:

@@ -1,6 +1,8 @@
 """Every number of a row, recomputed from a run's ``predictions.jsonl``: score cells with their
 intervals, LongMemEval's aggregates and ranking metrics, costs and latencies, and the p-values
-against the backbone's best baseline."""
+against the backbone's best baseline. Every aggregate that ``metrics.json`` also stores is
+computed by :mod:`benchmarks.summary` (the one aggregation); this module picks the run's
+records, seed and policy and adds what only a table shows."""
 
 from __future__ import annotations
 
@@ -16,12 +18,16 @@ from benchmarks.report.naming import RowKey, row_key
 from benchmarks.report.runs import Run
 from benchmarks.summary import (
     Cell,
-    Scores,
+    LongMemEvalCells,
+    all_evidence_share,
+    cells_by_scope,
+    evidence_recalls,
     failure_counts,
+    in_overall,
     interval_cell,
-    longmemeval_scores,
+    longmemeval_cells,
+    mean_or_none,
     score_names,
-    score_of,
 )
 from memsys.types import LOCOMO_CATEGORIES
 
@@ -38,7 +44,6 @@ LONGMEMEVAL_TYPES = {
 }
 #: The ranking metrics LongMemEval's own print_retrieval_metrics.py reports, at both levels.
 LONGMEMEVAL_RANKING = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10")
-RANKING_LEVELS = ("session", "turn")
 
 
 @dataclass(frozen=True)
@@ -51,17 +56,6 @@ class Comparison:
     questions: int
     unit: str
     conversations: int
-
-
-@dataclass(frozen=True)
-class LongMemEvalCells:
-    """A row's Table 2 numbers: LongMemEval's aggregates, and ranking metrics per level."""
-
-    per_type: dict[str, Cell | None]
-    overall: Cell | None
-    task_averaged: float | None
-    abstention: Cell | None
-    retrieval: dict[str, dict[str, Cell | None]]
 
 
 @dataclass
@@ -89,9 +83,9 @@ class Row:
     comparisons: dict[str, Comparison] = field(default_factory=dict)
 
 
-def in_overall(record: dict[str, Any], adversarial: str) -> bool:
-    """Whether a question enters the overall means under the run's adversarial policy."""
-    return not (adversarial == "exclude" and record["category"] == "adversarial")
+def run_seed(run: Run) -> int:
+    """The seed of a run's bootstraps, as ``metrics.json``'s were drawn."""
+    return int(run.config.get("seed", 0))
 
 
 def score_cells(
@@ -100,22 +94,18 @@ def score_cells(
     """``{"overall" | "all_evidence" | category: {score: Cell}}`` for every score name in
     ``names`` (default: the run's own), the intervals resampling ``unit``.
 
-    ``all_evidence``: the overall questions whose evidence all reached the reader, so that a
-    reading failure (evidence shown, answer wrong) is told apart from a retrieval failure.
+    ``all_evidence``: the overall questions whose evidence all reached the reader
+    (:func:`benchmarks.summary.cells_by_scope`, as ``metrics.json``'s cells are computed).
     """
-    seed = int(run.config.get("seed", 0))
-    overall = [r for r in run.records if in_overall(r, run.config.get("adversarial", "exclude"))]
-    shown = [r for r in overall if r.get("evidence_recall") == 1.0]
-    groups = {"overall": overall, "all_evidence": shown} | {
-        category: [r for r in run.records if r["category"] == category] for category in categories
-    }
-    return {
-        scope: {
-            name: interval_cell(Scores.of(members, score_of(name)), unit=unit, seed=seed)
-            for name in names or score_names(run.records)
-        }
-        for scope, members in groups.items()
-    }
+    return cells_by_scope(
+        run.records,
+        run.config.get("adversarial", "exclude"),
+        categories,
+        names or score_names(run.records),
+        unit=unit,
+        seed=run_seed(run),
+        all_evidence=True,
+    )
 
 
 def stage_costs(run: Run) -> dict[str, dict[str, int]]:
@@ -137,34 +127,6 @@ def stage_costs(run: Run) -> dict[str, dict[str, int]]:
     return costs
 
 
-def mean_or_none(values: Sequence[float]) -> float | None:
-    """Mean of a possibly empty sequence."""
-    return float(np.mean(values)) if values else None
-
-
-def longmemeval_cells(run: Run, unit: str) -> LongMemEvalCells:
-    """A row's Table 2 numbers, from the same grouping of the records as ``metrics.json``."""
-    seed = int(run.config.get("seed", 0))
-    scores = longmemeval_scores(run.records)
-    none = Scores([], [])
-    return LongMemEvalCells(
-        per_type={
-            category: interval_cell(found, unit=unit, seed=seed)
-            for category, found in scores.per_type.items()
-        },
-        overall=interval_cell(scores.overall, unit=unit, seed=seed),
-        task_averaged=scores.task_averaged,
-        abstention=interval_cell(scores.abstention, unit=unit, seed=seed),
-        retrieval={
-            level: {
-                name: interval_cell(scores.retrieval[level].get(name, none), unit=unit, seed=seed)
-                for name in LONGMEMEVAL_RANKING
-            }
-            for level in RANKING_LEVELS
-        },
-    )
-
-
 def complete_invocations(run: Run) -> dict[str, Any]:
     """The run's summed invocation costs when they account for every logged question, else {}."""
     invocations = run.metrics.get("invocations", {})
@@ -181,8 +143,8 @@ def build_row(
 ) -> Row:
     """Every number of one row, recomputed from the run's files: the scores ``names``, the
     intervals resampling ``unit``."""
-    recalls = Scores.of(run.records, lambda r: r.get("evidence_recall"))
-    seed = int(run.config.get("seed", 0))
+    recalls = evidence_recalls(run.records)
+    seed = run_seed(run)
     answers = [r["answering"] for r in run.records if r.get("answering")]
     counts = failure_counts(run.records)
     failed = counts["answer"] + counts["judge"]  # other protocols' failures blank their columns
@@ -191,7 +153,7 @@ def build_row(
         run=run,
         scores=score_cells(run, categories, unit, names),
         evidence_recall=interval_cell(recalls, unit=unit, seed=seed),
-        all_evidence_share=mean_or_none([float(value == 1.0) for value in recalls.values]),
+        all_evidence_share=all_evidence_share(recalls),
         context_tokens=mean_or_none([r["context_tokens"] for r in run.records]),
         costs=stage_costs(run),
         memories_loaded=run.metrics.get("construction", {}).get("loaded", 0) > 0,
@@ -200,7 +162,11 @@ def build_row(
         retrieve_latency_s=mean_or_none(
             [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
         ),
-        longmemeval=longmemeval_cells(run, unit) if longmemeval else None,
+        longmemeval=longmemeval_cells(
+            run.records, unit=unit, seed=seed, ranking=LONGMEMEVAL_RANKING
+        )
+        if longmemeval
+        else None,
         failed=failed,
         invalid=failed > max_failure_share * len(run.records),
     )
@@ -251,7 +217,7 @@ def add_p_values(rows: Sequence[Row], metric: str, unit: str = "conversation") -
             [mine[q] for q in common],
             [theirs[q] for q in common],
             clusters=conversations if used == "conversation" else None,
-            seed=int(row.run.config.get("seed", 0)),
+            seed=run_seed(row.run),
         )
         row.comparisons[metric] = Comparison(
             p_value, best.key.method, len(common), used, len(set(conversations))

@@ -16,6 +16,7 @@ import yaml
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.report.naming import row_key
 from benchmarks.runlog import latest_records, summarize_invocations
+from benchmarks.summary import dataset_name as named_dataset
 
 _MISSING = object()
 
@@ -47,10 +48,10 @@ def lookup(config: dict[str, Any], dotted: str, default: Any = _MISSING) -> Any:
 
 
 def dataset_name(config: dict[str, Any]) -> str:
-    """The dataset as ``metrics.json`` names it: ``locomo`` or ``longmemeval_<variant>``."""
+    """The dataset of a run's config as ``metrics.json`` names it
+    (:func:`benchmarks.summary.dataset_name`)."""
     dataset = config.get("dataset", {})
-    variant = dataset.get("variant")
-    return dataset.get("name", "?") if variant is None else f"{dataset['name']}_{variant}"
+    return named_dataset(dataset.get("name", "?"), dataset.get("variant"))
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -9,11 +9,10 @@ from benchmarks.report.build import Report
 from benchmarks.report.rows import (
     LONGMEMEVAL_RANKING,
     LONGMEMEVAL_TYPES,
-    RANKING_LEVELS,
     STAGES,
     Row,
 )
-from benchmarks.summary import OTHER_JUDGE_PREFIX, Cell
+from benchmarks.summary import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell
 
 
 def fmt_cell(found: Cell | None) -> str:
