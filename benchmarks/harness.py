@@ -23,8 +23,8 @@ from benchmarks.data.paths import REPO_ROOT
 from benchmarks.memory_store import MemoryStore
 from benchmarks.metrics.judge import Judge, Verdict, judging_entry, judgings
 from benchmarks.metrics.qa import QAPrediction, score_prediction
+from benchmarks.metrics.ranking import ranking_metrics
 from benchmarks.metrics.retrieval import evidence_recall
-from benchmarks.ranking import ranking_metrics
 from benchmarks.settings import ConfigError, RunSettings, check_method_options
 from benchmarks.summary import OTHER_JUDGE_PREFIX
 from memsys.base import MemorySystem, Services

@@ -36,7 +36,7 @@ from typing import Protocol
 import networkx as nx
 import numpy as np
 
-from memsys.graph import PageRank
+from memsys.pagerank import PageRank
 from memsys.propositions import phrase_key
 
 Triple = tuple[str, str, str]

@@ -1,49 +1,21 @@
-"""Graph memories' shared machinery: JSON (de)serialization, type counts, personalized PageRank.
+"""Personalized PageRank over one fixed graph, many queries (CAST's HippoRAG-style search).
 
-FraCom's propositional graph and CAST's HippoRAG-style semantic graph are networkx graphs whose
-nodes and edges carry a ``kind`` attribute. They are stored as networkx node-link JSON (no
-pickle), counted by kind for the statistics tables, and — for CAST — ranked by personalized
-PageRank. :class:`PageRank` builds the row-normalized transition matrix once per graph and then
-answers each query by scipy sparse power iteration, with networkx's semantics (``alpha`` is the
-probability of following an edge; dangling nodes jump back to the personalization vector;
-convergence when the L1 change is below ``len(nodes) * tol``), so its scores match
+:class:`PageRank` builds the row-normalized transition matrix once per graph and then answers each
+query by scipy sparse power iteration, with networkx's semantics (``alpha`` is the probability of
+following an edge; dangling nodes jump back to the personalization vector; convergence when the
+L1 change is below ``len(nodes) * tol``), so its scores match
 ``networkx.pagerank(graph, alpha, personalization)``, which rebuilds that matrix on every call
 (``scripts/bench_ppr.py`` measures both).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-
-
-def graph_to_json(graph: nx.Graph) -> dict[str, Any]:
-    """A graph as node-link JSON (node and edge attributes kept)."""
-    return nx.node_link_data(graph, edges="edges")
-
-
-def graph_from_json(data: Mapping[str, Any]) -> nx.Graph:
-    """Inverse of :func:`graph_to_json`."""
-    return nx.node_link_graph(dict(data), edges="edges")
-
-
-def count_kinds(graph: nx.Graph) -> dict[str, dict[str, int]]:
-    """Nodes and edges per ``kind`` attribute (``"?"`` where a node or edge has none).
-
-    >>> g = nx.Graph()
-    >>> g.add_edge("p", "a", kind="argument")
-    >>> g.nodes["p"]["kind"] = "proposition"
-    >>> count_kinds(g)
-    {'nodes': {'?': 1, 'proposition': 1}, 'edges': {'argument': 1}}
-    """
-    nodes = Counter(kind for _, kind in graph.nodes(data="kind", default="?"))
-    edges = Counter(kind for _, _, kind in graph.edges(data="kind", default="?"))
-    return {"nodes": dict(sorted(nodes.items())), "edges": dict(sorted(edges.items()))}
 
 
 class PageRank:

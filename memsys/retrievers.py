@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
+from memsys.bm25 import BM25Index
 from memsys.embed import Embedder, VectorIndex
-from memsys.lexical import BM25Index
 
 RetrieverKind = Literal["bm25", "dense"]
 RETRIEVER_KINDS: tuple[str, ...] = ("bm25", "dense")

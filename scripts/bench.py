@@ -82,8 +82,8 @@ def retrieval_latency(repeats: int) -> list[str]:
     """BM25 and FAISS search per query over the largest conversation's turns."""
     from benchmarks.data import load_locomo
     from benchmarks.data.paths import resolve_data_dir
+    from memsys.bm25 import BM25Index
     from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache, VectorIndex
-    from memsys.lexical import BM25Index
 
     conversations = load_locomo(str(resolve_data_dir()), "locomo/locomo10.json")
     largest = max(conversations, key=lambda c: len(c.turns))

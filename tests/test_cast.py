@@ -16,7 +16,8 @@ from llm_fakes import assert_concurrency_changes_nothing, make_backbone
 
 from memsys.base import Services
 from memsys.embed import Embedder
-from memsys.graph import PageRank, count_kinds
+from memsys.graph_store import count_kinds
+from memsys.hipporag import PassageGraphIndex, build_graph
 from memsys.llm import Backbone, Completion, LLMRequest
 from memsys.methods.cast import (
     CAST,
@@ -28,7 +29,7 @@ from memsys.methods.cast import (
     union,
 )
 from memsys.nlp import NLP
-from memsys.semantic_graph import PassageGraphIndex, build_graph
+from memsys.pagerank import PageRank
 from memsys.types import Conversation, Question
 
 DAY = datetime(2023, 5, 8, 13, 0)

@@ -7,7 +7,7 @@ nodes, query-to-triple linking, personalized PageRank, dense fallback; episodic 
 summaries embedded, kNN filtered by the question's persons, times and places), §3.3.3 and
 Algorithm 2 (fusion), and the ablations of §4.3.2. The pieces live beside this orchestration:
 :mod:`.episodic` (views → streams → scenes, scene search), :mod:`.fusion`, :mod:`.query`,
-:mod:`.prompts`, :mod:`memsys.semantic_graph`. ``extraction: lite`` replaces the LLM's NER,
+:mod:`.prompts`, :mod:`memsys.hipporag`. ``extraction: lite`` replaces the LLM's NER,
 OpenIE and place extraction by spaCy (:mod:`memsys.propositions`) and scene summaries by an
 extractive one; ``query_analysis: lite`` reads the question with spaCy and skips HippoRAG2's LLM
 recognition filter (HippoRAG2's own "w/o filter" setting).
@@ -28,7 +28,15 @@ import networkx as nx
 import numpy as np
 
 from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
-from memsys.graph import count_kinds, graph_from_json, graph_to_json
+from memsys.graph_store import count_kinds, graph_from_json, graph_to_json
+from memsys.hipporag import (
+    PassageFacts,
+    PassageGraphIndex,
+    SearchSettings,
+    Triple,
+    build_graph,
+    distinct_facts,
+)
 from memsys.llm.backbone import Backbone
 from memsys.nlp import PLACE_LABELS, resolve_time
 from memsys.propositions import (
@@ -40,14 +48,6 @@ from memsys.propositions import (
     grounded,
     phrase_key,
     triples,
-)
-from memsys.semantic_graph import (
-    PassageFacts,
-    PassageGraphIndex,
-    SearchSettings,
-    Triple,
-    build_graph,
-    distinct_facts,
 )
 from memsys.structured import ExtractionReport, PendingJSON
 from memsys.types import Conversation, MemoryItem, Question, Retrieval

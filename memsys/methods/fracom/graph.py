@@ -19,7 +19,7 @@ import networkx as nx
 import numpy as np
 
 from memsys.embed import Embedder
-from memsys.graph import count_kinds
+from memsys.graph_store import count_kinds
 from memsys.propositions import Proposition, phrase_key
 from memsys.types import Session
 

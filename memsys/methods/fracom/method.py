@@ -55,7 +55,7 @@ from typing import Any
 import networkx as nx
 
 from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
-from memsys.graph import graph_from_json, graph_to_json
+from memsys.graph_store import graph_from_json, graph_to_json
 from memsys.llm.backbone import Backbone
 from memsys.methods.fracom.fragment import fragment_requests, fragment_with_llm, read_fragments
 from memsys.methods.fracom.graph import (
