@@ -28,7 +28,8 @@ RETRIEVAL_METHODS ?=
 # The same on LongMemEval-S, with SeCom's compression off: offline self-information compression
 # runs at ~100 tokens/s, ~20 minutes per ~115k-token haystack. LME_RETRIEVAL_SUBSET=lme30 for the
 # Table 2 questions (the lite methods take 15-90 s per question to construct: hours on all 499).
-LME_RETRIEVAL_METHODS ?= full_history,turn_rag_bm25,turn_rag_dense,session_rag_bm25,session_rag_dense,esmem,secom_no_denoise,hingemem,fracom,cast
+# The methods: every conf/method config whose registry block lists retrieval_lme (benchmarks/registry.py).
+LME_RETRIEVAL_METHODS ?= $(shell $(PY) -m benchmarks.registry retrieval_lme)
 LME_RETRIEVAL_SUBSET ?= full
 # Processes constructing memories in each retrieval-only run (results do not depend on it).
 WORKERS ?= 1

@@ -3,7 +3,8 @@
 A paper's ablation removes one component; if removing it leaves the reader's context unchanged,
 the harness is not running the component the paper describes (or the component does nothing on
 this data), and either way the reader deserves to know. ``run`` runs every method's config and
-each of its lite variants (``conf/method/<method>_*.yaml``) retrieval only, as
+each of its lite ablations and variants (the configs of its paper whose registry block names
+the ``ablations`` grid: :mod:`benchmarks.registry`) retrieval only, as
 ``conf/ablations.yaml`` says; ``table`` reduces each run to one compact record per question (the
 reader's context as turn ids in the order shown, its tokens, evidence recall) in
 ``results/ablations/<config>.jsonl.gz``, and from those alone writes ``results/ablations.json``
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.runlog import latest_records
 from benchmarks.settings import CONF, compose_config
@@ -58,7 +60,7 @@ def description(config: str) -> str:
     lines = (CONF / "method" / f"{config}.yaml").read_text().splitlines()
     comment = []
     for line in lines:
-        if not line.startswith("#"):
+        if not line.startswith("#") or line == registry.MARKER:
             break
         comment.append(line.lstrip("#").strip())
     text = " ".join(comment)
@@ -66,17 +68,13 @@ def description(config: str) -> str:
 
 
 def variants(spec: dict[str, Any], methods: Sequence[str] | None = None) -> list[Variant]:
-    """Every method of the spec, then its lite variants by name, skipped ones included."""
+    """Every method of the spec, then the configs of its paper that the registry puts in the
+    ``ablations`` grid, by name, skipped ones included."""
     rows = []
     for method, extra in spec["methods"].items():
         if methods and method not in methods:
             continue
-        names = [method] + sorted(
-            p.stem
-            for p in (CONF / "method").glob(f"{method}_*.yaml")
-            if not p.stem.endswith("_llm")
-        )
-        for name in names:
+        for name in registry.ablation_rows(method):
             overrides = (*spec["overrides"], f"method={name}", *extra)
             rows.append(Variant(method, name, tuple(overrides), description(name)))
     return rows

@@ -40,6 +40,7 @@ import numpy as np
 import yaml
 from omegaconf import DictConfig
 
+from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.settings import CONF, compose_config
 from memsys.embed import EmbeddingCache
@@ -73,11 +74,20 @@ def load_cases(path: Path = CASES_FILE) -> tuple[list[Case], float]:
         if body["runner"] not in RUNNER_CONFIGS:
             raise ValueError(f"{path}: group {group}: unknown runner {body['runner']!r}")
         keys = list(body["sweep"])
-        for values in itertools.product(*(body["sweep"][key] for key in keys)):
+        for values in itertools.product(*(sweep_values(group, body, key) for key in keys)):
             choice = [f"{key}={value}" for key, value in zip(keys, values, strict=True)]
             name = f"{group}/{','.join(choice)}"
             cases.append(Case(name, body["runner"], (*body.get("overrides", ()), *choice)))
     return cases, float(spec["tolerance"])
+
+
+def sweep_values(group: str, body: dict[str, Any], key: str) -> list[Any]:
+    """A group's list for ``key``; ``method: registry`` is every method config whose registry
+    block names the group (:mod:`benchmarks.registry`)."""
+    values = body["sweep"][key]
+    if key == "method" and values == "registry":
+        return registry.members(group)
+    return values
 
 
 def compose_case(case: Case, cache_dir: Path, results_dir: Path, mode: str, journal: Path | None):

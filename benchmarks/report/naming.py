@@ -6,11 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.registry import display_names
+
 BASELINE_MODULE = "memsys.methods.baselines"
-#: Methods whose papers spell them in a way a class name cannot (as ``SEGMENTER_NAMES`` in
-#: ``benchmarks.segmentation_table``), and the ceiling row; every other method is shown by its
-#: class name.
-METHOD_NAMES = {"ESMem": "ES-Mem", "OracleEvidence": "Oracle (gold evidence)"}
 
 
 @dataclass(frozen=True)
@@ -30,11 +28,12 @@ class RowKey:
 
 
 def method_name(method: dict[str, Any]) -> str:
-    """Display name: the class of ``_target_`` (as its paper spells it), plus the retriever and,
-    for methods that compress (SeCom), the compressor, e.g. ``TurnRAG (dense)``,
+    """Display name: the name the method configs of the class of ``_target_`` declare
+    (:mod:`benchmarks.registry`; the class name for a class no config names), plus the retriever
+    and, for methods that compress (SeCom), the compressor, e.g. ``TurnRAG (dense)``,
     ``SeCom (dense, no compression)``, ``ES-Mem``."""
     class_name = str(method.get("_target_", "?")).rsplit(".", 1)[-1]
-    name = METHOD_NAMES.get(class_name, class_name)
+    name = display_names().get(class_name, class_name)
     details = [str(method["retriever"])] if method.get("retriever") else []
     if "compression" in method:
         compressor = method["compression"]

@@ -1,0 +1,159 @@
+"""The method registry (benchmarks/registry.py): every method config declares itself, and every
+grid that stays a literal list (Hydra sweeps, conf/ablations.yaml) agrees with the declarations."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks import registry
+from benchmarks.ablations import load_spec, variants
+from benchmarks.data.paths import REPO_ROOT
+from benchmarks.regression import load_cases
+
+#: The literal grids: file, and the sweep key that lists the method configs.
+LITERAL_GRIDS = {
+    "table1": ("conf/experiment/table1.yaml", "method"),
+    "table2": ("conf/experiment/table2.yaml", "method"),
+    "retrieval": ("conf/experiment/retrieval.yaml", "method"),
+    "paper": ("conf/experiment/paper_locomo.yaml", "paper"),
+}
+#: Grids a config of a role must be in (a new method that forgets its grids fails here).
+REQUIRED = {
+    "method": {"table1", "retrieval", "paper", "ablations", "locomo_retrieval", "locomo_qa"},
+    "ablation": {"ablations"},
+}
+
+
+def entry_of(config: str) -> registry.Entry:
+    return next(e for e in registry.entries() if e.config == config)
+
+
+def sweep_list(file: str, key: str) -> list[str]:
+    spec = yaml.safe_load((REPO_ROOT / file).read_text())
+    return [part.strip() for part in spec["hydra"]["sweeper"]["params"][key].split(",")]
+
+
+def mismatches(grid: str, listed: list[str], where: str) -> list[str]:
+    """Each method the registry puts in ``grid`` that ``listed`` lacks, and each listed one
+    whose registry block does not name ``grid``, as a line naming the file and the method."""
+    declared = registry.members(grid)
+    lines = [
+        f"{where}: {m} ({entry_of(m).role}) declares grid {grid} in conf/method/{m}.yaml but is "
+        "missing here"
+        for m in declared
+        if m not in listed
+    ]
+    lines += [
+        f"{where}: {m} is listed here but conf/method/{m}.yaml does not declare grid {grid}"
+        for m in listed
+        if m not in declared
+    ]
+    return lines
+
+
+def test_every_method_config_declares_itself() -> None:
+    files = sorted(p.stem for p in registry.METHOD_DIR.glob("*.yaml"))
+    assert sorted(e.config for e in registry.entries()) == files
+    for e in registry.entries():
+        missing = REQUIRED.get(e.role, set()) - set(e.grids)
+        assert not missing, f"conf/method/{e.config}.yaml ({e.role}) lacks grids {sorted(missing)}"
+
+
+def test_each_paper_has_one_method_named_for_it() -> None:
+    methods = [e for e in registry.entries() if e.role == "method"]
+    assert sorted(e.config for e in methods) == sorted(p for p in registry.PAPERS if p != "none")
+    assert all(e.paper == e.config for e in methods)
+
+
+@pytest.mark.parametrize("grid", sorted(LITERAL_GRIDS))
+def test_literal_grid_lists_exactly_its_registered_methods(grid: str) -> None:
+    file, key = LITERAL_GRIDS[grid]
+    listed = sweep_list(file, key)
+    assert len(listed) == len(set(listed)), f"{file}: a method listed twice"
+    assert not mismatches(grid, listed, file), "\n".join(mismatches(grid, listed, file))
+
+
+def test_a_grid_mismatch_names_the_file_and_the_method() -> None:
+    listed = [m for m in registry.members("table1") if m != "fracom"] + ["fracom_llm"]
+    assert mismatches("table1", listed, "conf/experiment/table1.yaml") == [
+        "conf/experiment/table1.yaml: fracom (method) declares grid table1 in "
+        "conf/method/fracom.yaml but is missing here",
+        "conf/experiment/table1.yaml: fracom_llm is listed here but conf/method/fracom_llm.yaml "
+        "does not declare grid table1",
+    ]
+
+
+def test_ablation_spec_names_the_registered_methods_and_rows() -> None:
+    spec = load_spec()
+    methods = [m for m in registry.members("ablations") if entry_of(m).role == "method"]
+    listed = list(spec["methods"])
+    where = "conf/ablations.yaml (methods)"
+    assert sorted(listed) == sorted(methods), "\n".join(mismatches("ablations", listed, where))
+    rows = [v.config for v in variants(spec)]
+    assert sorted(rows) == sorted(registry.members("ablations"))
+    for config in [*spec.get("skip", {}), *spec.get("explanations", {})]:
+        assert config in rows, f"conf/ablations.yaml names {config}, not in the ablation table"
+    assert not any("registry" in v.description for v in variants(spec))
+
+
+def test_regression_groups_run_their_registered_methods() -> None:
+    cases, _ = load_cases()
+    for group in ("locomo_retrieval", "locomo_qa", "longmemeval_qa"):
+        ran = [
+            case.name.split("method=")[1]
+            for case in cases
+            if case.name.startswith(f"{group}/method=")
+        ]
+        where = f"conf/regression.yaml ({group})"
+        assert not mismatches(group, ran, where), "\n".join(mismatches(group, ran, where))
+
+
+def test_makefile_takes_its_list_from_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    assert "LME_RETRIEVAL_METHODS ?= $(shell $(PY) -m benchmarks.registry retrieval_lme)" in (
+        makefile
+    )
+    assert registry.main(["retrieval_lme"]) == 0
+    printed = capsys.readouterr().out.strip().split(",")
+    assert printed == registry.members("retrieval_lme")
+    assert "secom_no_denoise" in printed and "secom" not in printed
+    assert registry.main(["nope"]) == 2
+
+
+def test_display_names_are_the_tables_names() -> None:
+    names = registry.display_names()
+    assert names["ESMem"] == "ES-Mem"
+    assert names["OracleEvidence"] == "Oracle (gold evidence)"
+    others = {k: v for k, v in names.items() if k not in ("ESMem", "OracleEvidence")}
+    assert all(k == v for k, v in others.items()), others
+
+
+def copy_method_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "method"
+    shutil.copytree(registry.METHOD_DIR, folder)
+    return folder
+
+
+def test_a_config_without_a_block_or_with_a_bad_value_is_named(tmp_path: Path) -> None:
+    folder = copy_method_dir(tmp_path)
+    (folder / "tiny.yaml").write_text("# A tiny method.\n_target_: memsys.methods.tiny.Tiny\n")
+    with pytest.raises(ValueError, match=r"tiny\.yaml: no '# registry:' block"):
+        registry.entries(folder)
+    (folder / "tiny.yaml").write_text(
+        "# registry:\n#   role: methd\n#   paper: none\n#   name: Tiny\n#   grids: [table3]\n"
+        "_target_: memsys.methods.tiny.Tiny\n"
+    )
+    with pytest.raises(ValueError, match=r"tiny\.yaml: role 'methd'.*unknown grids \['table3'\]"):
+        registry.entries(folder)
+
+
+def test_configs_of_one_class_must_agree_on_its_name(tmp_path: Path) -> None:
+    folder = copy_method_dir(tmp_path)
+    path = folder / "esmem_no_raw.yaml"
+    path.write_text(path.read_text().replace("name: ES-Mem", "name: ESMem"))
+    with pytest.raises(ValueError, match="another config of ESMem"):
+        registry.display_names(folder)
