@@ -3,16 +3,21 @@
 A run can be resumed on another machine, or over days while the code moves on; each invocation
 therefore logs its own code version (``git describe --always --dirty`` of the checkout, or the
 installed package version outside one) and the versions of the packages that shape the numbers,
-and ``metrics.json`` lists every code version its records came from.
+and ``metrics.json`` lists every code version its records came from. It also logs a fingerprint
+of the method's source (:func:`method_source`), so a report can mark a row whose method code has
+changed since the run was produced as stale, whatever the commit.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
+import hashlib
 import platform
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from benchmarks.data.paths import REPO_ROOT
@@ -85,14 +90,20 @@ def package_versions() -> dict[str, str]:
     return found
 
 
-def provenance() -> dict[str, Any]:
-    """This invocation's code version, Python, platform and package versions."""
-    return {
+def provenance(method: str | None = None) -> dict[str, Any]:
+    """This invocation's code version, Python, platform and package versions, and with the
+    run's ``method._target_`` the fingerprint of that method's source (``method_source``, left
+    out where the target is not a module of this checkout)."""
+    found = {
         "code": code_version(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "packages": package_versions(),
     }
+    digest = method_source_of_process(method) if method else None
+    if digest is not None:
+        found["method_source"] = digest
+    return found
 
 
 def code_versions(invocations: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -100,3 +111,114 @@ def code_versions(invocations: Iterable[Mapping[str, Any]]) -> list[str]:
     logged before versions were, count as :data:`UNKNOWN`)."""
     seen = (entry.get("provenance", {}).get("code", UNKNOWN) for entry in invocations)
     return list(dict.fromkeys(seen))
+
+
+#: The package whose imports a method's fingerprint follows, the folder of the methods (each a
+#: module, or a package of its own) and the module every method relies on.
+SHARED_PACKAGE = "memsys"
+METHODS_DIR = ("memsys", "methods")
+ALWAYS_HASHED = ("memsys/base.py",)
+#: Hex digits of a fingerprint shown and recorded.
+FINGERPRINT_LENGTH = 12
+
+
+def method_source_files(target: str, root: Path = REPO_ROOT) -> list[Path] | None:
+    """The files a method's fingerprint hashes, sorted by path; None when the module of
+    ``target`` (``memsys.methods.cast.CAST``: ``memsys.methods.cast``) is not a file under
+    ``root``.
+
+    Exactly: (1) the module of the method class (a package's ``__init__.py``); (2) where that
+    module lies in a package of its own under ``memsys/methods/`` (``memsys/methods/cast/``),
+    every ``.py`` file under that package; (3) ``memsys/base.py``; (4) every module of
+    ``memsys`` these files import, statically (``import``/``from ... import`` anywhere in the
+    file, relative imports too; ``from memsys.a import b``: ``memsys.a`` and, where it is a
+    submodule, ``memsys.a.b``), and transitively: its ``.py`` file, or a package's
+    ``__init__.py``. Not hashed: modules loaded by name at run time, code outside ``memsys``
+    (the harness, configs: the code version covers them), and installed packages (their
+    versions are logged). The digest: :func:`fingerprint`.
+    """
+    module = target.rpartition(".")[0]
+    start = module_file(module, root)
+    if start is None:
+        return None
+    parts = start.relative_to(root).parts
+    files = {start}
+    if parts[: len(METHODS_DIR)] == METHODS_DIR and len(parts) > len(METHODS_DIR) + 1:
+        files |= set((root.joinpath(*parts[: len(METHODS_DIR) + 1])).rglob("*.py"))
+    files |= {root / name for name in ALWAYS_HASHED if (root / name).is_file()}
+    pending = sorted(files)
+    while pending:
+        for found in imported_files(pending.pop(), root):
+            if found not in files:
+                files.add(found)
+                pending.append(found)
+    return sorted(files, key=lambda path: path.relative_to(root).as_posix())
+
+
+def module_file(module: str, root: Path) -> Path | None:
+    """The file of a dotted module under ``root``: ``a/b.py``, or ``a/b/__init__.py``."""
+    if not module:
+        return None
+    path = root.joinpath(*module.split("."))
+    for found in (path / "__init__.py", path.with_suffix(".py")):
+        if found.is_file():
+            return found
+    return None
+
+
+def imported_files(path: Path, root: Path) -> list[Path]:
+    """The files of the :data:`SHARED_PACKAGE` modules that ``path`` imports (see
+    :func:`method_source_files`); none where the file does not parse."""
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError):
+        return []
+    package = path.relative_to(root).parent.parts
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            names.append(module)
+            names += [f"{module}.{alias.name}" for alias in node.names]
+    wanted = [
+        name for name in names if name == SHARED_PACKAGE or name.startswith(f"{SHARED_PACKAGE}.")
+    ]
+    return [found for name in wanted if (found := module_file(name, root)) is not None]
+
+
+def fingerprint(files: Sequence[Path], root: Path) -> str:
+    """sha256 over each file's path relative to ``root`` and its bytes, in the given order."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:FINGERPRINT_LENGTH]
+
+
+def method_source(target: str, root: Path = REPO_ROOT) -> str | None:
+    """The short sha256 of :func:`method_source_files` as they are now; None when the target's
+    module is not under ``root``."""
+    files = method_source_files(target, root)
+    return None if files is None else fingerprint(files, root)
+
+
+@functools.cache
+def method_source_of_process(target: str) -> str | None:
+    """:func:`method_source` in the checkout, once per process (as :func:`code_version`)."""
+    return method_source(target)
+
+
+def recorded_method_source(invocations: Sequence[Mapping[str, Any]]) -> str | None:
+    """The method fingerprint recorded by the run's latest invocation that logged questions
+    (answered or asked again; the latest invocation where none did): a rerun with nothing left
+    to do produces nothing, so it neither clears nor sets a fingerprint. None where that
+    invocation recorded none (logged before fingerprints were: unknown, not stale)."""
+    producing = [e for e in invocations if e.get("questions") or e.get("retried")]
+    latest = (producing or list(invocations) or [{}])[-1]
+    return latest.get("provenance", {}).get("method_source")

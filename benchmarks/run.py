@@ -262,7 +262,7 @@ def run_in(
             "construction_s": round(construction["seconds"], 1),
             **usage.work_with(harness.work_counts()),
             "workers": settings.workers,
-            "provenance": provenance(),
+            "provenance": provenance(OmegaConf.select(cfg, "method._target_")),
         }
         # on a full disk the line goes to stderr, and the error under way is not buried
         log_invocation(invocations, invocation, unwinding=sys.exc_info()[1] is not None)

@@ -23,7 +23,7 @@ from run_helpers import (
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.harness import instantiate_method
-from benchmarks.provenance import code_version
+from benchmarks.provenance import code_version, method_source_of_process
 from benchmarks.run import run
 from benchmarks.settings import ConfigError, validate
 
@@ -83,6 +83,8 @@ def test_retrieval_only_calls_no_llm(tmp_path: Path, shared_cache: Path) -> None
     # What produced it: this checkout's code version and the packages that shape the numbers.
     assert summary["code_versions"] == [code_version()]
     assert invocation["provenance"]["packages"]["numpy"] == np.__version__
+    method = invocation["provenance"]["method_source"]  # the fingerprint of SessionRAG's source
+    assert method == method_source_of_process("memsys.methods.baselines.SessionRAG")
     again = run(cfg)  # nothing left to do: one more invocation in the ledger, costs unchanged
     assert again["invocations"]["count"] == 2 and again["invocations"]["questions"] == 6
     assert again["invocations"]["peak_rss_mb"] >= invocation["peak_rss_mb"]

@@ -16,9 +16,17 @@ from benchmarks.report.header import (
     header_lines,
     invalid_rows_line,
     is_longmemeval,
+    stale_rows_line,
     statistics_line,
 )
-from benchmarks.report.rows import Row, add_p_values, build_row, category_order, row_order
+from benchmarks.report.rows import (
+    Row,
+    add_p_values,
+    build_row,
+    category_order,
+    mark_stale,
+    row_order,
+)
 from benchmarks.report.runs import ReportError, load_runs, run_configs, unfinished_runs_line
 from benchmarks.summary import score_names
 
@@ -86,11 +94,13 @@ def build_report(
     )
     for tested in (metric, "judge_acc") if longmemeval else (metric,):
         add_p_values(rows, tested, interval_unit)
+    mark_stale(rows)
     notes = [
         code_line(runs),
         *calibration_lines(runs, names),
         unfinished_runs_line(configs, dataset, subset, where),
         invalid_rows_line(rows, max_failure_share),
+        stale_rows_line(rows),
     ]
     return Report(
         title or default_title(longmemeval),

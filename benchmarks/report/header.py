@@ -1,6 +1,7 @@
 """The header lines under a table's title, in words: dataset, subset, scorers, models, answer
 prompt, evidence, what the intervals resample and the p-values test, the sources, the code
-version and the rows that do not stand."""
+version, the rows whose method source changed since their run and the rows that do not
+stand."""
 
 from __future__ import annotations
 
@@ -216,6 +217,27 @@ def code_line(runs: Sequence[Run]) -> str:
     if unknown:
         parts.append(f"not recorded for {plural(unknown, 'run')} (logged before runs recorded it)")
     return f"Code version: {'; '.join(parts)}; package versions in each run's invocations.jsonl"
+
+
+#: The mark of a stale row in its Run cell (:attr:`Row.source_changed`).
+STALE_MARK = "†"
+
+
+def stale_rows_line(rows: Sequence[Row]) -> str | None:
+    """The header note on the rows marked stale, with each run's recorded and current method
+    fingerprint (None when no row is stale)."""
+    changes = [
+        f"run {row.run.directory.name}: recorded {row.source_changed[0]}, now "
+        f"{row.source_changed[1]}"
+        for row in rows
+        if row.source_changed is not None
+    ]
+    if not changes:
+        return None
+    return (
+        f"{STALE_MARK} stale: the method's source changed since this run was produced "
+        f"({'; '.join(changes)})"
+    )
 
 
 def invalid_rows_line(rows: Sequence[Row], max_failure_share: float) -> str | None:

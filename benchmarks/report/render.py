@@ -30,7 +30,7 @@ def tex_escape(text: str) -> str:
         text = text.replace(char, escaped)
     for char in "_#$":
         text = text.replace(char, "\\" + char)
-    return text.replace("—", "--")
+    return text.replace("—", "--").replace("†", r"\dag{}")
 
 
 def render_tex(report: Report) -> str:

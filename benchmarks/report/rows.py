@@ -6,7 +6,7 @@ records, seed and policy and adds what only a table shows."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +14,9 @@ import numpy as np
 
 from benchmarks.metrics.judge import judgings
 from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
+from benchmarks.provenance import method_source
 from benchmarks.report.naming import RowKey, row_key
-from benchmarks.report.runs import Run
+from benchmarks.report.runs import Run, lookup
 from benchmarks.summary import (
     Cell,
     LongMemEvalCells,
@@ -81,6 +82,10 @@ class Row:
     #: Whether ``failed`` exceeds the report's allowed share: the row's numbers do not stand.
     invalid: bool = False
     comparisons: dict[str, Comparison] = field(default_factory=dict)
+    #: ``(recorded, now)`` fingerprints of the method's source where the run recorded one
+    #: (:attr:`Run.method_source`) that differs from the source tree's now: the row is stale.
+    #: None where they agree, or where the run recorded none (unknown, not stale).
+    source_changed: tuple[str, str] | None = None
 
 
 def run_seed(run: Run) -> int:
@@ -170,6 +175,24 @@ def build_row(
         failed=failed,
         invalid=failed > max_failure_share * len(run.records),
     )
+
+
+def mark_stale(rows: Sequence[Row], fingerprint: Callable[[str], str | None] | None = None) -> None:
+    """Set each row's :attr:`Row.source_changed` where the fingerprint its run recorded differs
+    from the source tree's now (``fingerprint``, default
+    :func:`benchmarks.provenance.method_source`, of the run's ``method._target_``), computed once
+    per method target; a run that recorded none is left unmarked."""
+    fingerprint = fingerprint or method_source
+    now: dict[str, str | None] = {}
+    for row in rows:
+        target = lookup(row.run.config, "method._target_", None)
+        if row.run.method_source is None or not target:
+            continue
+        if target not in now:
+            now[target] = fingerprint(target)
+        current = now[target]
+        if current is not None and current != row.run.method_source:
+            row.source_changed = (row.run.method_source, current)
 
 
 def row_order(row: Row) -> tuple[Any, ...]:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.provenance import recorded_method_source
 from benchmarks.report.naming import row_key
 from benchmarks.runlog import latest_records, summarize_invocations
 from benchmarks.summary import dataset_name as named_dataset
@@ -35,6 +36,9 @@ class Run:
     records: list[dict[str, Any]]
     #: Method settings that tell this run from others of the same method (ablations), or "".
     variant: str = ""
+    #: The fingerprint of the method's source its latest invocation that logged questions
+    #: recorded (:func:`benchmarks.provenance.recorded_method_source`), or None (unknown).
+    method_source: str | None = None
 
 
 def lookup(config: dict[str, Any], dotted: str, default: Any = _MISSING) -> Any:
@@ -104,11 +108,14 @@ def load_runs(
             continue
         metrics = json.loads((directory / "metrics.json").read_text())
         ledger = directory / "invocations.jsonl"
+        logged = read_records(ledger) if ledger.exists() else []
         if ledger.exists():  # summed anew: metrics.json holds the sums of the code that wrote it
-            metrics["invocations"] = summarize_invocations(read_records(ledger))
+            metrics["invocations"] = summarize_invocations(logged)
         predictions = read_records(directory / "predictions.jsonl")
         records = list(latest_records(predictions, "question_id").values())
-        runs.append(Run(directory, config, metrics, records))
+        runs.append(
+            Run(directory, config, metrics, records, method_source=recorded_method_source(logged))
+        )
     if not runs:
         found = configs.values()
         raise ReportError(no_match_message(runs_dir, dataset, subset, where or {}, found))

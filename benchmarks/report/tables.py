@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.report.build import Report
+from benchmarks.report.header import STALE_MARK
 from benchmarks.report.rows import (
     LONGMEMEVAL_RANKING,
     LONGMEMEVAL_TYPES,
@@ -73,6 +74,13 @@ def fmt_wall(invocations: dict[str, Any]) -> str:
     return f"{wall} ({workers} workers)" if workers > 1 and wall != "—" else wall
 
 
+def run_cell(row: Row) -> str:
+    """The Run cell: the run directory's name, marked :data:`STALE_MARK` where the method's
+    source changed since the run was produced (the header says from what to what)."""
+    name = row.run.directory.name
+    return f"{name} {STALE_MARK}" if row.source_changed is not None else name
+
+
 def scope_label(scope: str) -> str:
     """``single_hop`` → ``Single-hop``."""
     return scope.replace("_", "-").capitalize()
@@ -137,7 +145,7 @@ def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
                 fmt_costs(row, "calls"),
                 fmt_costs(row, "tokens"),
                 fmt_number(row.answer_latency_s),
-                row.run.directory.name,
+                run_cell(row),
             ]
         )
     return header, body
@@ -194,7 +202,7 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
             fmt_number(row.retrieve_latency_s),
             starred(fmt_wall(row.invocations), row),
             fmt_number(row.invocations.get("peak_rss_mb"), 0),
-            row.run.directory.name,
+            run_cell(row),
         ]
         for row in report.retrieval_only
     ]
@@ -240,7 +248,7 @@ def longmemeval_table(report: Report) -> tuple[list[str], list[list[str]]]:
                 fmt_number(cells.task_averaged),
                 fmt_cell(cells.abstention),
                 fmt_p(row, "judge_acc"),
-                row.run.directory.name,
+                run_cell(row),
             ]
         )
     return header, body
@@ -262,7 +270,7 @@ def longmemeval_retrieval_table(report: Report) -> tuple[list[str], list[list[st
             first = found[LONGMEMEVAL_RANKING[0]]
             cells += [fmt_cell(found[name]) for name in LONGMEMEVAL_RANKING]
             cells.append(str(first.n) if first else "0")
-        body.append([*cells, row.run.directory.name])
+        body.append([*cells, run_cell(row)])
     return header, body
 
 
