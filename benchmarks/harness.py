@@ -17,7 +17,7 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from benchmarks.answering.context import render_context
+from benchmarks.answering.context import RenderedContext, render_context
 from benchmarks.answering.prompts import answer_messages
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.memory_store import MemoryStore
@@ -35,10 +35,10 @@ from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import LLMError
 from memsys.llm.factory import build_backbone
 from memsys.llm.replay import open_response_cache
-from memsys.llm.types import LLMRequest, LLMResponse, SamplingParams
+from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
 from memsys.nlp import NLP, ParseCache
 from memsys.tokens import TokenCounter
-from memsys.types import Conversation, Question
+from memsys.types import Conversation, Question, Retrieval
 
 
 @dataclass
@@ -142,39 +142,14 @@ def answer_batch(
     retrieval metrics).
     """
     settings = harness.settings
-    prepared = []
     harness.system.prepare_queries(questions)
     harness.system.prepare_retrieval(memory, questions)
-    for question in questions:
-        started = time.perf_counter()
-        retrieval = harness.system.retrieve(memory, question)
-        retrieved_s = time.perf_counter() - started
-        context = render_context(
-            retrieval.items,
-            harness.services.tokens,
-            settings.context_budget,
-            settings.context_order,
-        )
-        messages = (
-            answer_messages(settings.template, question, context.text, seed=settings.seed)
-            if settings.template
-            else None
-        )
-        prepared.append(
-            (
-                question,
-                retrieval,
-                context,
-                messages,
-                retrieved_s,
-                time.perf_counter() - started - retrieved_s,
-            )
-        )
+    prepared = [prepare(harness, memory, question) for question in questions]
 
     replies: list[LLMResponse | LLMError | None] = [None] * len(prepared)
     if harness.answerer is not None and settings.template:
         params = SamplingParams(max_tokens=settings.answer_max_tokens)
-        requests = [LLMRequest(tuple(messages), params) for _, _, _, messages, _, _ in prepared]
+        requests = [LLMRequest(p.messages or (), params) for p in prepared]
         replies = list(
             harness.answerer.complete_many(requests, stage="answering", return_exceptions=True)
         )
@@ -182,22 +157,55 @@ def answer_batch(
     verdicts: dict[int, dict[str, Verdict]] = {}
     if harness.judge is not None:
         answered = [i for i, reply in enumerate(replies) if isinstance(reply, LLMResponse)]
-        graded = harness.judge.grade_many([(prepared[i][0], replies[i].text) for i in answered])  # type: ignore[union-attr]
+        graded = harness.judge.grade_many(
+            [(prepared[i].question, replies[i].text) for i in answered]  # type: ignore[union-attr]
+        )
         verdicts = dict(zip(answered, graded, strict=True))
 
     records = []
-    for i, (question, retrieval, context, _, retrieved_s, render_s) in enumerate(prepared):
-        record = build_record(
-            question, retrieval, context, replies[i], verdicts.get(i), retrieved_s, render_s
-        )
+    for i, p in enumerate(prepared):
+        record = build_record(p, replies[i], verdicts.get(i))
         if settings.dataset == "longmemeval":
-            record["ranking"] = ranking_metrics(question, retrieval, session_of)
+            record["ranking"] = ranking_metrics(p.question, p.retrieval, session_of)
         records.append(record)
     return records
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """One question ready for the reader: what was retrieved, what fits the budget, the answer
+    prompt (``None`` for a retrieval-only run) and the seconds retrieval and rendering took."""
+
+    question: Question
+    retrieval: Retrieval
+    context: RenderedContext
+    messages: tuple[Message, ...] | None
+    retrieved_s: float
+    render_s: float
+
+
+def prepare(harness: Harness, memory: Any, question: Question) -> Prepared:
+    """Retrieve for ``question`` from ``memory`` and render its context within the budget."""
+    settings = harness.settings
+    started = time.perf_counter()
+    retrieval = harness.system.retrieve(memory, question)
+    retrieved_s = time.perf_counter() - started
+    context = render_context(
+        retrieval.items, harness.services.tokens, settings.context_budget, settings.context_order
+    )
+    messages = (
+        tuple(answer_messages(settings.template, question, context.text, seed=settings.seed))
+        if settings.template
+        else None
+    )
+    render_s = time.perf_counter() - started - retrieved_s
+    return Prepared(question, retrieval, context, messages, retrieved_s, render_s)
+
+
 def build_record(
-    question, retrieval, context, reply, verdicts, retrieved_s, render_s
+    prepared: Prepared,
+    reply: LLMResponse | LLMError | None,
+    verdicts: dict[str, Verdict] | None,
 ) -> dict[str, Any]:
     """One question's JSON line: prediction, gold, provenance, costs and every score.
 
@@ -205,6 +213,7 @@ def build_record(
     ``judge_acc`` and ``judging``; the others give ``judge_acc_<protocol>`` and
     ``other_judgings[protocol]``.
     """
+    question, retrieval, context = prepared.question, prepared.retrieval, prepared.context
     record: dict[str, Any] = {
         "question_id": question.question_id,
         "conversation_id": question.conversation_id,
@@ -224,7 +233,10 @@ def build_record(
         "evidence_recall_all_retrieved": (
             evidence_recall(question.evidence, retrieval.turn_ids) if question.evidence else None
         ),
-        "latency_s": {"retrieve": round(retrieved_s, 6), "render": round(render_s, 6)},
+        "latency_s": {
+            "retrieve": round(prepared.retrieved_s, 6),
+            "render": round(prepared.render_s, 6),
+        },
         **({"trace": retrieval.trace} if retrieval.trace else {}),
         "prediction": None,
         "failure": None,
@@ -271,11 +283,6 @@ def failed(record: dict[str, Any]) -> bool:
     )
 
 
-def new_construction_counts() -> dict[str, Any]:
-    """Memories built and loaded, and the seconds spent getting them, for one invocation."""
-    return {"built": 0, "loaded": 0, "seconds": 0.0}
-
-
 @dataclass(frozen=True)
 class Built:
     """A conversation's memory, whether it came from the memory cache, and the seconds it took."""
@@ -285,6 +292,33 @@ class Built:
     seconds: float
 
 
+@dataclass
+class ConstructionCounts:
+    """Memories built and loaded by one invocation, and the seconds spent getting them (summed
+    over the memories: with several built at once, or in workers, not wall time)."""
+
+    built: int = 0
+    loaded: int = 0
+    seconds: float = 0.0
+
+    def count(self, memory: Built) -> None:
+        """Count one memory got."""
+        if memory.loaded:
+            self.loaded += 1
+        else:
+            self.built += 1
+        self.seconds += memory.seconds
+
+    def add(self, other: ConstructionCounts) -> None:
+        """Add a worker's counts."""
+        self.built += other.built
+        self.loaded += other.loaded
+        self.seconds += other.seconds
+
+    def to_json(self) -> dict[str, Any]:
+        return {"built": self.built, "loaded": self.loaded, "seconds": self.seconds}
+
+
 def get_memory(harness: Harness, conversation: Conversation) -> Built:
     """``conversation``'s memory, from the memory cache or built now."""
     started = time.perf_counter()
@@ -292,19 +326,13 @@ def get_memory(harness: Harness, conversation: Conversation) -> Built:
     return Built(memory, loaded, time.perf_counter() - started)
 
 
-def count_memory(construction: dict[str, Any], built: Built) -> None:
-    """Count ``built`` into ``construction`` (see :func:`new_construction_counts`)."""
-    construction["loaded" if built.loaded else "built"] += 1
-    construction["seconds"] += built.seconds
-
-
 def construct_memory(
-    harness: Harness, conversation: Conversation, construction: dict[str, Any]
+    harness: Harness, conversation: Conversation, construction: ConstructionCounts
 ) -> Any:
     """The conversation's memory, from the memory cache or built now; counted in
     ``construction``."""
     built = get_memory(harness, conversation)
-    count_memory(construction, built)
+    construction.count(built)
     return built.memory
 
 

@@ -33,12 +33,11 @@ from benchmarks.cli import run_or_exit
 from benchmarks.data import iter_longmemeval, load_locomo
 from benchmarks.data.paths import resolve_data_dir, shown_path
 from benchmarks.harness import (
+    ConstructionCounts,
     Harness,
     answer_conversation,
     build_harness,
-    count_memory,
     failed,
-    new_construction_counts,
     resolve_path,
 )
 from benchmarks.memories_ahead import MemoriesAhead
@@ -88,7 +87,7 @@ def answer_pending(
     conversations: Iterable[Conversation],
     name: str,
     progress: bool,
-    construction: dict[str, Any],
+    construction: ConstructionCounts,
 ) -> None:
     """Construct (or load) each memory and log every question not logged yet, a batch at a
     time, in the dataset's order; count memories built and loaded, and construction time, into
@@ -104,8 +103,8 @@ def answer_pending(
         if memories.building:
             doing.append(f"constructing {', '.join(memories.building)}")
         return (
-            f"{' · '.join(doing)} · memories {construction['built']} built, "
-            f"{construction['loaded']} loaded · {llm_calls_status(harness)}"
+            f"{' · '.join(doing)} · memories {construction.built} built, "
+            f"{construction.loaded} loaded · {llm_calls_status(harness)}"
         )
 
     def work() -> Iterator[tuple[Conversation, list[Question]]]:
@@ -117,7 +116,7 @@ def answer_pending(
 
     with ticking(bar, status, enabled=progress):
         for conversation, pending, built in memories(work()):
-            count_memory(construction, built)
+            construction.count(built)
             answering = conversation.conversation_id
             for records in answer_conversation(harness, built.memory, conversation, pending):
                 log.append(records)
@@ -160,7 +159,7 @@ def answer_pending_in_workers(
     run_dir: Path,
     log: RecordLog,
     conversations: Iterable[Conversation],
-    construction: dict[str, Any],
+    construction: ConstructionCounts,
     usage: WorkerUsage,
 ) -> None:
     """:func:`answer_pending` with ``settings.workers`` processes constructing and answering,
@@ -187,8 +186,7 @@ def answer_pending_in_workers(
     with WorkerPool(settings.workers, config, run_dir) as pool:
         for outcome in pool.map_ordered(tasks(), window=2 * settings.workers):
             log.append(outcome.records)
-            for key, value in outcome.construction.items():
-                construction[key] += value
+            construction.add(outcome.construction)
             usage.add(outcome)
             bar.update(len(outcome.records))
     bar.close()
@@ -233,7 +231,7 @@ def run_in(
         conversations_source(settings, resolve_data_dir(cfg.data_dir)), settings.subset
     )
     answered_before = len(log)
-    construction = new_construction_counts()
+    construction = ConstructionCounts()
     usage = WorkerUsage()  # stays empty with one process
     invocations = RecordLog(run_dir / "invocations.jsonl", key="started")
     try:
@@ -259,7 +257,7 @@ def run_in(
             # This process's peak so far (a multirun's jobs in one process share it), plus each
             # worker's: an upper bound on the memory in use at once.
             "peak_rss_mb": peak_rss_mb() + usage.total_peak_rss_mb(),
-            "construction_s": round(construction["seconds"], 1),
+            "construction_s": round(construction.seconds, 1),
             **usage.work_with(harness.work_counts()),
             "workers": settings.workers,
             "provenance": provenance(OmegaConf.select(cfg, "method._target_")),
@@ -270,7 +268,7 @@ def run_in(
     summary = summarize_run(records, settings)
     summary["run_dir"] = shown_path(run_dir)
     summary["construction"] = {
-        **construction,
+        **construction.to_json(),
         "corrupt_memories_rebuilt": harness.memories.rebuilt_corrupt + usage.rebuilt_corrupt,
     }
     summary["caches"] = {

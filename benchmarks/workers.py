@@ -31,11 +31,11 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from benchmarks.harness import (
+    ConstructionCounts,
     Harness,
     answer_conversation,
     build_harness,
     construct_memory,
-    new_construction_counts,
 )
 from benchmarks.settings import validate
 from memsys.types import Conversation
@@ -61,7 +61,7 @@ class Outcome:
     """A worker's reply to one task: the records, and what producing them cost."""
 
     records: list[dict[str, Any]]
-    construction: dict[str, Any]
+    construction: ConstructionCounts
     work: dict[str, dict[str, float]]
     rebuilt_corrupt: int
     pid: int
@@ -244,7 +244,7 @@ def _answer(harness: Harness, conversation: Conversation, question_ids: list[str
     """One task: the conversation's memory, then the records of the named questions."""
     before = harness.work_counts()
     rebuilt_before = harness.memories.rebuilt_corrupt
-    construction = new_construction_counts()
+    construction = ConstructionCounts()
     memory = construct_memory(harness, conversation, construction)
     wanted = set(question_ids)
     pending = [q for q in conversation.questions if q.question_id in wanted]

@@ -16,18 +16,18 @@ from omegaconf import DictConfig, OmegaConf
 
 from benchmarks.data.paths import resolve_data_dir
 from benchmarks.harness import (
+    ConstructionCounts,
     Harness,
     answer_conversation,
     build_harness,
     construct_memory,
-    new_construction_counts,
 )
 from benchmarks.plan.costs import Extent, StageCount
 from benchmarks.run import conversations_source
 from benchmarks.settings import RunSettings, validate
 from benchmarks.subsets import select
 from benchmarks.summary import failure_counts
-from memsys.structured import ExtractionReport
+from memsys.llm.structured import ExtractionReport
 from memsys.types import Conversation
 
 
@@ -55,7 +55,7 @@ def measure(cfg: DictConfig) -> Measurement:
         try:
             for conversation in subset_conversations(cfg, settings):
                 sample = sample.add(conversation)
-                memory = construct_memory(harness, conversation, new_construction_counts())
+                memory = construct_memory(harness, conversation, ConstructionCounts())
                 census.update(fallback_counts(harness.system.dump_memory(memory), "memory"))
                 questions = conversation.questions
                 for records in answer_conversation(harness, memory, conversation, questions):
