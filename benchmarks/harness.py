@@ -82,6 +82,7 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
     embedder = Embedder(
         EmbedderConfig.from_node(cfg.embedder),
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
+        onnx_dir=cache_dir / "onnx",
     )
     backbone = (
         build_backbone(cfg.backbone, cache=response_cache, accounting=accounting)

@@ -218,6 +218,7 @@ def build_segmenter(
     embedder = Embedder(
         EmbedderConfig.from_node(cfg.embedder),
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
+        onnx_dir=cache_dir / "onnx",
     )
     backbone = None
     if settings.uses_llm:

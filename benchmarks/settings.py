@@ -21,6 +21,7 @@ from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.subsets import SubsetSpec
+from memsys.embed import BACKENDS
 from memsys.llm.retry import RetryPolicy
 
 #: The runners' Hydra configs.
@@ -186,6 +187,8 @@ def validate(cfg: DictConfig) -> RunSettings:
         else None,
         seed=_positive_int(cfg, "seed", allow_zero=True),
     )
+    if OmegaConf.select(cfg, "embedder.backend") is not None:
+        _choice(cfg, "embedder.backend", BACKENDS)
     template = _choice(cfg, "answer.template", (*TEMPLATES, None))
     judged = template is not None and _choice(cfg, "judge.enabled", (True, False))
     settings = RunSettings(
@@ -292,11 +295,18 @@ def drop_unused_judge_settings(identity: dict[str, Any]) -> None:
 
 
 def drop_embedder_default(identity: dict[str, Any]) -> None:
-    """Normalized embeddings were the only kind before ``embedder.normalize`` existed: the key at
-    its default leaves the identity, so runs logged then keep their ids."""
+    """Normalized embeddings computed by PyTorch were the only kind before ``embedder.normalize``
+    and ``embedder.backend`` existed: each key at its default leaves the identity, so runs logged
+    then keep their ids."""
     embedder = identity.get("embedder")
-    if isinstance(embedder, dict) and embedder.get("normalize") is True:
-        embedder.pop("normalize")
+    if isinstance(embedder, dict):
+        for key, default in (("normalize", True), ("backend", "torch")):
+            if (
+                key in embedder
+                and embedder[key] == default
+                and type(embedder[key]) is type(default)
+            ):
+                embedder.pop(key)
 
 
 def drop_server_locations(identity: dict[str, Any]) -> None:

