@@ -151,6 +151,20 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
+def llm_outcomes(extraction: dict[str, Any]) -> tuple[int, int, int]:
+    """Boundary-extraction replies used at the first try, after the retry, and the sessions
+    that fell back to lite: from the extraction's ``ExtractionReport`` (``llm``), or from the
+    counters a memory built before HingeMem's construction version 3 kept instead."""
+    if "llm" in extraction:
+        report = extraction["llm"]
+        return report["accepted_first"], report["accepted_retry"], report["fallbacks"]
+    return (
+        extraction.get("llm_first_try", 0),
+        extraction.get("llm_after_retry", 0),
+        extraction.get("fallback_lite", 0),
+    )
+
+
 def memory_table(files: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| source | conversation | sessions | turns | persons | times | locations | topics | hyperedges "
@@ -162,14 +176,10 @@ def memory_table(files: list[dict[str, Any]]) -> list[str]:
         rows = data["conversations"]
         for row in rows:
             extraction = row["stats"].get("extraction", {})
-            llm = (
-                f"{extraction.get('llm_first_try', 0)} / {extraction.get('llm_after_retry', 0)}"
-                if extraction.get("mode") == "llm"
-                else "-"
-            )
-            fallbacks = (
-                extraction.get("fallback_lite", "-") if extraction.get("mode") == "llm" else "-"
-            )
+            llm, fallbacks = "-", "-"
+            if extraction.get("mode") == "llm":
+                first, retry, fallbacks = llm_outcomes(extraction)
+                llm = f"{first} / {retry}"
             lines.append(
                 f"| {label} | {row['conversation_id']} | {row['sessions']} | {row['turns']} | "
                 + " | ".join(str(row[c]) for c in COLUMNS[:-1])

@@ -423,7 +423,7 @@ class CannedProvider:
 
     def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
         self.requests.append(request)
-        system, user = request.messages[0]["content"], request.messages[-1]["content"]
+        system, user = request.messages[0]["content"], request.messages[1]["content"]
         if system == BOUNDARY_PROMPT:
             text = (
                 json.dumps(GOOD_SESSION_1)
@@ -453,26 +453,33 @@ def test_llm_path_parses_good_replies_and_falls_back_on_garbage(services: Servic
     assert system.uses_llm and system.construction_identity()["construction_model"] == "fake:canned"
     memory = system.construct(tiny_conversation())
     stats = memory.stats["extraction"]
-    assert stats["llm_first_try"] == 1 and stats["fallback_lite"] == 1
-    assert stats["llm_after_retry"] == 0 and stats["times_dropped"] == 1
-    assert stats["parser"]["clean"] == 1 and stats["parser"]["unparseable"] == 2
+    report = stats["llm"]  # the shared helper's ExtractionReport
+    assert report["units"] == 2 and report["calls"] == 3
+    assert report["accepted_first"] == 1 and report["fallbacks"] == 1
+    assert report["retried"] == 1 and report["accepted_retry"] == 0
+    assert report["prompt_tokens"] == 30 and report["completion_tokens"] == 30
+    assert report["parse"]["clean"] == 1 and report["parse"]["unparseable"] == 2
+    assert report["problems"] == {"bad_json": 2} and stats["times_dropped"] == 1
     boundary = [r for r in provider.requests if r.messages[0]["content"] == BOUNDARY_PROMPT]
-    assert len(boundary) == 3  # session 1 once; session 2 once and once more with a reminder
-    retry = [r for r in boundary if "could not be used" in r.messages[-1]["content"]]
-    assert len(retry) == 1 and retry[0].params.json_schema is not None
+    assert len(boundary) == 3  # session 1 once; session 2 once and once more with a note
+    (retry,) = [r for r in boundary if len(r.messages) == 4]
+    assert retry.messages[2] == {"role": "assistant", "content": "Sure! Here it is: {oops"}
+    assert retry.messages[3]["content"].startswith("That reply could not be used: it was not")
+    assert retry.params.json_schema == constrained(BOUNDARY_SCHEMA)  # the grammar, retry too
     llm_edges = [e for e in memory.hyperedges if e.sessions == ["session_1"]]
     assert [e.turn_ids for e in llm_edges] == [["D1:1", "D1:2", "D1:3"], ["D1:4", "D1:5", "D1:6"]]
     assert llm_edges[1].reasons == ["change_person", "explicit_marker"]
     assert "person:bob" in memory.nodes and "topic:moving" in memory.nodes  # declared on use
     assert memory.common_topics == ["pottery class"] and memory.rare_topics == ["moving"]
-    assert memory.stats["topic_clustering"] == {"source": "llm"}
+    topics = memory.stats["topic_clustering"]
+    assert topics["source"] == "llm" and topics["llm"]["accepted_first"] == 1
 
     question = Question("q", "tiny", "Did Alice make pottery in May 2023?", "yes", "single_hop")
     system.prepare_queries([question])
     trace = system.explain(memory, question)
     assert trace.plan.source == "llm" and trace.plan.query_type == "judgement"
     assert trace.plan.priority == ("time",)
-    assert system.analysis_counts["llm"] == 1
+    assert system.query_report.accepted_first == 1 and system.query_report.fallbacks == 0
 
     # an unusable plan reply is asked for once (plus its retry) and counted once
     unusable = Question("u", "tiny", "Ask me anything?", "-", "single_hop")
@@ -480,7 +487,7 @@ def test_llm_path_parses_good_replies_and_falls_back_on_garbage(services: Servic
     system.prepare_queries([unusable])
     system.retrieve(memory, unusable)
     system.retrieve(memory, unusable)
-    assert len(provider.requests) == 2 and system.analysis_counts["rules_fallback"] == 1
+    assert len(provider.requests) == 2 and system.query_report.fallbacks == 1
     assert system.explain(memory, unusable).plan.source == "rules_fallback"
 
 
@@ -534,9 +541,10 @@ def test_llm_mode_with_the_embedded_backbone(services: Services, tmp_path: Path)
     conversation = tiny_conversation()
     memory = system.construct(conversation)
     stats = memory.stats["extraction"]
-    assert stats["sessions"] == 2
-    assert stats["llm_first_try"] + stats["llm_after_retry"] + stats["fallback_lite"] == 2
-    assert sum(stats["parser"].values()) >= 2
+    assert stats["sessions"] == 2 and stats["llm"]["units"] == 2
+    report = stats["llm"]
+    assert report["accepted_first"] + report["accepted_retry"] + report["fallbacks"] == 2
+    assert sum(report["parse"].values()) >= 2
     covered = {turn for edge in memory.hyperedges for turn in edge.turn_ids}
     assert covered == {turn.turn_id for turn in conversation.turns}
     loaded = system.load_memory(json.loads(json.dumps(system.dump_memory(memory))))

@@ -38,6 +38,7 @@ from memsys.hipporag import (
     distinct_facts,
 )
 from memsys.llm.backbone import Backbone
+from memsys.llm.structured import ExtractionReport, PendingJSON
 from memsys.nlp import PLACE_LABELS, resolve_time
 from memsys.propositions import (
     ADDRESSEE_PRONOUNS,
@@ -49,7 +50,6 @@ from memsys.propositions import (
     phrase_key,
     triples,
 )
-from memsys.structured import ExtractionReport, PendingJSON
 from memsys.types import Conversation, MemoryItem, Question, Retrieval
 
 from .episodic import (

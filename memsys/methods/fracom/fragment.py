@@ -1,9 +1,9 @@
 """FraCom §3.1, Fragment: utterances → propositions ``{Predicate, Argument: [...]}`` by the LLM.
 
 One :data:`~memsys.methods.fracom.prompts.FRAGMENT_PROMPT` per utterance, all sent at once
-through :class:`memsys.structured.PendingJSON` (one retry, then ``None`` so that the caller uses
-the lite extractor, counted in the report). The same prompt reads a question (§3.3: "we perform
-propositional representation on current utterances").
+through :class:`memsys.llm.structured.PendingJSON` (one retry, then ``None`` so that the caller
+uses the lite extractor, counted in the report). The same prompt reads a question (§3.3: "we
+perform propositional representation on current utterances").
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from memsys.llm.backbone import Backbone
+from memsys.llm.structured import ExtractionReport, PendingJSON
 from memsys.methods.fracom.prompts import FRAGMENT_MAX_TOKENS, FRAGMENT_PROMPT, FRAGMENT_SCHEMA
 from memsys.propositions import Proposition, Utterance, grounded, phrase_key
-from memsys.structured import ExtractionReport, PendingJSON
 
 #: Who says an utterance without a speaker (a question): the prompt needs a name for "I".
 UNKNOWN_SPEAKER = "Someone"

@@ -57,6 +57,7 @@ import networkx as nx
 from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.graph_store import graph_from_json, graph_to_json
 from memsys.llm.backbone import Backbone
+from memsys.llm.structured import ExtractionReport, PendingJSON
 from memsys.methods.fracom.fragment import fragment_requests, fragment_with_llm, read_fragments
 from memsys.methods.fracom.graph import (
     EMBEDDED_KINDS,
@@ -74,7 +75,6 @@ from memsys.propositions import (
     dialogue_utterances,
     time_notes,
 )
-from memsys.structured import ExtractionReport, PendingJSON
 from memsys.types import Conversation, MemoryItem, Question, Retrieval
 
 CONTEXT_MODES = ("propositions", "turns")

@@ -36,7 +36,7 @@ MAX_ARGUMENT_CHARS = 80
 #: Reply budget of one utterance: a full reply of :data:`MAX_PROPOSITIONS` propositions takes 246
 #: tokens with two one-word arguments each and 306 with three arguments of one to three words
 #: (SmolLM2's tokenizer); a reply cut off here fails to parse and is retried
-#: (:func:`memsys.structured.ask_json_many`).
+#: (:func:`memsys.llm.structured.ask_json_many`).
 FRAGMENT_MAX_TOKENS = 320
 
 #: The reply of :data:`FRAGMENT_PROMPT`.

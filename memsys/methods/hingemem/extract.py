@@ -3,24 +3,20 @@
 Part of :mod:`memsys.methods.hingemem` (papers/hingemem.txt §3.2.1, Eq. 1-3, Appendix A.1):
 one LLM call per session returns its elements and boundary memories (:data:`BOUNDARY_PROMPT`,
 :data:`BOUNDARY_SCHEMA`); one call per conversation picks common and rare topics
-(:data:`TOPIC_PROMPT`, :data:`TOPIC_SCHEMA`); :func:`ask_json_many` asks, validates and retries
-once (also used by the query analysis). The readings taken are in docs/methods/hingemem.md;
-:mod:`~.lite` is the classical substitute.
+(:data:`TOPIC_PROMPT`, :data:`TOPIC_SCHEMA`), asked, validated and retried once by the shared
+:func:`memsys.llm.structured.ask_json_many` (as is the query analysis) with the grammar
+:func:`constrained`. The readings taken are in docs/methods/hingemem.md; :mod:`~.lite` is the
+classical substitute.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memsys.llm.backbone import Backbone
-from memsys.llm.errors import LLMError
-from memsys.llm.flow import RequestFlow
-from memsys.llm.jsonout import JSONReplyParser
-from memsys.llm.types import LLMRequest, Message, SamplingParams
+from memsys.llm.types import Message
 from memsys.types import Session
 
 from .graph import (
@@ -85,11 +81,6 @@ from the input.
 Rules: pick 3 to 5 topics for each list; concise noun phrases only, no dates or explanations; \
 do not invent topics; no duplicates; keep the original wording and case. Output valid JSON only, \
 exactly of this shape: {"common_topics": ["..."], "rare_topics": ["..."]}"""
-
-REMINDER = (
-    "Your previous reply could not be used ({error}). Reply again with one JSON object that "
-    "follows the output schema exactly, and nothing else."
-)
 
 _MENTIONS = {
     "type": "array",
@@ -172,55 +163,6 @@ def constrained(schema: Mapping[str, Any], max_items: int = 8) -> dict[str, Any]
         result["items"] = constrained(result["items"], max_items)
         result["maxItems"] = min(result.get("maxItems", max_items), max_items)
     return result
-
-
-@dataclass
-class JSONAnswer:
-    """One structured LLM answer after at most one retry: ``value`` is ``None`` when unusable."""
-
-    value: Any
-    attempts: int
-    error: str | None = None
-
-
-def ask_json_many(
-    backbone: Backbone,
-    prompts: Sequence[Sequence[Message]],
-    params: SamplingParams,
-    parser: JSONReplyParser,
-    check: Callable[[int, Any], str | None] = lambda index, value: None,
-) -> list[JSONAnswer]:
-    """Ask every prompt; a reply that fails parsing, the schema or ``check(prompt index, value)``
-    is asked once more as a new request with :data:`REMINDER` appended. Failed requests are
-    absorbed (the caller falls back); a tripped breaker or a replay-mode cache miss propagates:
-    the run must stop. Prompts are independent of one another and a retry depends only on its
-    own first reply, so each request goes out as soon as it is known (:class:`RequestFlow`)."""
-    answers = [JSONAnswer(None, 0) for _ in prompts]
-    with RequestFlow[tuple[int, int]](backbone) as flow:
-        for index, prompt in enumerate(prompts):
-            flow.submit((index, 1), LLMRequest(tuple(prompt), params))
-        for (index, attempt), outcome in flow:
-            answer = answers[index]
-            answer.attempts = attempt
-            if isinstance(outcome, LLMError):
-                answer.error = f"request failed: {outcome}"
-                continue  # a failed request is not asked again
-            reply = parser.parse(outcome.text)
-            answer.error = reply.error if not reply.ok else check(index, reply.value)
-            if answer.error is None:
-                answer.value = reply.value
-            elif attempt == 1:
-                flow.submit(
-                    (index, 2), LLMRequest(_with_reminder(prompts[index], answer.error), params)
-                )
-    return answers
-
-
-def _with_reminder(prompt: Sequence[Message], error: str) -> tuple[Message, ...]:
-    """``prompt`` with :data:`REMINDER` (naming ``error``) appended to its last message."""
-    *earlier, last = prompt
-    reminder = REMINDER.format(error=error[:200])
-    return (*earlier, {"role": last["role"], "content": f"{last['content']}\n\n{reminder}"})
 
 
 def session_transcript(session: Session) -> str:

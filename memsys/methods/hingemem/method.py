@@ -13,7 +13,6 @@ plan → route → score (ξ = description cosine, + Q_S + Q_T) → sort → ada
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -24,8 +23,7 @@ import numpy as np
 
 from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.llm.backbone import Backbone
-from memsys.llm.jsonout import JSONReplyParser
-from memsys.llm.types import SamplingParams
+from memsys.llm.structured import ExtractionReport, Rejected, ask_json_many
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
 
 from .extract import (
@@ -33,7 +31,6 @@ from .extract import (
     BOUNDARY_SCHEMA,
     TOPIC_PROMPT,
     TOPIC_SCHEMA,
-    ask_json_many,
     boundary_messages,
     constrained,
     reply_to_memory,
@@ -125,7 +122,9 @@ class RetrievalTrace:
 class HingeMem(MemorySystem[LongTermMemory]):
     """Element-boundary hyperedges with query-adaptive retrieval (module docstring)."""
 
-    construction_version = 2
+    #: 3: LLM replies asked again by the shared helper (memsys.llm.structured: a new request
+    #: with the rejected reply and a note), failed requests retried too; stats from its report.
+    construction_version = 3
 
     def __init__(
         self,
@@ -149,10 +148,10 @@ class HingeMem(MemorySystem[LongTermMemory]):
             raise ValueError(f"retrieval.query_analysis must be llm or rules, got {analysis!r}")
         self.query_analysis = analysis
         self.uses_llm = extraction == "llm" and memory == "boundary"
-        self.analysis_counts: Counter[str] = Counter()
+        #: The LLM query analysis's cost and fallbacks (to the rules' plan), over every question.
+        self.query_report = ExtractionReport()
         self._plans: dict[tuple[str, datetime | None], QueryPlan] = {}
         self._unplanned: set[tuple[str, datetime | None]] = set()
-        self._query_parser = JSONReplyParser(QUERY_SCHEMA)
 
     # --- construction -------------------------------------------------------------------------
 
@@ -210,47 +209,34 @@ class HingeMem(MemorySystem[LongTermMemory]):
                 nodes += session_nodes
                 edges += session_edges
             return nodes, edges, {"extraction": stats}
-        backbone = self._backbone()
-        parser = JSONReplyParser(BOUNDARY_SCHEMA)
-        params = SamplingParams(
-            max_tokens=self.construction.max_tokens,
-            json_schema=constrained(BOUNDARY_SCHEMA, self.construction.grammar_max_items),
-        )
+        options = self.construction
+        report = ExtractionReport()
 
-        def check(index: int, value: Any) -> str | None:
+        def accept(index: int, value: Any) -> tuple[list[Node], list[Hyperedge], int] | Rejected:
             try:
-                reply_to_memory(value, sessions[index], self.construction.session_time_node)
+                return reply_to_memory(value, sessions[index], options.session_time_node)
             except (AttributeError, KeyError, TypeError, ValueError) as error:
-                return f"unusable boundary memories: {error!r}"
-            return None
+                return Rejected(f"its boundary memories were unusable ({error!r})")
 
-        prompts = [boundary_messages(session) for session in sessions]
-        answers = ask_json_many(backbone, prompts, params, parser, check)
-        outcome: Counter[str] = Counter()
-        for session, answer in zip(sessions, answers, strict=True):
-            if answer.value is not None:
-                session_nodes, session_edges, dropped = reply_to_memory(
-                    answer.value, session, self.construction.session_time_node
-                )
-                outcome["llm_first_try" if answer.attempts == 1 else "llm_after_retry"] += 1
-                outcome["times_dropped"] += dropped
-            else:
+        replies = ask_json_many(
+            self._backbone(),
+            [boundary_messages(session) for session in sessions],
+            schema=BOUNDARY_SCHEMA,
+            grammar=constrained(BOUNDARY_SCHEMA, options.grammar_max_items),
+            accept=accept,
+            max_tokens=options.max_tokens,
+            report=report,
+        )
+        times_dropped = 0
+        for session, reply in zip(sessions, replies, strict=True):
+            if reply is None:  # asked twice: the lite extractor (counted in the report)
                 session_nodes, session_edges = lite.extract(session)
-                outcome["fallback_lite"] += 1
-                outcome["request_failed"] += (answer.error or "").startswith("request failed")
+            else:
+                session_nodes, session_edges, dropped = reply
+                times_dropped += dropped
             nodes += session_nodes
             edges += session_edges
-        stats |= {
-            key: outcome[key]
-            for key in (
-                "llm_first_try",
-                "llm_after_retry",
-                "fallback_lite",
-                "request_failed",
-                "times_dropped",
-            )
-        }
-        stats["parser"] = parser.counts()
+        stats |= {"times_dropped": times_dropped, "llm": report.to_json()}
         return nodes, edges, {"extraction": stats}
 
     def _topics(
@@ -269,25 +255,25 @@ class HingeMem(MemorySystem[LongTermMemory]):
                 dict.fromkeys(by_lower[n.lower()] for n in map(str, names) if n.lower() in by_lower)
             )[:k]
 
-        def check(index: int, value: Any) -> str | None:
-            if not pick(value["common_topics"]) or not pick(value["rare_topics"]):
-                return "each list needs at least one topic from INPUT_TOPICS"
-            return None
+        def accept(index: int, value: Any) -> tuple[list[str], list[str]] | Rejected:
+            chosen = pick(value["common_topics"]), pick(value["rare_topics"])
+            if not chosen[0] or not chosen[1]:
+                return Rejected("each list needs at least one topic from INPUT_TOPICS")
+            return chosen
 
-        params = SamplingParams(
+        report = ExtractionReport()
+        (reply,) = ask_json_many(
+            self._backbone(),
+            [topic_messages(ranked)],
+            schema=TOPIC_SCHEMA,
+            grammar=constrained(TOPIC_SCHEMA, self.construction.grammar_max_items),
+            accept=accept,
             max_tokens=self.construction.topic_max_tokens,
-            json_schema=constrained(TOPIC_SCHEMA, self.construction.grammar_max_items),
+            report=report,
         )
-        parser = JSONReplyParser(TOPIC_SCHEMA)
-        (answer,) = ask_json_many(self._backbone(), [topic_messages(ranked)], params, parser, check)
-        if answer.value is None:
-            return common, rare, {"source": "frequency_fallback", "error": answer.error}
-        source = "llm" if answer.attempts == 1 else "llm_after_retry"
-        return (
-            pick(answer.value["common_topics"]),
-            pick(answer.value["rare_topics"]),
-            {"source": source},
-        )
+        if reply is None:
+            return common, rare, {"source": "frequency_fallback", "llm": report.to_json()}
+        return reply[0], reply[1], {"source": "llm", "llm": report.to_json()}
 
     def _backbone(self) -> Backbone:
         if self.services.backbone is None:
@@ -319,21 +305,25 @@ class HingeMem(MemorySystem[LongTermMemory]):
         )
         if not todo:
             return
-        backbone = self._backbone().with_stage("retrieval")
-        params = SamplingParams(
-            max_tokens=self.retrieval.analysis_max_tokens, json_schema=constrained(QUERY_SCHEMA)
+
+        def accept(index: int, value: Any) -> QueryPlan:
+            return plan_from_reply(value, todo[index].question_date or datetime(1970, 1, 1))
+
+        plans = ask_json_many(
+            self._backbone().with_stage("retrieval"),
+            [query_messages(q.question, q.question_date) for q in todo],
+            schema=QUERY_SCHEMA,
+            grammar=constrained(QUERY_SCHEMA),
+            accept=accept,
+            max_tokens=self.retrieval.analysis_max_tokens,
+            report=self.query_report,
         )
-        prompts = [query_messages(q.question, q.question_date) for q in todo]
-        answers = ask_json_many(backbone, prompts, params, self._query_parser)
-        for question, answer in zip(todo, answers, strict=True):
+        for question, plan in zip(todo, plans, strict=True):
             key = (question.question, question.question_date)
-            if answer.value is None:
-                self.analysis_counts["rules_fallback"] += 1
+            if plan is None:  # asked twice: the rules' plan (counted in the report)
                 self._unplanned.add(key)
-                continue
-            self.analysis_counts["llm" if answer.attempts == 1 else "llm_after_retry"] += 1
-            anchor = question.question_date or datetime(1970, 1, 1)
-            self._plans[key] = plan_from_reply(answer.value, anchor)
+            else:
+                self._plans[key] = plan
 
     def plan(self, memory: LongTermMemory, question: Question) -> QueryPlan:
         """The retrieval plan of ``question`` (LLM answers are made in :meth:`prepare_queries`)."""

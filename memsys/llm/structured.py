@@ -1,21 +1,32 @@
 """Schema-validated LLM extraction over many units, with one retry and a counted fallback.
 
-The ``extraction: llm`` pipelines ask the construction backbone for JSON once per unit (an
-utterance, a message, a scene). Small models return garbage often enough that a method has to
-survive it, and the tables have to show how often it happened. :func:`ask_json_many` does that
-the same way for every method:
+The one helper of every method that asks the LLM for JSON (FraCom, CAST, HingeMem). The
+``extraction: llm`` pipelines ask the construction backbone for JSON once per unit (an
+utterance, a message, a scene, a session, a question). Small models return garbage often enough
+that a method has to survive it, and the tables have to show how often it happened, counted the
+same way for every method so that fallback rates compare. :func:`ask_json_many` does that:
 
 1. every unit asked at once (up to the backbone's concurrency), each reply parsed by a
    :class:`~memsys.llm.jsonout.JSONReplyParser` and then checked by the method's ``accept``
-   (e.g. "every argument occurs in the sentence"), which returns the converted value or ``None``;
-2. every rejected unit asked once more as soon as its reply is rejected, as a *new* request: the
-   original messages, the rejected reply and a note saying what was wrong (a repeated identical
-   request would only be served the same reply from the response cache);
-3. units rejected twice come back as ``None``: the caller runs its lite extractor on them and the
-   :class:`ExtractionReport` counts them as fallbacks.
+   (e.g. "every argument occurs in the sentence"), which returns the converted value, ``None``
+   to reject it, or :class:`Rejected` to reject it saying why;
+2. every rejected unit (a failed request included) asked once more as soon as its reply is
+   rejected, as a *new* request: the original messages, the rejected reply and
+   :data:`RETRY_NOTE` saying what was wrong (a repeated identical request would only be served
+   the same reply from the response cache);
+3. units rejected twice come back as ``None``: the caller runs its substitute (a lite extractor,
+   the rules) on them and the :class:`ExtractionReport` counts them as fallbacks.
 
-A tripped backbone breaker (:class:`~memsys.llm.errors.BackboneUnavailableError`) is not caught:
-then the backbone is down and the run must stop rather than silently turn into a lite run.
+A tripped backbone breaker (:class:`~memsys.llm.errors.BackboneUnavailableError`) or a
+replay-mode cache miss is not caught: then the backbone is down (or a prompt changed) and the run
+must stop rather than silently turn into a lite run.
+
+The segmenters (:mod:`memsys.segment.base`: ``Segmenter.ask``/``ask_many``) make plain calls
+with no retry and meter them in a :class:`~memsys.segment.base.SegmentationCost`: its
+``llm_calls``, ``failed_calls``, ``prompt_tokens`` and ``completion_tokens`` are this report's
+``calls``, ``request_errors``, ``prompt_tokens`` and ``completion_tokens``, and the sum of its
+``fallbacks`` (by kind) is this report's ``fallbacks``; with no retry, ``retried`` and
+``accepted_retry`` would be 0.
 """
 
 from __future__ import annotations
@@ -37,6 +48,23 @@ RETRY_NOTE = (
     "That reply could not be used: {problem}. Answer again, following the instructions above, "
     "with only JSON in the form they give."
 )
+#: What :data:`RETRY_NOTE` says of a reply that ``accept`` rejected with a bare ``None``.
+REJECTED = "it did not take its content from the given text"
+#: The longest :class:`Rejected` reason a retry note quotes (a reason may hold a piece of the
+#: reply).
+MAX_PROBLEM_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """What ``accept`` returns to reject a reply and say why: ``reason`` completes
+    :data:`RETRY_NOTE`'s "That reply could not be used: ..." (a lower-case clause)."""
+
+    reason: str
+
+
+#: ``accept(index, value)``: the value the method keeps, or ``None``/:class:`Rejected`.
+Accept = Callable[[int, Any], T | Rejected | None]
 
 
 @dataclass
@@ -44,9 +72,10 @@ class ExtractionReport:
     """What one LLM extraction stage cost and how often it had to fall back.
 
     ``accepted_first``/``accepted_retry`` count units whose first/second reply was used;
-    ``fallbacks`` the units handed to the lite extractor; ``request_errors`` replies that never
-    came (the request failed for good); ``parse`` the JSON parser's outcome counts over all
-    replies; ``prompt_tokens``/``completion_tokens`` include cached replies (the method's cost).
+    ``fallbacks`` the units handed to the method's substitute (a lite extractor, rules);
+    ``request_errors`` replies that never came (the request failed for good); ``parse`` the JSON
+    parser's outcome counts over all replies; ``prompt_tokens``/``completion_tokens`` include
+    cached replies (the method's cost).
     """
 
     units: int = 0
@@ -85,17 +114,20 @@ def ask_json_many(
     prompts: Sequence[Sequence[Message]],
     *,
     schema: Mapping[str, Any],
-    accept: Callable[[int, Any], T | None],
+    accept: Accept[T],
     max_tokens: int,
     report: ExtractionReport,
+    grammar: Mapping[str, Any] | None = None,
 ) -> list[T | None]:
     """The accepted value of each prompt's JSON reply, ``None`` where both tries failed.
 
     ``accept(index, value)`` gets schema-valid JSON and returns what the method keeps, or
-    ``None`` to reject it (counted under ``problems['rejected']``).
+    ``None`` or :class:`Rejected` to reject it (counted under ``problems['rejected']``).
+    ``grammar`` is the schema sent to the provider to constrain decoding when it differs from
+    the ``schema`` replies are validated against (e.g. a stricter one); by default ``schema``.
     """
     with PendingJSON(
-        backbone, prompts, schema=schema, max_tokens=max_tokens, report=report
+        backbone, prompts, schema=schema, max_tokens=max_tokens, report=report, grammar=grammar
     ) as pending:
         return pending.results(accept)
 
@@ -117,18 +149,20 @@ class PendingJSON:
         schema: Mapping[str, Any],
         max_tokens: int,
         report: ExtractionReport,
+        grammar: Mapping[str, Any] | None = None,
     ) -> None:
         self._started = time.perf_counter()
         self._prompts = [tuple(prompt) for prompt in prompts]
         self._parser = JSONReplyParser(schema)
-        self._params = SamplingParams(max_tokens=max_tokens, json_schema=schema)
+        sent = schema if grammar is None else grammar
+        self._params = SamplingParams(max_tokens=max_tokens, json_schema=sent)
         self._report = report
         self._flow = RequestFlow[tuple[int, int]](backbone)
         report.units += len(self._prompts)
         for index, prompt in enumerate(self._prompts):
             self._send(index, 1, prompt)
 
-    def results(self, accept: Callable[[int, Any], T | None]) -> list[T | None]:
+    def results(self, accept: Accept[T]) -> list[T | None]:
         """Each unit's accepted value, ``None`` where both tries failed (see
         :func:`ask_json_many`); the retries go out as the first replies are rejected."""
         report = self._report
@@ -181,7 +215,7 @@ def _judge(
     index: int,
     reply: LLMResponse | LLMError,
     parser: JSONReplyParser,
-    accept: Callable[[int, Any], T | None],
+    accept: Accept[T],
     report: ExtractionReport,
 ) -> tuple[T | None, str | None]:
     """The accepted value, or ``None`` and what was wrong (also counted by kind)."""
@@ -192,8 +226,9 @@ def _judge(
     if not parsed.ok:
         return None, _problem(report, "bad_json", "it was not valid JSON of the requested form")
     value = accept(index, parsed.value)
-    if value is None:
-        return None, _problem(report, "rejected", "it did not take its content from the given text")
+    if value is None or isinstance(value, Rejected):
+        reason = value.reason[:MAX_PROBLEM_CHARS] if isinstance(value, Rejected) else REJECTED
+        return None, _problem(report, "rejected", reason)
     return value, None
 
 

@@ -1,0 +1,100 @@
+"""The one structured-output helper: accept/reject, the retry note, the grammar, the report."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from llm_fakes import make_backbone
+
+from memsys.llm import Completion, LLMRequest, ProviderError
+from memsys.llm.structured import (
+    MAX_PROBLEM_CHARS,
+    REJECTED,
+    RETRY_NOTE,
+    ExtractionReport,
+    Rejected,
+    ask_json_many,
+)
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+GRAMMAR = {**SCHEMA, "additionalProperties": False}
+
+
+class UnitProvider:
+    """Replies by the unit (the first message) and the attempt (2 messages: first, 4: retry)."""
+
+    model_id = "fake:units"
+    endpoint = "fake://units"
+
+    def __init__(self, replies: dict[tuple[str, int], str | Exception]) -> None:
+        self.replies = replies
+        self.requests: list[LLMRequest] = []
+
+    def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
+        self.requests.append(request)
+        attempt = 1 if len(request.messages) == 1 else 2
+        reply = self.replies[(request.messages[0]["content"], attempt)]
+        if isinstance(reply, Exception):
+            raise reply
+        return Completion(reply, 7, 3, "stop")
+
+
+def test_accept_rejects_with_a_reason_or_none_and_the_retry_says_why() -> None:
+    failing = ProviderError("bad request")  # permanent: the backbone does not retry it
+    provider = UnitProvider(
+        {
+            ("good", 1): '{"n": 1}',
+            ("odd", 1): '{"n": 3}',
+            ("odd", 2): '{"n": 5}',
+            ("none", 1): '{"n": -1}',
+            ("none", 2): '{"n": 2}',
+            ("garbage", 1): "no json",
+            ("garbage", 2): '{"n": 4}',
+            ("failing", 1): failing,
+            ("failing", 2): '{"n": 6}',
+        }
+    )
+    units = ["good", "odd", "none", "garbage", "failing"]
+
+    def accept(index: int, value: Any) -> int | Rejected | None:
+        if value["n"] < 0:
+            return None
+        if value["n"] % 2 and value["n"] > 1:
+            return Rejected("the number was odd " + "x" * 300)
+        return value["n"]
+
+    report = ExtractionReport()
+    values = ask_json_many(
+        make_backbone(provider),  # type: ignore[arg-type]
+        [[{"role": "user", "content": unit}] for unit in units],
+        schema=SCHEMA,
+        grammar=GRAMMAR,
+        accept=accept,
+        max_tokens=16,
+        report=report,
+    )
+    assert values == [1, None, 2, 4, 6]
+    notes = {r.messages[0]["content"]: r.messages for r in provider.requests if len(r.messages) > 1}
+    assert set(notes) == {"odd", "none", "garbage", "failing"}
+    assert notes["odd"][1] == {"role": "assistant", "content": '{"n": 3}'}
+    reason = ("the number was odd " + "x" * 300)[:MAX_PROBLEM_CHARS]
+    assert notes["odd"][2]["content"] == RETRY_NOTE.format(problem=reason)
+    assert notes["none"][2]["content"] == RETRY_NOTE.format(problem=REJECTED)
+    assert notes["failing"][1]["content"] == ""  # no reply came: the request is asked again
+    assert {json.dumps(r.params.json_schema) for r in provider.requests} == {json.dumps(GRAMMAR)}
+    assert report.to_json() | {"seconds": 0} == {
+        "units": 5,
+        "calls": 9,
+        "accepted_first": 1,
+        "retried": 4,
+        "accepted_retry": 3,
+        "fallbacks": 1,
+        "request_errors": 1,
+        "prompt_tokens": 56,
+        "completion_tokens": 24,
+        "seconds": 0,
+        "parse": report.to_json()["parse"],
+        "problems": {"bad_json": 1, "rejected": 3, "request_error": 1},
+    }
+    assert report.parse["unparseable"] == 1
