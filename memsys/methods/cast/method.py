@@ -7,7 +7,7 @@ nodes, query-to-triple linking, personalized PageRank, dense fallback; episodic 
 summaries embedded, kNN filtered by the question's persons, times and places), §3.3.3 and
 Algorithm 2 (fusion), and the ablations of §4.3.2. The pieces live beside this orchestration:
 :mod:`.episodic` (views → streams → scenes, scene search), :mod:`.fusion`, :mod:`.query`,
-:mod:`.prompts`, :mod:`memsys.hipporag`. ``extraction: lite`` replaces the LLM's NER,
+:mod:`.prompts`, :mod:`.extraction`, :mod:`memsys.hipporag`. ``extraction: lite`` replaces the LLM's NER,
 OpenIE and place extraction by spaCy (:mod:`memsys.propositions`) and scene summaries by an
 extractive one; ``query_analysis: lite`` reads the question with spaCy and skips HippoRAG2's LLM
 recognition filter (HippoRAG2's own "w/o filter" setting).
@@ -18,7 +18,7 @@ that implements each paper component, in the fidelity card ``docs/methods/cast.m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -41,12 +41,9 @@ from memsys.llm.backbone import Backbone
 from memsys.llm.structured import ExtractionReport, PendingJSON
 from memsys.nlp import PLACE_LABELS, resolve_time
 from memsys.propositions import (
-    ADDRESSEE_PRONOUNS,
-    SPEAKER_PRONOUNS,
     PropositionExtractor,
     Utterance,
     dialogue_utterances,
-    grounded,
     phrase_key,
     triples,
 )
@@ -64,11 +61,11 @@ from .episodic import (
     extractive_summary,
     search_scenes,
 )
+from .extraction import canonical_person, chosen_summaries, openie_accept
 from .fusion import FUSIONS, combine
 from .prompts import OPENIE_PROMPT, OPENIE_SCHEMA, SUMMARY_PROMPT, SUMMARY_SCHEMA
 from .query import QueryAnalysis, analyse_lite, analyse_llm, recognition_filter
 
-PRONOUNS = SPEAKER_PRONOUNS | ADDRESSEE_PRONOUNS
 QUERY_LINKING = ("triples", "entities")
 
 
@@ -250,7 +247,7 @@ class CAST(MemorySystem[CastMemory]):
         with self._summary_requests(scenes, lines, reports["summaries"]) as pending:
             extractive = self.extractive_summaries(scenes, lines)
             graph = build_graph(facts, self.services.embedder, self.synonym_threshold)
-            summaries = self._summaries(pending, extractive)
+            summaries = chosen_summaries(pending, extractive)
         scenes = [
             replace(s, summary=text, summary_source=source)
             for s, (text, source) in zip(scenes, summaries, strict=True)
@@ -279,7 +276,7 @@ class CAST(MemorySystem[CastMemory]):
                 phrases = [a for p in propositions for a in p.arguments]
                 facts.append((phrases, [t for p in propositions for t in triples(p)]))
             if pending is not None:
-                accept = self._openie_accept(utterances, facts)
+                accept = openie_accept(utterances, facts)
                 for i, found in enumerate(pending.results(accept)):
                     if found is not None:
                         persons[i], locations[i], facts[i] = found
@@ -300,39 +297,6 @@ class CAST(MemorySystem[CastMemory]):
             self._backbone(), prompts, schema=OPENIE_SCHEMA,
             max_tokens=self.openie_max_tokens, report=report,
         )  # fmt: skip
-
-    @staticmethod
-    def _openie_accept(
-        utterances: Sequence[Utterance], lite_facts: Sequence[PassageFacts]
-    ) -> Callable[[int, Any], tuple[list[str], str | None, PassageFacts] | None]:
-        """What an OpenIE reply keeps (``None``: the lite facts stand in). Names, the place and
-        triples' subjects and objects must occur in the message (or be a party to it); a reply
-        keeping no triple where the parse finds some is rejected."""
-
-        def accept(index: int, value: Any) -> tuple[list[str], str | None, PassageFacts] | None:
-            u = utterances[index]
-            names = [n for n in (u.speaker, u.addressee) if n]
-            persons = [
-                " ".join(p.split())
-                for p in value["persons"]
-                if p.strip()[:1].isupper()
-                and p.strip().lower() not in PRONOUNS
-                and grounded(p, u.text, names)
-            ]
-            place = " ".join(value["location"].split())
-            location = place if phrase_key(place) and grounded(place, u.text) else None
-            kept: list[Triple] = [
-                (" ".join(s.split()), " ".join(p.split()), " ".join(o.split()))
-                for s, p, o in value["triples"]
-                if all(phrase_key(part) for part in (s, p, o))
-                and grounded(s, u.text, names)
-                and grounded(o, u.text, names)
-            ]
-            if not kept and lite_facts[index][1]:
-                return None
-            return persons, location, ([part for s, _, o in kept for part in (s, o)], kept)
-
-        return accept
 
     def extractive_summaries(self, scenes: Sequence[Scene], lines: Sequence[str]) -> list[str]:
         """Each scene's extractive φ(s) over the conversation's ``speaker: text`` lines: the
@@ -364,21 +328,6 @@ class CAST(MemorySystem[CastMemory]):
             self._backbone(), prompts, schema=SUMMARY_SCHEMA,
             max_tokens=self.summary_max_tokens, report=report,
         )  # fmt: skip
-
-    @staticmethod
-    def _summaries(pending: PendingJSON | None, extractive: Sequence[str]) -> list[tuple[str, str]]:
-        """φ(s) for each scene: ``(summary, "llm" | "extractive")``."""
-        if pending is None:
-            return [(text, "extractive") for text in extractive]
-
-        def accept(index: int, value: Any) -> str | None:
-            summary = " ".join(value["summary"].split())
-            return summary if len(summary.split()) >= 3 else None
-
-        return [
-            (text, "llm") if text is not None else (fallback, "extractive")
-            for text, fallback in zip(pending.results(accept), extractive, strict=True)
-        ]
 
     # -- Retrieval -------------------------------------------------------------------------------
 
@@ -520,21 +469,6 @@ class CAST(MemorySystem[CastMemory]):
         if self.services.backbone is None:
             raise ValueError("CAST's llm mode needs a backbone (services.backbone)")
         return self.services.backbone
-
-
-def canonical_person(name: str, speakers: Sequence[str]) -> str:
-    """A mention as a speaker's name where it is one (``Mel`` → ``Melanie``: the same first name,
-    or a prefix of it of three letters or more, as LoCoMo's nicknames are), else as written.
-
-    >>> canonical_person("Mel", ["Caroline", "Melanie"]), canonical_person("Gina", ["Jon"])
-    ('Melanie', 'Gina')
-    """
-    first = name.split()[0].lower() if name.split() else ""
-    for speaker in speakers:
-        head = speaker.split()[0].lower() if speaker.split() else ""
-        if first and (first == head or (len(first) >= 3 and head.startswith(first))):
-            return speaker
-    return name
 
 
 def _last_time(memory: CastMemory) -> datetime | None:
