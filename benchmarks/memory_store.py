@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.files import replace_file
 from memsys.base import MemorySystem
+from memsys.files import replace_file
 from memsys.types import Conversation
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.data.paths import shown_path
-from benchmarks.files import replace_file, write_all
+from memsys.files import replace_file, write_all
 
 
 class RunInProgressError(RuntimeError):
@@ -173,7 +173,7 @@ def _append_line(fd: int, path: Path, line: bytes) -> None:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (:func:`benchmarks.files.replace_file`), so a full disk or
+    """Replace ``path`` with ``text`` (:func:`memsys.files.replace_file`), so a full disk or
     a kill leaves the old file rather than a cut one; a failure raises
     :class:`ResultsWriteError` naming ``path``."""
     try:

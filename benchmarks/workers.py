@@ -38,6 +38,7 @@ from benchmarks.harness import (
     construct_memory,
 )
 from benchmarks.settings import validate
+from memsys.files import available_cores
 from memsys.types import Conversation
 
 #: One unit of work: a conversation and the ids of its questions not logged yet.
@@ -47,13 +48,6 @@ Task = tuple[Conversation, list[str]]
 def peak_rss_mb() -> int:
     """This process's peak resident memory so far, in MB (Linux reports KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-
-
-def available_cores() -> int:
-    """The cores this process may run on (a container's or ``taskset``'s share, not the host's)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 @dataclass

@@ -225,8 +225,6 @@ class Embedder:
     def dim(self) -> int:
         """Vector dimension (loads the model)."""
         model = self.model()
-        if self.config.backend != "torch":
-            return int(model.dim)
         # sentence-transformers >= 5 renamed the method; keep older releases working.
         dimension = getattr(model, "get_embedding_dimension", None)
         return int(dimension() if dimension else model.get_sentence_embedding_dimension())
@@ -263,16 +261,13 @@ class Embedder:
     def _encode_with_model(self, texts: list[str]) -> np.ndarray:
         model = self.model()
         started = time.perf_counter()
-        if self.config.backend != "torch":
-            vectors = model.encode(texts, self.config.batch_size, self.config.normalize)
-        else:
-            vectors = model.encode(
-                texts,
-                batch_size=self.config.batch_size,
-                normalize_embeddings=self.config.normalize,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+        vectors = model.encode(
+            texts,
+            batch_size=self.config.batch_size,
+            normalize_embeddings=self.config.normalize,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         self.encode_seconds += time.perf_counter() - started
         self.model_calls += 1
         self.texts_encoded += len(texts)

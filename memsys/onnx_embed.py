@@ -18,15 +18,15 @@ sentence-transformers sorts them), and the vectors come back in the callers' ord
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from collections.abc import Sequence
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from memsys.files import available_cores, replace_with
 
 #: What each ONNX backend is: ``onnx`` is the exported fp32 graph, ``onnx-int8`` its dynamic int8
 #: quantization.
@@ -49,25 +49,6 @@ def onnx_path(directory: Path, model: str, backend: str) -> Path:
         raise ValueError(f"not an ONNX backend: {backend!r}; expected one of {list(ONNX_BACKENDS)}")
     safe = re.sub(r"[^A-Za-z0-9._-]+", "--", model.strip("/"))
     return directory / f"{safe}-{backend}.onnx"
-
-
-def _temporary(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
-
-
-def _replace_with(path: Path, write: Any) -> None:
-    """Write ``path`` through ``write(temporary)`` and one rename; the temporary goes on failure."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = _temporary(path)
-    try:
-        write(temporary)
-        with open(temporary, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with suppress(OSError):
-            temporary.unlink(missing_ok=True)
-        raise
 
 
 def _pipeline(model_dir: str) -> tuple[Any, bool]:
@@ -151,7 +132,7 @@ def export_fp32(model_dir: str, path: Path) -> None:
                 dynamo=False,
             )
 
-    _replace_with(path, write)
+    replace_with(path, write)
 
 
 def export_int8(fp32: Path, path: Path) -> None:
@@ -162,7 +143,7 @@ def export_int8(fp32: Path, path: Path) -> None:
     settings to ~0.99; the embedding tables stay fp32."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    _replace_with(
+    replace_with(
         path,
         lambda temporary: quantize_dynamic(
             fp32,
@@ -173,13 +154,6 @@ def export_int8(fp32: Path, path: Path) -> None:
             op_types_to_quantize=["MatMul"],
         ),
     )
-
-
-def available_cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _session(path: Path, device: str) -> Any:
@@ -221,8 +195,9 @@ def load_session(model_dir: str, directory: Path, model: str, backend: str, devi
 class OnnxEncoder:
     """Encodes texts with an exported graph: the model's tokenizer, batches of similar length.
 
-    ``tokenizer`` and ``max_seq_length`` are those a SentenceTransformer has, for callers that
-    measure the embedder's window (ES-Mem's boundary)."""
+    It answers the part of SentenceTransformer's interface the embedder uses (``encode``,
+    ``get_embedding_dimension``, ``tokenizer``, ``max_seq_length``), so that
+    :class:`memsys.embed.Embedder` treats both alike."""
 
     def __init__(self, model_dir: str, directory: Path, model: str, backend: str, device: str):
         from transformers import AutoTokenizer
@@ -233,8 +208,18 @@ class OnnxEncoder:
         self._inputs = {node.name for node in self.session.get_inputs()}
         self.dim = int(self.session.get_outputs()[0].shape[-1])
 
-    def encode(self, texts: Sequence[str], batch_size: int, normalize: bool) -> np.ndarray:
-        """Vectors for ``texts`` in order (L2-normalized when ``normalize``), float32."""
+    def get_embedding_dimension(self) -> int:
+        return self.dim
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 32,
+        normalize_embeddings: bool = False,
+        **_: Any,
+    ) -> np.ndarray:
+        """Vectors for ``texts`` in order (L2-normalized when ``normalize_embeddings``), float32;
+        SentenceTransformer's other options (numpy output, no progress bar) are what it does."""
         order = np.argsort([-len(text) for text in texts], kind="stable")
         vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
@@ -253,7 +238,7 @@ class OnnxEncoder:
                 ).astype(np.int64)
             (output,) = self.session.run(None, feed)
             vectors[rows] = output
-        if normalize:
+        if normalize_embeddings:
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors /= np.maximum(norms, 1e-12)
         return vectors

@@ -28,7 +28,7 @@ import numpy as np
 
 from benchmarks.data import iter_longmemeval, load_locomo
 from memsys.embed import BACKENDS, Embedder, EmbedderConfig, EmbeddingCache, resolve_model
-from memsys.onnx_embed import available_cores
+from memsys.files import available_cores
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 

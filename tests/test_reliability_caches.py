@@ -470,7 +470,7 @@ def test_a_memory_that_cannot_be_stored_is_used_and_leaves_no_part_file(
     def disk_full(descriptor: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr("benchmarks.files.os.fsync", disk_full)
+    monkeypatch.setattr("memsys.files.os.fsync", disk_full)
     with caplog.at_level(logging.WARNING, logger="benchmarks.memory_store"):
         memory, loaded = store.load_or_build(system, conversation)
     assert not loaded and memory.items

@@ -26,7 +26,7 @@ from pathlib import Path
 from benchmarks.data import sources
 from benchmarks.data.longmemeval import ARCHIVES, RECONSTRUCTED_S
 from benchmarks.data.paths import resolve_data_dir
-from benchmarks.files import replace_file
+from memsys.files import replace_file
 
 HERE = Path(__file__).parent
 CHECKSUMS = HERE / "checksums.sha256"

@@ -27,7 +27,6 @@ every core, for an idle machine). Each passage is compressed once (cache).
 from __future__ import annotations
 
 import bisect
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from memsys.compression.base import CachedCompressor, CompressorUnavailableError, Passage
+from memsys.files import available_cores
 from memsys.kvstore import SQLiteKV
 from memsys.llm.providers.llamacpp import BUILD_HINT, locate_gguf
 
@@ -75,7 +75,7 @@ class SelfInformationCompressor(CachedCompressor):
         super().__init__(rate=rate, store=store)
         self.gguf = locate_gguf(model_path, package)
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or len(os.sched_getaffinity(0))
+        self.n_threads = n_threads or available_cores()
         self.tokens_scored = 0
         self._model: Any = None
 

@@ -11,12 +11,12 @@ evaluated from an empty context, so a reply does not depend on which request ran
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memsys.files import available_cores
 from memsys.llm.errors import ProviderError, ProviderUnavailableError
 from memsys.llm.types import Completion, LLMRequest
 
@@ -80,7 +80,7 @@ class LlamaCppProvider:
             from llama_cpp import Llama
         except ImportError as error:
             raise ProviderUnavailableError(BUILD_HINT) from error
-        threads = config.n_threads or len(os.sched_getaffinity(0))
+        threads = config.n_threads or available_cores()
         self.model_id = f"llamacpp:{gguf.name}:{gguf.stat().st_size}"
         self.endpoint = f"in-process llama.cpp ({gguf.name})"
         self._lock = threading.Lock()
