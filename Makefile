@@ -19,10 +19,11 @@ SUBSET ?= smoke
 # 1024, the 135M embedded reader, three judge protocols and the judge's probes, the offline smoke
 # table takes about 4.5 minutes per run on 2 cores from a cold cache (12 runs: about an hour).
 BUDGET ?= 1024
-# Table 2: conf/experiment/table2.yaml on LongMemEval-S (default: 30 questions stratified by type,
-# offline; LME_SUBSET=full for the paper setting). TABLE2_METHODS=a,b runs only those methods.
+# Table 2: conf/experiment/table2.yaml on LongMemEval-S (default: 12 questions stratified by type,
+# offline, about an hour on 2 cores from a cold cache; LME_SUBSET=lme30, 30 questions, about 2.5
+# hours; LME_SUBSET=full for the paper setting). TABLE2_METHODS=a,b runs only those methods.
 TABLE2_METHODS ?=
-LME_SUBSET ?= lme30
+LME_SUBSET ?= lme12
 # Retrieval-only comparison (no LLM): conf/experiment/retrieval.yaml, lite mode, full LoCoMo.
 RETRIEVAL_METHODS ?=
 # The same on LongMemEval-S, with SeCom's compression off: offline self-information compression
@@ -105,7 +106,7 @@ reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 
 	$(PY) -m benchmarks.run -m +experiment=table1 $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) progress=$(PROGRESS)
 	$(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) --out results/table1
 
-reproduce-table2:  ## Table 2 (default: offline lme30 setting, embedded SmolLM2 reader and judge)
+reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 reader and judge)
 	@if [ "$(LME_SUBSET)" != full ]; then echo "NOTE: offline $(LME_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting"; fi
 	$(PY) -m benchmarks.run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) answer.context_budget=$(BUDGET) progress=$(PROGRESS)
 	$(PY) -m benchmarks.report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(BUDGET) --out results/table2

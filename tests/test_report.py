@@ -484,9 +484,9 @@ def test_table_2_columns_cover_every_longmemeval_type() -> None:
     assert set(LONGMEMEVAL_TYPES) == set(LONGMEMEVAL_CATEGORIES.values())
 
 
-def test_table2_experiment_composes_the_lme30_grid() -> None:
+def test_table2_experiment_composes_the_lme12_grid() -> None:
     cfg = compose_with_hydra(["+experiment=table2"])
-    assert (cfg.dataset.name, cfg.dataset.variant, cfg.subset.name) == ("longmemeval", "s", "lme30")
+    assert (cfg.dataset.name, cfg.dataset.variant, cfg.subset.name) == ("longmemeval", "s", "lme12")
     assert cfg.answer.template == "uniform" and cfg.answer.context_budget == 1024
     methods = sweep_values(cfg.hydra.sweeper.params.method)
     table1 = sweep_values(compose_with_hydra(["+experiment=table1"]).hydra.sweeper.params.method)
