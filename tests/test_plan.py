@@ -147,7 +147,7 @@ def test_the_sweep_is_the_one_a_multirun_makes() -> None:
     """The experiment's sweep crossed; a command-line sweep of a key replaces the experiment's."""
     grid = sweep(["+experiment=paper_locomo"])
     assert grid.axes == ["paper", "backbone"]
-    assert len(grid.points) == 11 * 3
+    assert len(grid.points) == 13 * 3
     assert grid.label(grid.points[0]) == {"paper": "zero_history", "backbone": "qwen2.5-3b"}
     narrowed = sweep(["+experiment=paper_locomo", "paper=esmem,cast", "backbone=gpt-4o-mini"])
     assert narrowed.axes == ["paper"]
