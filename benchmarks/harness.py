@@ -166,7 +166,7 @@ def answer_batch(
     records = []
     for i, p in enumerate(prepared):
         record = build_record(p, replies[i], verdicts.get(i))
-        if settings.dataset == "longmemeval":
+        if settings.spec.longmemeval_scores:
             record["ranking"] = ranking_metrics(p.question, p.retrieval, session_of)
         records.append(record)
     return records

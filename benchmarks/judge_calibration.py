@@ -15,21 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.data.specs import spec_of
 from benchmarks.metrics.judge import ABSTENTION_RULE, PROTOCOLS
 from benchmarks.metrics.judge_probes import EXPECTED, probe_counts, read_probes
 from benchmarks.summary import OTHER_JUDGE_PREFIX
 
-#: ``judge_acc``'s protocol for runs logged before datasets declared one.
-EARLIER_PROTOCOLS = {"locomo": "mem0", "longmemeval": "longmemeval"}
 #: A judge that accepts more than this share of known-wrong answers, or rejects more than this
 #: share of known-right ones, grades nothing a table should report as accuracy.
 UNTRUSTED_SHARE = 0.5
 
 
 def own_protocol(config: Mapping[str, Any]) -> str:
-    """The protocol of a run's ``judge_acc``: its dataset's own."""
-    dataset = config.get("dataset") or {}
-    return dataset.get("judge_protocol") or EARLIER_PROTOCOLS.get(dataset.get("name"), "mem0")
+    """The protocol of a run's ``judge_acc``: its dataset's own (for runs logged before the
+    dataset config declared one, the spec's :attr:`~DatasetSpec.earlier_judge_protocol`)."""
+    declared = (config.get("dataset") or {}).get("judge_protocol")
+    return declared or spec_of(config).earlier_judge_protocol
 
 
 def protocol_of(score: str, own: str) -> str:

@@ -30,7 +30,6 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from benchmarks.cli import run_or_exit
-from benchmarks.data import iter_longmemeval, load_locomo
 from benchmarks.data.paths import resolve_data_dir, shown_path
 from benchmarks.harness import (
     ConstructionCounts,
@@ -76,9 +75,7 @@ def conversations_source(
     settings: RunSettings, data_dir: Path
 ) -> Callable[[], Iterable[Conversation]]:
     """A factory of fresh conversation streams for the configured dataset."""
-    if settings.dataset == "locomo":
-        return lambda: load_locomo(str(data_dir), settings.dataset_file or "")
-    return lambda: iter_longmemeval(settings.variant, data_dir)  # type: ignore[arg-type]
+    return settings.spec.source(settings.variant, settings.dataset_file, data_dir)
 
 
 def answer_pending(

@@ -19,6 +19,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from benchmarks.answering.context import CONTEXT_ORDERS
 from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.data.specs import DATASET_SPECS, DatasetSpec
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.subsets import SubsetSpec
 from memsys.embed import BACKENDS
@@ -48,7 +49,6 @@ SERVER_LOCATION_KEYS = ("base_url", "base_url_env", "api_key_env")
 BACKBONE_KEYS = ("backbone", "construction.backbone", "judge.backbone")
 #: Retry settings that must be above zero (the other numbers may be zero: no backoff).
 POSITIVE_RETRY_SETTINGS = ("request_timeout_s",)
-DATASETS = {"locomo": (None,), "longmemeval": ("s", "oracle")}
 _ABSENT = object()
 MANDATORY = "missing: a mandatory value (???) that no config or override sets"
 CACHE_MODES = ("readwrite", "replay", "off")
@@ -92,6 +92,11 @@ class RunSettings:
     workers: int
     #: Memories an llm-mode method on a server builds at once (:mod:`benchmarks.memories_ahead`).
     memories_at_once: int
+
+    @property
+    def spec(self) -> DatasetSpec:
+        """The dataset's traits (:mod:`benchmarks.data.specs`)."""
+        return DATASET_SPECS[self.dataset]
 
     @property
     def needs_reader(self) -> bool:
@@ -169,8 +174,11 @@ def _choice(cfg: DictConfig, key: str, choices: tuple[Any, ...]) -> Any:
 
 def validate(cfg: DictConfig) -> RunSettings:
     """Check every key the runner reads; raise :class:`ConfigError` naming the first bad one."""
-    dataset = _choice(cfg, "dataset.name", tuple(DATASETS))
-    variant = None if dataset == "locomo" else _choice(cfg, "dataset.variant", DATASETS[dataset])
+    dataset = _choice(cfg, "dataset.name", tuple(DATASET_SPECS))
+    spec = DATASET_SPECS[dataset]
+    variant = (
+        None if None in spec.variants else _choice(cfg, "dataset.variant", tuple(spec.variants))
+    )
     if not OmegaConf.select(cfg, "method._target_"):
         raise ConfigError("method._target_", "missing: pick a method, e.g. method=turn_rag_dense")
     if not OmegaConf.select(cfg, "backbone.provider._target_"):
@@ -194,7 +202,7 @@ def validate(cfg: DictConfig) -> RunSettings:
     settings = RunSettings(
         dataset=dataset,
         variant=variant,
-        dataset_file=str(_get(cfg, "dataset.file")) if dataset == "locomo" else None,
+        dataset_file=str(_get(cfg, "dataset.file")) if spec.reads_file else None,
         subset=subset,
         template=template,
         context_budget=_positive_int(cfg, "answer.context_budget"),

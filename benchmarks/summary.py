@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.data.specs import dataset_spec
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.metrics.stats import MIN_CLUSTERS, bootstrap_ci, resampling_unit
 from benchmarks.settings import RunSettings
@@ -232,7 +233,7 @@ def summarize_run(
             "skipped_no_evidence": len(records) - len(recalls.values),
         },
     }
-    if settings.dataset == "longmemeval":
+    if dataset_spec(settings.dataset).longmemeval_scores:
         summary["longmemeval"] = longmemeval_summary(records, settings.seed, unit=unit)
     summary["context_tokens"] = {
         "mean": mean_or_none(tokens),

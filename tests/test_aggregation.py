@@ -89,7 +89,7 @@ def test_summary_line_and_table_header_give_the_same_reason() -> None:
             own=count == n, requested=unit, clustered=interval["unit"] == "conversation"
         )
         assert found == expected
-        line, header = interval_line(interval), interval_description([cell], unit, False)
+        line, header = interval_line(interval), interval_description([cell], unit, "conversation")
         own = "its own conversation"
         assert (own in line, own in header) == (expected == "own",) * 2
         assert ("as asked" in line, "as asked" in header) == (expected == "asked",) * 2

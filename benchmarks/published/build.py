@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.data.paths import shown_path
+from benchmarks.data.specs import named_spec
 from benchmarks.published.cells import (
     PAPERS,
     PUBLISHED,
@@ -107,7 +108,7 @@ def build_paper_report(
             lines.append(Line(cell, run, found, differences(cell, run) if run else ()))
     notes = [missing, unfinished_runs_line(configs, dataset, subset, where)]
     measured = [line.measured for line in lines if line.measured is not None]
-    intervals = interval_description(measured, "conversation", dataset.startswith("longmemeval"))
+    intervals = interval_description(measured, "conversation", named_spec(dataset).memory_name)
     header = header_lines(dataset, subset, where, runs_dir, intervals)
     header += [note for note in notes if note]
     title = f"{TITLES[dataset]}: published numbers beside the paper grid"

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from omegaconf import OmegaConf
 
+from benchmarks.data.specs import spec_of
 from benchmarks.judge_calibration import own_protocol
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.published.cells import PublishedCell
@@ -82,10 +83,11 @@ def dataset_difference(cell: PublishedCell, run: Run) -> str | None:
 
 
 def adversarial_difference(cell: PublishedCell, run: Run) -> str | None:
-    """On LoCoMo's Overall only: whether the adversarial questions count, as the paper did."""
-    on_locomo = lookup(run.config, "dataset.name", None) == "locomo"
+    """On Overall, for a dataset with LoCoMo's adversarial category only: whether the
+    adversarial questions count, as the paper did."""
+    counted = spec_of(run.config).adversarial_category
     policy = run.config.get("adversarial", "exclude")
-    if not on_locomo or cell.scope != "overall" or policy == cell.paper.adversarial:
+    if not counted or cell.scope != "overall" or policy == cell.paper.adversarial:
         return None
     return f"adversarial questions {policy}d in Overall (paper: {cell.paper.adversarial}d)"
 

@@ -3,6 +3,7 @@ runs with everything each was measured with, and the published cells not shown."
 
 from __future__ import annotations
 
+from benchmarks.data.specs import spec_of
 from benchmarks.published.build import PaperReport
 from benchmarks.report import (
     Cell,
@@ -32,11 +33,10 @@ def run_cells(run: Run | None) -> list[str]:
     """Reader, memory and subset of a measured number, or "not run"."""
     if run is None:
         return ["—", "—", "—"]
-    longmemeval = lookup(run.config, "dataset.name", None) == "longmemeval"
     return [
         str(lookup(run.config, "backbone.name", "?")),
         extraction_description(run.config) or "none (baseline)",
-        subset_description(run.config.get("subset", {}), longmemeval),
+        subset_description(run.config.get("subset", {}), spec_of(run.config)),
     ]
 
 

@@ -7,15 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.data.specs import DatasetSpec, dataset_spec
 from benchmarks.judge_calibration import calibration_lines
 from benchmarks.metrics.stats import INTERVAL_UNITS
 from benchmarks.report.conditions import check_one_run_per_row, shared_conditions, with_variants
 from benchmarks.report.header import (
     code_line,
-    default_title,
     header_lines,
     invalid_rows_line,
-    is_longmemeval,
     stale_rows_line,
     statistics_line,
 )
@@ -44,7 +43,8 @@ class Report:
     metric: str
     categories: list[str]
     rows: list[Row]
-    longmemeval: bool
+    #: The dataset's traits: LongMemEval's own scores, the default title and output path.
+    dataset: DatasetSpec
     #: Every score name the runs carry: the F1s, BLEU-1, ``judge_acc`` and the other judge
     #: protocols' ``judge_acc_<protocol>`` (:func:`benchmarks.summary.score_names`).
     scores: tuple[str, ...]
@@ -83,16 +83,18 @@ def build_report(
     shared = shared_conditions(runs)
     check_one_run_per_row(runs)
     categories = category_order(runs)
-    longmemeval = is_longmemeval(shared)
+    spec = dataset_spec(shared["dataset"].get("name"))
     names = score_names(record for run in runs for record in run.records)
     rows = sorted(
         (
-            build_row(run, categories, longmemeval, max_failure_share, interval_unit, names)
+            build_row(
+                run, categories, spec.longmemeval_scores, max_failure_share, interval_unit, names
+            )
             for run in runs
         ),
         key=row_order,
     )
-    for tested in (metric, "judge_acc") if longmemeval else (metric,):
+    for tested in (metric, "judge_acc") if spec.longmemeval_scores else (metric,):
         add_p_values(rows, tested, interval_unit)
     mark_stale(rows)
     notes = [
@@ -103,12 +105,12 @@ def build_report(
         stale_rows_line(rows),
     ]
     return Report(
-        title or default_title(longmemeval),
+        title or spec.table,
         header_lines(shared, metric, runs_dir, statistics_line(shared, metric, rows, interval_unit))
         + [note for note in notes if note],
         metric,
         categories,
         rows,
-        longmemeval,
+        spec,
         names,
     )

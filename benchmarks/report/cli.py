@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    out = args.out or Path("results/table2" if report.longmemeval else "results/table1")
+    out = args.out or Path(report.dataset.table_path)
     for path in write_report(report, in_repo(out)):
         print(path)
     return 0

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.data.paths import shown_path
+from benchmarks.data.specs import DatasetSpec, dataset_spec
 from benchmarks.metrics.stats import MIN_CLUSTERS
 from benchmarks.provenance import UNKNOWN
 from benchmarks.report.naming import judge_description
@@ -23,26 +24,17 @@ SCORER_DEFINITIONS = {
     "per-category rules)",
 }
 BLEU_DEFINITION = "bleu1, sentence BLEU-1 (weights (1,0,0,0), smoothing method 1)"
-LONGMEMEVAL_VARIANTS = {
-    "s": "LongMemEval-S, each question with its haystack of about 115k tokens",
-    "oracle": "LongMemEval oracle, each question with its evidence sessions only",
-}
 ADVERSARIAL_POLICY = {
     "exclude": "adversarial questions excluded from overall means (mem0); shown per category",
     "include": "adversarial questions included in overall means (A-Mem)",
 }
 
 
-def is_longmemeval(shared: dict[str, Any]) -> bool:
-    """Whether the table is LongMemEval's (Table 2) rather than LoCoMo's."""
-    return shared["dataset"].get("name") == "longmemeval"
-
-
-def subset_description(subset: dict[str, Any], longmemeval: bool) -> str:
+def subset_description(subset: dict[str, Any], spec: DatasetSpec) -> str:
     """The subset in words; a cut-down subset says plainly that it is not the paper setting."""
     name = subset.get("name")
     conversations, questions = subset.get("conversations"), subset.get("max_questions")
-    if longmemeval:
+    if spec.own_memory_per_question:
         if conversations is None and questions is None:
             return f"{name} (every question)"
         first = f" of the first {conversations}" if conversations else ""
@@ -61,10 +53,11 @@ def subset_description(subset: dict[str, Any], longmemeval: bool) -> str:
 
 
 def dataset_description(dataset: dict[str, Any]) -> str:
-    """Dataset name and file, or LongMemEval's variant in words."""
-    if dataset.get("name") == "longmemeval":
-        variant = dataset.get("variant")
-        return f"longmemeval_{variant} ({LONGMEMEVAL_VARIANTS.get(variant, 'unknown variant')})"
+    """Dataset name and file, or its variant in words."""
+    spec = dataset_spec(dataset.get("name"))
+    variant = dataset.get("variant")
+    if None not in spec.variants:
+        return f"{dataset.get('name')}_{variant} ({spec.describe(variant)})"
     where = dataset.get("file") or dataset.get("variant")
     return f"{dataset.get('name')} ({where})" if where else str(dataset.get("name"))
 
@@ -72,11 +65,11 @@ def dataset_description(dataset: dict[str, Any]) -> str:
 def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics: str) -> list[str]:
     """What a reader needs to know to compare the table with another one; ``statistics`` is
     :func:`statistics_line`."""
-    longmemeval = is_longmemeval(shared)
+    spec = dataset_spec(shared["dataset"].get("name"))
     answered = "answer.template" in shared
     lines = [
         f"Dataset: {dataset_description(shared['dataset'])}",
-        f"Subset: {subset_description(shared['subset'], longmemeval)}; seed {shared['seed']}",
+        f"Subset: {subset_description(shared['subset'], spec)}; seed {shared['seed']}",
         f"F1 scorer: {SCORER_DEFINITIONS[metric]}; BLEU-1: {BLEU_DEFINITION}",
         "Models: Backbone = the reader (answers); Extraction = lite (no LLM) or llm (the model "
         "that built the memory)" + ("; the judge below" if answered else ""),
@@ -94,12 +87,11 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics
             f"Retrieval only (no answer prompt), context budget "
             f"{shared['answer.context_budget']} tokens"
         )
-    evidence = "LongMemEval's has_answer turns" if longmemeval else "the dataset's evidence turns"
     lines.append(
-        f"Evidence recall: share of a question's evidence ({evidence}) in the context handed to "
-        "the reader; All evidence: share of questions with all of it there"
+        f"Evidence recall: share of a question's evidence ({spec.evidence}) in the context handed "
+        "to the reader; All evidence: share of questions with all of it there"
     )
-    if longmemeval:
+    if spec.longmemeval_scores:
         if answered:
             lines.append(
                 "LongMemEval accuracy: judge_acc per question type (n = questions of the type, "
@@ -112,7 +104,7 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics
             "as LongMemEval's print_retrieval_metrics.py reports them; _abs questions, and the "
             "turn level of questions without has_answer turns, are skipped (n = questions scored)"
         )
-    else:
+    if spec.adversarial_category:
         lines.append(
             f"Adversarial: {ADVERSARIAL_POLICY.get(shared['adversarial'], shared['adversarial'])}"
         )
@@ -145,7 +137,7 @@ def table_cells(rows: Sequence[Row]) -> list[Cell]:
     return [found for found in cells if found is not None]
 
 
-def interval_description(cells: Sequence[Cell], unit: str, longmemeval: bool) -> str:
+def interval_description(cells: Sequence[Cell], unit: str, memory_name: str) -> str:
     """The intervals in words: the unit their bootstrap resampled, how many conversations the
     questions come from, and, where questions were resampled on LoCoMo, why and that the
     intervals then understate uncertainty (questions of one conversation share its memory)."""
@@ -160,10 +152,9 @@ def interval_description(cells: Sequence[Cell], unit: str, longmemeval: bool) ->
         clustered=bool(clustered),
     )
     if case == "own":
-        own = "haystack" if longmemeval else "conversation"
         return (
             f"95% percentile bootstrap CIs resampling questions ({resampled}; each question has "
-            f"its own {own}, so the questions are the clusters)"
+            f"its own {memory_name}, so the questions are the clusters)"
         )
     if case == "asked":
         return (
@@ -193,14 +184,14 @@ def interval_description(cells: Sequence[Cell], unit: str, longmemeval: bool) ->
 
 def statistics_line(shared: dict[str, Any], metric: str, rows: Sequence[Row], unit: str) -> str:
     """The header's Statistics line: the intervals' unit and the p-values' test."""
-    longmemeval = is_longmemeval(shared)
-    both = longmemeval and "answer.template" in shared
+    spec = dataset_spec(shared["dataset"].get("name"))
+    both = spec.longmemeval_scores and "answer.template" in shared
     tested = f"{metric} (Overall) and on judge_acc (LongMemEval accuracy)" if both else metric
     units = {c.unit for row in rows for c in row.comparisons.values()}
     resampling = f"resampling {units.pop()}s" if len(units) == 1 else "resampling as the CIs do"
     return (
         f"Statistics: means over questions with "
-        f"{interval_description(table_cells(rows), unit, longmemeval)}; p = two-sided paired "
+        f"{interval_description(table_cells(rows), unit, spec.memory_name)}; p = two-sided paired "
         f"bootstrap on {tested} vs the best baseline of the same backbone, paired by question, "
         f"{resampling}"
     )
@@ -250,8 +241,3 @@ def invalid_rows_line(rows: Sequence[Row], max_failure_share: float) -> str | No
         "questions failed (answer or verdict; rerun the config to ask them again): their means "
         "leave the failures out and do not stand for the method"
     )
-
-
-def default_title(longmemeval: bool) -> str:
-    """The paper table a report reproduces: Table 2 is LongMemEval-S, Table 1 LoCoMo."""
-    return "Table 2" if longmemeval else "Table 1"

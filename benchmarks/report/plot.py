@@ -37,7 +37,7 @@ def write_plot(report: Report, path: Path) -> None:
     """
     panels = []
     if report.answered:
-        shown_metric = "judge_acc" if report.longmemeval else report.metric
+        shown_metric = "judge_acc" if report.dataset.longmemeval_scores else report.metric
         cells = [row.scores["overall"][shown_metric] for row in report.answered]
         panels.append((report.answered, cells, f"{shown_metric}, overall (95% CI)"))
     if any(row.evidence_recall for row in report.rows):

@@ -118,7 +118,7 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
         for name in report.scores:
             record |= cell_columns(f"{scope}_{name}", row.scores[scope][name])
     record |= comparison_columns("", row.comparisons.get(report.metric))
-    if report.longmemeval:
+    if report.dataset.longmemeval_scores:
         record |= longmemeval_columns(row)
     record |= {
         **cell_columns("evidence_recall", row.evidence_recall),

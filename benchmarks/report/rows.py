@@ -141,7 +141,7 @@ def complete_invocations(run: Run) -> dict[str, Any]:
 def build_row(
     run: Run,
     categories: Sequence[str],
-    longmemeval: bool,
+    longmemeval_scores: bool,
     max_failure_share: float,
     unit: str,
     names: Sequence[str],
@@ -170,7 +170,7 @@ def build_row(
         longmemeval=longmemeval_cells(
             run.records, unit=unit, seed=seed, ranking=LONGMEMEVAL_RANKING
         )
-        if longmemeval
+        if longmemeval_scores
         else None,
         failed=failed,
         invalid=failed > max_failure_share * len(run.records),

@@ -280,13 +280,13 @@ def sections(report: Report) -> list[tuple[str, tuple[list[str], list[list[str]]
     found = []
     if report.answered:
         found.append(("Overall", overall_table(report)))
-        if report.longmemeval:
+        if report.dataset.longmemeval_scores:
             found.append(
                 ("LongMemEval accuracy (judge) per question type", longmemeval_table(report))
             )
         else:
             found.append(("Per category", category_table(report)))
-    if report.longmemeval:
+    if report.dataset.longmemeval_scores:
         found.append(("LongMemEval retrieval", longmemeval_retrieval_table(report)))
     if report.retrieval_only:
         found.append(("Retrieval only (answer=none)", retrieval_table(report)))
