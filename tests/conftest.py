@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from llm_fakes import free_port
+from fakes.llm import free_port
 
 from benchmarks.data.paths import resolve_data_dir
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache

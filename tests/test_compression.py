@@ -2,7 +2,7 @@
 
 The self-information compressor runs the real embedded SmolLM2 model (a few hundred tokens);
 the LLMLingua-2 compressor runs llmlingua's real code on a tiny token classifier built offline
-(tests/tiny_llmlingua.py); embeddings come from the hashing stand-in for MiniLM.
+(tests/fakes/llmlingua.py); embeddings come from the hashing stand-in for MiniLM.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dialogues import build_conversation
+from fakes.dialogues import build_conversation
+from fakes.llmlingua import build_tiny_llmlingua2, offline_cl100k
+from fakes.segment import hashing_embedder
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
-from segment_fakes import hashing_embedder
-from tiny_llmlingua import build_tiny_llmlingua2, offline_cl100k
 
 from benchmarks.data.paths import REPO_ROOT
 from memsys.base import Services

@@ -6,7 +6,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from dialogues import build_conversation
+from fakes.dialogues import build_conversation
 
 from benchmarks.data import paths
 from benchmarks.data.stats import ContentDedupe

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from dialogues import build_conversation
-from llm_fakes import assert_concurrency_changes_nothing, make_backbone
-from segment_fakes import HashingModel, RuleProvider, user_text
+from fakes.dialogues import build_conversation
+from fakes.llm import assert_concurrency_changes_nothing, make_backbone
+from fakes.segment import HashingModel, RuleProvider, user_text
 
 from benchmarks.answering.context import render_context
 from memsys.base import Services

@@ -13,8 +13,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 import pytest
-from dialogues import build_conversation, embedded_llm_services, tiny_fixture
-from llm_fakes import assert_concurrency_changes_nothing, make_backbone
+from fakes.dialogues import build_conversation, embedded_llm_services, tiny_fixture
+from fakes.llm import assert_concurrency_changes_nothing, make_backbone
 
 from memsys.base import Services
 from memsys.embed import Embedder

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from llm_fakes import assert_concurrency_changes_nothing, make_backbone
+from fakes.llm import assert_concurrency_changes_nothing, make_backbone
 
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from llm_fakes import BatchingProvider, ScriptedProvider, ask, make_backbone
+from fakes.llm import BatchingProvider, ScriptedProvider, ask, make_backbone
 
 from memsys.llm import (
     BackboneUnavailableError,

@@ -7,7 +7,7 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
-from llm_fakes import ScriptedProvider, ask, make_backbone
+from fakes.llm import ScriptedProvider, ask, make_backbone
 
 from memsys.llm import (
     Accounting,

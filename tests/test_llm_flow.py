@@ -4,7 +4,7 @@ failures handed back or raised as complete_many does, rounds for a batching prov
 from __future__ import annotations
 
 import pytest
-from llm_fakes import BatchingProvider, ScriptedProvider, ask, make_backbone
+from fakes.llm import BatchingProvider, ScriptedProvider, ask, make_backbone
 
 from memsys.llm import LLMRequest, LLMRequestError, ProviderError
 from memsys.llm.errors import BackboneUnavailableError

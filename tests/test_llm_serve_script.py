@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from llm_fakes import free_port
+from fakes.llm import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "serve_vllm.sh"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llm_fakes import make_backbone
+from fakes.llm import make_backbone
 
 from memsys.llm import Completion, LLMRequest, ProviderError
 from memsys.llm.structured import (

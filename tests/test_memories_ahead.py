@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from llm_fakes import Jittered, make_backbone, without_timings
+from fakes.llm import Jittered, make_backbone, without_timings
 from run_helpers import FIXTURE, compose_config, fixture_overrides, read_records, stable
 
 from benchmarks.memories_ahead import builds_ahead

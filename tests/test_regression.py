@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from llm_fakes import ScriptedProvider, ask, make_backbone
+from fakes.llm import ScriptedProvider, ask, make_backbone
 
 from benchmarks.regression import (
     CONF,

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from dialogues import tiny_fixture
-from llm_fakes import ScriptedProvider, ask, make_backbone
+from fakes.dialogues import tiny_fixture
+from fakes.llm import ScriptedProvider, ask, make_backbone
 from reliability_helpers import (
     CORRECT,
     JUDGE,

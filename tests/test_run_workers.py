@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from method_fakes import TROUBLE
+from fakes.methods import TROUBLE
 from omegaconf import DictConfig
 from run_helpers import (
     compose_config,
@@ -65,7 +65,7 @@ def config(data_dir: Path, root: Path, workers: int, *extra: str) -> DictConfig:
     return compose_config(overrides(data_dir, root, workers, *extra))
 
 
-MISBEHAVING = ("method=full_history", "method._target_=method_fakes.Misbehaving")
+MISBEHAVING = ("method=full_history", "method._target_=fakes.methods.Misbehaving")
 
 
 def test_workers_log_what_one_process_logs_and_resume(data_dir: Path, tmp_path: Path) -> None:
@@ -146,7 +146,7 @@ def test_no_worker_outlives_an_interrupted_run(
     marker = f"MEMBENCH_TEST_RUN={uuid.uuid4()}"
     monkeypatch.setenv(*marker.split("="))
     monkeypatch.setenv(TROUBLE, "stall:q2")
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # method_fakes, for the CLI
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # fakes.methods, for the CLI
     process = start_cli(overrides(data_dir, tmp_path, 2, *MISBEHAVING), tmp_path)
     # q1 is logged while q2's worker stalls; the parent and both workers (and multiprocessing's
     # resource tracker) are alive then.

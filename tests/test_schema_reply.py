@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from segment_fakes import rule_backbone
+from fakes.segment import rule_backbone
 
 from memsys.llm.fake_server import PLAIN_REPLY, FakeChatServer, usable_reply
 from memsys.llm.providers.openai_compat import OpenAICompatConfig

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dialogues import build_conversation
+from fakes.dialogues import build_conversation
+from fakes.llm import assert_concurrency_changes_nothing
+from fakes.llmlingua import build_tiny_llmlingua2, offline_cl100k
+from fakes.segment import RuleProvider, hashing_embedder, rule_backbone
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
-from llm_fakes import assert_concurrency_changes_nothing
-from segment_fakes import RuleProvider, hashing_embedder, rule_backbone
-from tiny_llmlingua import build_tiny_llmlingua2, offline_cl100k
 
 from benchmarks.data.paths import REPO_ROOT
 from memsys.base import Services

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from llm_fakes import make_backbone
-from segment_fakes import (
+from fakes.llm import make_backbone
+from fakes.segment import (
     PETS_THEN_COOKING,
     RuleProvider,
     hashing_embedder,

@@ -11,8 +11,8 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from fakes.segment import PETS_THEN_COOKING
 from omegaconf import OmegaConf
-from segment_fakes import PETS_THEN_COOKING
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.segment import window_diff

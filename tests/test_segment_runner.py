@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakes.segment import write_segmentation_data
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
-from segment_fakes import write_segmentation_data
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.segmentation import main as score_cli

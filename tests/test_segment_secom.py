@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from segment_fakes import PETS_THEN_COOKING, rule_backbone, user_text
+from fakes.segment import PETS_THEN_COOKING, rule_backbone, user_text
 
 from benchmarks.segment import window_diff
 from memsys.kvstore import SQLiteKV

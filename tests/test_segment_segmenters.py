@@ -6,14 +6,14 @@ import json
 from collections.abc import Callable
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
-from segment_fakes import (
+from fakes.segment import (
     PETS_THEN_COOKING,
     PETS_THEN_COOKING_LABELS,
     hashing_embedder,
     rule_backbone,
 )
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
 
 import benchmarks.segment  # noqa: F401  (registers the dataset=... options)
 from benchmarks.data.paths import REPO_ROOT

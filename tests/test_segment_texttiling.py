@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from segment_fakes import PETS_THEN_COOKING, PETS_THEN_COOKING_LABELS
+from fakes.segment import PETS_THEN_COOKING, PETS_THEN_COOKING_LABELS
 
 from memsys.segment.depth import (
     DepthRule,

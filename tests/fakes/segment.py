@@ -1,8 +1,5 @@
 """Test doubles for the segmenter tests: a hashing sentence model, a rule-driven LLM provider,
-hand-made dialogues, and a tiny segmentation data directory.
-
-Imported as a plain module (pytest puts ``tests/`` on ``sys.path``), like ``llm_fakes``.
-"""
+hand-made dialogues, and a tiny segmentation data directory."""
 
 from __future__ import annotations
 
@@ -14,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from llm_fakes import FAST_RETRY
 
+from fakes.llm import FAST_RETRY
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, Backbone, BackboneSettings, Completion, LLMRequest, ResponseCache
 from memsys.segment.lexical import content_words

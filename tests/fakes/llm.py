@@ -1,8 +1,4 @@
-"""Test doubles shared by the LLM tests: a scripted provider, a backbone factory, a free port.
-
-Imported as a plain module: pytest puts ``tests/`` on ``sys.path`` (rootdir-relative imports,
-no ``tests/__init__.py``).
-"""
+"""Test doubles shared by the LLM tests: a scripted provider, a backbone factory, a free port."""
 
 from __future__ import annotations
 

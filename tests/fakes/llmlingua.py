@@ -10,8 +10,6 @@ turns them into a compressed text is llmlingua's own.
 llmlingua also counts tokens with tiktoken's ``cl100k_base``, which tiktoken downloads;
 :func:`offline_cl100k` registers a byte-level tiktoken encoding under that name instead (a real
 ``tiktoken.Encoding``: every byte a token).
-
-Imported as a plain module (pytest puts ``tests/`` on ``sys.path``), like ``segment_fakes``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A method that misbehaves on one conversation, for the runner's failure tests: it raises,
 kills its process, or stalls there, and is :class:`FullHistory` everywhere else.
 
-Importable by name (``method._target_=method_fakes.Misbehaving``) in worker processes too: they
+Importable by name (``method._target_=fakes.methods.Misbehaving``) in worker processes too: they
 are spawned with the parent's ``sys.path``, which pytest gives ``tests/``. The trouble comes from
 the environment, not the config, so that a run can resume without it under the same identity.
 """

@@ -1,0 +1,14 @@
+"""Stand-ins the tests use instead of real models, servers, methods and data.
+
+- :mod:`fakes.llm`: LLM providers (scripted, batching, rule-driven), a backbone factory with fast
+  retries, jittered concurrency and the check that concurrency changes nothing; a free port.
+- :mod:`fakes.segment`: hand-made dialogues and a tiny data directory for the segmenters.
+- :mod:`fakes.dialogues`: small hand-written conversations for the method tests.
+- :mod:`fakes.llmlingua`: a tiny LLMLingua-2 model built offline.
+- :mod:`fakes.methods`: a method that misbehaves on one conversation (the runner's failures).
+
+Imported as ``fakes.<module>``: ``tests/`` has no ``__init__.py``, so pytest puts it on
+``sys.path`` and ``fakes`` is a top-level package there. Worker processes get the same path; a
+CLI started in a subprocess needs ``PYTHONPATH=tests`` to find ``fakes.methods.Misbehaving``.
+Helpers that compose configs and read run folders are not fakes: ``tests/*_helpers.py``.
+"""
