@@ -236,7 +236,7 @@ def test_the_graph_is_exported_once_and_a_damaged_file_is_exported_again(
     assert not list(onnx_dir.glob(".*.part"))  # no temporary left behind
 
 
-def test_backend_torch_keeps_run_ids_and_a_bad_backend_names_its_key() -> None:
+def test_backend_torch_and_any_device_keep_run_ids_and_a_bad_backend_names_its_key() -> None:
     from hydra import compose, initialize_config_dir
 
     from benchmarks.data.paths import REPO_ROOT
@@ -253,7 +253,13 @@ def test_backend_torch_keeps_run_ids_and_a_bad_backend_names_its_key() -> None:
         bad = compose(
             config_name="config", overrides=["method=turn_rag_dense", "embedder.backend=tf"]
         )
+        on_gpu = compose(
+            config_name="config", overrides=["method=turn_rag_dense", "embedder.device=auto"]
+        )
     assert default.embedder.backend == "torch"
+    # The device is where the model runs, not what it computes: no key of the run id, so a run
+    # resumes on a GPU (the id below is the one TurnRAG dense had before the key existed).
+    assert run_id(run_identity(on_gpu)) == run_id(run_identity(default)) == "538021cb77f9"
     assert "backend" not in run_identity(default)["embedder"]
     assert run_id(run_identity(default)) == run_id(run_identity(without_key))
     assert run_identity(int8)["embedder"]["backend"] == "onnx-int8"
