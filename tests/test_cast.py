@@ -12,13 +12,13 @@ import networkx as nx
 import numpy as np
 import pytest
 from fakes.dialogues import build_conversation, embedded_llm_services, tiny_fixture
-from fakes.llm import assert_concurrency_changes_nothing, make_backbone
+from fakes.llm import RuleProvider, assert_concurrency_changes_nothing, make_backbone
 
 from memsys.base import Services
 from memsys.embed import Embedder
 from memsys.graph_store import count_kinds
 from memsys.hipporag import PassageGraphIndex, build_graph
-from memsys.llm import Backbone, Completion, LLMRequest
+from memsys.llm import Backbone, LLMRequest
 from memsys.methods.cast import (
     CAST,
     SceneRule,
@@ -249,49 +249,45 @@ def test_fusion_reorders_only_within_the_semantic_list(embedder: Embedder, nlp: 
 # -- The LLM path ----------------------------------------------------------------------------------
 
 
-class CannedProvider:
+def canned_reply(request: LLMRequest) -> str:
     """OpenIE replies: good for the Gina message, garbage otherwise; summaries: garbage first,
     good on the retry."""
+    prompt = request.messages[0]["content"]
+    if prompt.startswith("Here is a question"):
+        text = json.dumps({"persons": ["Gina", "Zed"], "times": [], "places": []})
+    elif prompt.startswith("You filter facts"):
+        lines = [line for line in prompt.splitlines() if line.startswith('["')]
+        team = [json.loads(line) for line in lines if "team" in line]
+        # First an invented fact (rejected), then the candidates about the team.
+        text = json.dumps(
+            {"facts": team if len(request.messages) > 1 else [["Zed", "likes", "cats"]]}
+        )
+    elif prompt.startswith("Here is a scene"):
+        text = (
+            '{"summary": "Caroline tells Melanie about Gina winning."}'
+            if len(request.messages) > 1
+            else "{not json"
+        )
+    elif "Gina told me" in prompt:
+        text = json.dumps(
+            {
+                "persons": ["Gina"],
+                "location": "Mars",  # not in the message: dropped
+                "triples": [["Gina", "won", "first place"], ["team", "won", "Mars"]],
+            }
+        )
+    else:
+        text = "I cannot help with that."
+    return text
 
-    model_id = "fake:canned"
-    endpoint = "fake://canned"
 
-    def __init__(self) -> None:
-        self.requests: list[LLMRequest] = []
-
-    def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
-        self.requests.append(request)
-        prompt = request.messages[0]["content"]
-        if prompt.startswith("Here is a question"):
-            text = json.dumps({"persons": ["Gina", "Zed"], "times": [], "places": []})
-        elif prompt.startswith("You filter facts"):
-            lines = [line for line in prompt.splitlines() if line.startswith('["')]
-            team = [json.loads(line) for line in lines if "team" in line]
-            # First an invented fact (rejected), then the candidates about the team.
-            text = json.dumps(
-                {"facts": team if len(request.messages) > 1 else [["Zed", "likes", "cats"]]}
-            )
-        elif prompt.startswith("Here is a scene"):
-            text = (
-                '{"summary": "Caroline tells Melanie about Gina winning."}'
-                if len(request.messages) > 1
-                else "{not json"
-            )
-        elif "Gina told me" in prompt:
-            text = json.dumps(
-                {
-                    "persons": ["Gina"],
-                    "location": "Mars",  # not in the message: dropped
-                    "triples": [["Gina", "won", "first place"], ["team", "won", "Mars"]],
-                }
-            )
-        else:
-            text = "I cannot help with that."
-        return Completion(text, 30, 10, "stop")
+def canned() -> RuleProvider:
+    """The canned replies from ``fake:canned``: 30 prompt, 10 completion tokens each."""
+    return RuleProvider(canned_reply, name="canned", tokens=(30, 10))
 
 
 def test_llm_path_with_a_fake_backbone(embedder: Embedder, nlp: NLP) -> None:
-    backbone = make_backbone(CannedProvider())  # type: ignore[arg-type]
+    backbone = make_backbone(canned())  # type: ignore[arg-type]
     services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
     cast = CAST(services, extraction="llm")
     assert cast.uses_llm
@@ -318,11 +314,11 @@ def test_construction_is_the_same_at_any_concurrency(embedder: Embedder, nlp: NL
         cast = CAST(services, extraction="llm")
         return cast.dump_memory(cast.construct(conversation()))
 
-    assert_concurrency_changes_nothing(construct, CannedProvider)
+    assert_concurrency_changes_nothing(construct, canned)
 
 
 def test_llm_query_analysis_and_recognition_filter(embedder: Embedder, nlp: NLP) -> None:
-    provider = CannedProvider()
+    provider = canned()
     backbone = make_backbone(provider)  # type: ignore[arg-type]
     services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
     lite_memory = system(embedder, nlp).construct(conversation())

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from fakes.dialogues import build_conversation
+from fakes.embed import hashing_embedder
 from fakes.llmlingua import build_tiny_llmlingua2, offline_cl100k
-from fakes.segment import hashing_embedder
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 

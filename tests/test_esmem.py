@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -16,8 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 from fakes.dialogues import build_conversation
-from fakes.llm import assert_concurrency_changes_nothing, make_backbone
-from fakes.segment import HashingModel, RuleProvider, user_text
+from fakes.embed import WindowedHashingModel, WordTokenizer, windowed_embedder
+from fakes.llm import RuleProvider, assert_concurrency_changes_nothing, make_backbone
+from fakes.segment import user_text
 
 from benchmarks.answering.context import render_context
 from memsys.base import Services
@@ -40,31 +40,6 @@ from memsys.segment.esmem import INTENT_SCHEMA, TOPIC_SCHEMA, ESMemSegmenter
 from memsys.types import Conversation, Question
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
-
-
-class WordTokenizer:
-    """Whitespace words as tokens and two special tokens: MiniLM's tokenizer interface."""
-
-    def num_special_tokens_to_add(self) -> int:
-        return 2
-
-    def __call__(self, text: str, **_: object) -> dict[str, list[tuple[int, int]]]:
-        return {"offset_mapping": [match.span() for match in re.finditer(r"\S+", text)]}
-
-
-class WindowedHashingModel(HashingModel):
-    """The hashing stand-in for MiniLM with a tokenizer and an input window."""
-
-    tokenizer = WordTokenizer()
-
-    def __init__(self, max_seq_length: int) -> None:
-        self.max_seq_length = max_seq_length
-
-
-def hashing_embedder(max_seq_length: int = 256) -> Embedder:
-    """An embedder over :class:`WindowedHashingModel` with an in-memory cache."""
-    model = WindowedHashingModel(max_seq_length)
-    return Embedder(EmbedderConfig(model="hashing-test"), EmbeddingCache(), model=model)
 
 
 # --- hand-computed retrieval ----------------------------------------------------------------------
@@ -361,7 +336,7 @@ def scripted(request: LLMRequest) -> str:
 
 
 def test_lite_construct_dump_load_retrieve() -> None:
-    embedder = hashing_embedder()
+    embedder = windowed_embedder()
     system = ESMem(Services(embedder, WordCounter()))  # type: ignore[arg-type]
     conversation = tiny_conversation()
     memory = system.construct(conversation)
@@ -405,7 +380,7 @@ def test_lite_construct_dump_load_retrieve() -> None:
 
 def test_lite_boundaries_fit_the_window_and_keep_the_current_event() -> None:
     # a 30-word window: four raw turns of 7-10 words each never fit whole
-    embedder = hashing_embedder(max_seq_length=32)
+    embedder = windowed_embedder(max_seq_length=32)
     system = ESMem(Services(embedder, WordCounter()))  # type: ignore[arg-type]
     events = system.construct(four_session_conversation()).events
     window = EmbedderWindow.of(embedder)
@@ -426,7 +401,7 @@ def test_sessions_are_segmented_together(monkeypatch: pytest.MonkeyPatch) -> Non
     backbone = make_backbone(one_at_a_time, concurrency=1)  # type: ignore[arg-type]
     for session in tiny_conversation().sessions:
         turns = session.turns
-        ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone).segment(
+        ESMemSegmenter(embedder=windowed_embedder(), backbone=backbone).segment(
             [t.text for t in turns], [t.speaker for t in turns]
         )
     together = RuleProvider(scripted, delay_s=0.01)
@@ -439,7 +414,7 @@ def test_sessions_are_segmented_together(monkeypatch: pytest.MonkeyPatch) -> Non
         return complete_many(requests, **options)
 
     monkeypatch.setattr(backbone, "complete_many", counted)
-    system = ESMem(Services(hashing_embedder(), WordCounter(), backbone), extraction="llm")  # type: ignore[arg-type]
+    system = ESMem(Services(windowed_embedder(), WordCounter(), backbone), extraction="llm")  # type: ignore[arg-type]
     memory = system.construct(tiny_conversation())
     # segmentation on a request flow, both sessions' chains at once; 3 boundaries in one batch
     assert together.peak_in_flight >= 2 and batches == [3]
@@ -464,7 +439,7 @@ def test_construction_is_the_same_at_any_concurrency() -> None:
     conversation = build_conversation(sessions, ("Alice", "Bob"), [], "jitter")
 
     def construct(backbone: Backbone) -> dict[str, Any]:
-        system = ESMem(Services(hashing_embedder(), WordCounter(), backbone), extraction="llm")  # type: ignore[arg-type]
+        system = ESMem(Services(windowed_embedder(), WordCounter(), backbone), extraction="llm")  # type: ignore[arg-type]
         return system.dump_memory(system.construct(conversation))
 
     assert_concurrency_changes_nothing(construct, lambda: RuleProvider(scripted))
@@ -473,7 +448,7 @@ def test_construction_is_the_same_at_any_concurrency() -> None:
 def test_llm_mode_boundaries_with_fallbacks_are_counted() -> None:
     provider = RuleProvider(scripted)
     backbone = make_backbone(provider, concurrency=1).with_stage("construction")  # type: ignore[arg-type]
-    system = ESMem(Services(hashing_embedder(), WordCounter(), backbone), extraction="llm")  # type: ignore[arg-type]
+    system = ESMem(Services(windowed_embedder(), WordCounter(), backbone), extraction="llm")  # type: ignore[arg-type]
     identity = system.construction_identity()
     assert system.uses_llm and identity["construction_model"] == "fake:rules"
     assert "top_events" not in json.dumps(identity)
@@ -525,7 +500,7 @@ def test_clean_boundary_rules() -> None:
 
 
 def test_options_are_checked_and_top_events_is_retrieval_only() -> None:
-    services = Services(hashing_embedder(), WordCounter())  # type: ignore[arg-type]
+    services = Services(windowed_embedder(), WordCounter())  # type: ignore[arg-type]
     for bad in (
         {"extraction": "magic"},
         {"construction": {"segmentation": "sentence"}},
@@ -586,7 +561,7 @@ def test_every_esmem_config_instantiates_and_runs(name: str) -> None:
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[f"method={name}"])
     backbone = make_backbone(RuleProvider(scripted), concurrency=1)  # type: ignore[arg-type]
-    services = Services(hashing_embedder(), WordCounter(), backbone)  # type: ignore[arg-type]
+    services = Services(windowed_embedder(), WordCounter(), backbone)  # type: ignore[arg-type]
     system = instantiate(cfg.method, services=services, _convert_="partial")
     assert isinstance(system, ESMem) and system.uses_llm == (name == "esmem_llm")
     conversation = tiny_conversation()
@@ -617,7 +592,7 @@ def contexts(name: str, conversation: Conversation) -> tuple[ESMem, ESMemMemory,
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[f"method={name}"])
     system = instantiate(
-        cfg.method, services=Services(hashing_embedder(), WordCounter()), _convert_="partial"
+        cfg.method, services=Services(windowed_embedder(), WordCounter()), _convert_="partial"
     )
     memory = system.construct(conversation)
     system.prepare_queries(conversation.questions)
@@ -658,7 +633,7 @@ def test_without_summaries_the_boundary_prompt_has_no_summary_fields() -> None:
     provider = RuleProvider(scripted)
     backbone = make_backbone(provider, concurrency=1)  # type: ignore[arg-type]
     system = ESMem(
-        Services(hashing_embedder(), WordCounter(), backbone),  # type: ignore[arg-type]
+        Services(windowed_embedder(), WordCounter(), backbone),  # type: ignore[arg-type]
         extraction="llm",
         construction={"summaries": False},
         retrieval={"alpha": 0.0},

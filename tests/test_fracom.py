@@ -14,11 +14,11 @@ import networkx as nx
 import numpy as np
 import pytest
 from fakes.dialogues import build_conversation, embedded_llm_services, tiny_fixture
-from fakes.llm import assert_concurrency_changes_nothing, make_backbone
+from fakes.llm import RuleProvider, assert_concurrency_changes_nothing, make_backbone
 
 from memsys.base import Services
 from memsys.embed import Embedder
-from memsys.llm import Backbone, Completion, LLMRequest
+from memsys.llm import Backbone, LLMRequest
 from memsys.methods.fracom import FraCom, StoredProposition, compose, parse_fragments
 from memsys.nlp import NLP
 from memsys.propositions import (
@@ -243,41 +243,35 @@ def test_every_fracom_config_instantiates(name: str, nlp: NLP, embedder: Embedde
     assert system.context == ("turns" if name == "fracom_turns" else "propositions")
 
 
-class CannedProvider:
+def canned_reply(request: LLMRequest) -> str:
     """Replies by rule: good JSON, garbage, good JSON only on the retry request, or (for two
     questions) no proposition at all, on the first request or on both."""
+    prompt = request.messages[0]["content"]
+    retry = len(request.messages) > 1
+    if "run the charity race?" in prompt:  # nothing at first, a reading on the retry
+        found = [{"Predicate": "run", "Argument": ["Ana", "charity race"]}] if retry else []
+        text = json.dumps({"propositions": found})
+    elif "does Pepper love?" in prompt:  # nothing, twice
+        text = '{"propositions": []}'
+    elif "beagle" in prompt:
+        reply = {"propositions": [{"Predicate": "adopted", "Argument": ["Ana", "beagle"]}]}
+        text = json.dumps(reply)
+    elif "pottery class." in prompt and retry:
+        text = '{"propositions": [{"Predicate": "started", "Argument": ["Ben", "pottery class"]}]}'
+    elif "pottery class." in prompt:
+        text = '{"propositions": [{"Predicate": "flew", "Argument": ["Mars"]}]}'  # ungrounded
+    else:
+        text = "Sure! Here are the propositions you asked for."
+    return text
 
-    model_id = "fake:canned"
-    endpoint = "fake://canned"
 
-    def __init__(self) -> None:
-        self.requests: list[LLMRequest] = []
-
-    def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
-        self.requests.append(request)
-        prompt = request.messages[0]["content"]
-        retry = len(request.messages) > 1
-        if "run the charity race?" in prompt:  # nothing at first, a reading on the retry
-            found = [{"Predicate": "run", "Argument": ["Ana", "charity race"]}] if retry else []
-            text = json.dumps({"propositions": found})
-        elif "does Pepper love?" in prompt:  # nothing, twice
-            text = '{"propositions": []}'
-        elif "beagle" in prompt:
-            reply = {"propositions": [{"Predicate": "adopted", "Argument": ["Ana", "beagle"]}]}
-            text = json.dumps(reply)
-        elif "pottery class." in prompt and retry:
-            text = (
-                '{"propositions": [{"Predicate": "started", "Argument": ["Ben", "pottery class"]}]}'
-            )
-        elif "pottery class." in prompt:
-            text = '{"propositions": [{"Predicate": "flew", "Argument": ["Mars"]}]}'  # ungrounded
-        else:
-            text = "Sure! Here are the propositions you asked for."
-        return Completion(text, 40, 12, "stop")
+def canned() -> RuleProvider:
+    """The canned replies from ``fake:canned``: 40 prompt, 12 completion tokens each."""
+    return RuleProvider(canned_reply, name="canned", tokens=(40, 12))
 
 
 def test_llm_path_uses_replies_retries_once_and_falls_back(nlp: NLP, embedder: Embedder) -> None:
-    provider = CannedProvider()
+    provider = canned()
     backbone = make_backbone(provider)  # type: ignore[arg-type]
     system = FraCom(
         Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp),  # type: ignore[arg-type]
@@ -306,13 +300,13 @@ def test_construction_is_the_same_at_any_concurrency(nlp: NLP, embedder: Embedde
         system = FraCom(services, extraction="llm")
         return system.dump_memory(system.construct(conversation()))
 
-    assert_concurrency_changes_nothing(construct, CannedProvider)
+    assert_concurrency_changes_nothing(construct, canned)
 
 
 def test_an_empty_llm_reading_of_a_question_is_retried_then_read_the_lite_way(
     nlp: NLP, embedder: Embedder
 ) -> None:
-    provider = CannedProvider()
+    provider = canned()
     services = Services(embedder, None, make_backbone(provider), nlp)  # type: ignore[arg-type]
     system = FraCom(services, query_extraction="llm")
     race, park = "Where did Ana run the charity race?", "Which park does Pepper love?"

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import zlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from fakes.llm import assert_concurrency_changes_nothing, make_backbone
+from fakes.embed import HashingModel, plain_words
+from fakes.llm import RuleProvider, assert_concurrency_changes_nothing, make_backbone
 
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm.backbone import Backbone
-from memsys.llm.types import Completion, LLMRequest
+from memsys.llm.types import LLMRequest
 from memsys.methods.hingemem import HingeMem
 from memsys.methods.hingemem.extract import (
     BOUNDARY_PROMPT,
@@ -93,28 +92,10 @@ def tiny_conversation() -> Conversation:
     return Conversation("tiny", (first, second), questions, ("Alice", "Bob"))
 
 
-class HashingModel:
-    """Lowercased words (plural -s dropped) hashed into 256 dimensions, L2-normalized: a fast,
-    deterministic stand-in for MiniLM (the slow test uses the real one)."""
-
-    dim = 256
-
-    def encode(self, texts: list[str], **_: object) -> np.ndarray:
-        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"[a-z]{3,}", text.lower()) or ["<empty>"]:
-                vectors[row, zlib.crc32(word.removesuffix("s").encode()) % self.dim] += 1.0
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-    def get_sentence_embedding_dimension(self) -> int:
-        return self.dim
-
-
 @pytest.fixture(scope="module")
 def services() -> Services:
-    embedder = Embedder(
-        EmbedderConfig(model="hashing-test"), EmbeddingCache(), model=HashingModel()
-    )
+    model = HashingModel(256, plain_words)  # fast and deterministic; the slow test uses MiniLM
+    embedder = Embedder(EmbedderConfig(model="hashing-test"), EmbeddingCache(), model=model)
     return Services(embedder=embedder, tokens=None, nlp=NLP())  # type: ignore[arg-type]
 
 
@@ -412,40 +393,34 @@ GOOD_SESSION_1 = {
 }
 
 
-class CannedProvider:
+def canned_reply(request: LLMRequest) -> str:
     """Good JSON for session 1, garbage for session 2 (first try and retry), topic lists."""
+    system, user = request.messages[0]["content"], request.messages[1]["content"]
+    if system == BOUNDARY_PROMPT:
+        text = (
+            json.dumps(GOOD_SESSION_1) if "[1] Alice: Hi Bob" in user else "Sure! Here it is: {oops"
+        )
+    elif system == TOPIC_PROMPT:
+        text = '{"common_topics": ["pottery class", "invented"], "rare_topics": ["moving"]}'
+    elif system == QUERY_PROMPT and "anything" in user:
+        text = "no plan, sorry"
+    elif system == QUERY_PROMPT:
+        text = (
+            '{"query_type": "judgment", "constraints": {"person": ["Alice"], '
+            '"time": [{"timestamp": "2023-05", "granularity": "month"}]}, "priority": ["time"]}'
+        )
+    else:
+        text = "?"
+    return text
 
-    model_id = "fake:canned"
-    endpoint = "fake://canned"
 
-    def __init__(self) -> None:
-        self.requests: list[LLMRequest] = []
-
-    def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
-        self.requests.append(request)
-        system, user = request.messages[0]["content"], request.messages[1]["content"]
-        if system == BOUNDARY_PROMPT:
-            text = (
-                json.dumps(GOOD_SESSION_1)
-                if "[1] Alice: Hi Bob" in user
-                else "Sure! Here it is: {oops"
-            )
-        elif system == TOPIC_PROMPT:
-            text = '{"common_topics": ["pottery class", "invented"], "rare_topics": ["moving"]}'
-        elif system == QUERY_PROMPT and "anything" in user:
-            text = "no plan, sorry"
-        elif system == QUERY_PROMPT:
-            text = (
-                '{"query_type": "judgment", "constraints": {"person": ["Alice"], '
-                '"time": [{"timestamp": "2023-05", "granularity": "month"}]}, "priority": ["time"]}'
-            )
-        else:
-            text = "?"
-        return Completion(text, 10, 10, "stop")
+def canned() -> RuleProvider:
+    """The canned replies from ``fake:canned``: 10 prompt, 10 completion tokens each."""
+    return RuleProvider(canned_reply, name="canned", tokens=(10, 10))
 
 
 def test_llm_path_parses_good_replies_and_falls_back_on_garbage(services: Services) -> None:
-    provider = CannedProvider()
+    provider = canned()
     llm_services = Services(
         services.embedder, services.tokens, make_backbone(provider), services.nlp
     )
@@ -497,7 +472,7 @@ def test_construction_is_the_same_at_any_concurrency(services: Services) -> None
         system = HingeMem(llm_services, extraction="llm", construction={"min_segment_turns": 2})
         return system.dump_memory(system.construct(tiny_conversation()))
 
-    assert_concurrency_changes_nothing(construct, CannedProvider)
+    assert_concurrency_changes_nothing(construct, canned)
 
 
 def test_reply_spans_cover_the_session() -> None:

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 from fakes.dialogues import build_conversation
-from fakes.llm import assert_concurrency_changes_nothing
+from fakes.embed import hashing_embedder
+from fakes.llm import RuleProvider, assert_concurrency_changes_nothing
 from fakes.llmlingua import build_tiny_llmlingua2, offline_cl100k
-from fakes.segment import RuleProvider, hashing_embedder, rule_backbone
+from fakes.segment import rule_backbone
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 

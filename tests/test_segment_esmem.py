@@ -8,14 +8,9 @@ import math
 
 import numpy as np
 import pytest
-from fakes.llm import make_backbone
-from fakes.segment import (
-    PETS_THEN_COOKING,
-    RuleProvider,
-    hashing_embedder,
-    rule_backbone,
-    user_text,
-)
+from fakes.embed import hashing_embedder
+from fakes.llm import RuleProvider, make_backbone
+from fakes.segment import PETS_THEN_COOKING, rule_backbone, user_text
 
 from memsys.llm.types import LLMRequest
 from memsys.segment.base import CostMeter, DialogueText, labels_from_gaps

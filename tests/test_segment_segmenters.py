@@ -6,12 +6,8 @@ import json
 from collections.abc import Callable
 
 import pytest
-from fakes.segment import (
-    PETS_THEN_COOKING,
-    PETS_THEN_COOKING_LABELS,
-    hashing_embedder,
-    rule_backbone,
-)
+from fakes.embed import hashing_embedder
+from fakes.segment import PETS_THEN_COOKING, PETS_THEN_COOKING_LABELS, rule_backbone
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 

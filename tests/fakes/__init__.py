@@ -1,7 +1,9 @@
 """Stand-ins the tests use instead of real models, servers, methods and data.
 
-- :mod:`fakes.llm`: LLM providers (scripted, batching, rule-driven), a backbone factory with fast
-  retries, jittered concurrency and the check that concurrency changes nothing; a free port.
+- :mod:`fakes.llm`: LLM providers (scripted, batching, and rule-driven: replies from a function of
+  the request, as canned replies are written), a backbone factory with fast retries, the check
+  that concurrency changes nothing; a free port.
+- :mod:`fakes.embed`: hashing sentence models standing in for MiniLM (one with its window).
 - :mod:`fakes.segment`: hand-made dialogues and a tiny data directory for the segmenters.
 - :mod:`fakes.dialogues`: small hand-written conversations for the method tests.
 - :mod:`fakes.llmlingua`: a tiny LLMLingua-2 model built offline.

@@ -1,4 +1,5 @@
-"""Test doubles shared by the LLM tests: a scripted provider, a backbone factory, a free port."""
+"""Test doubles shared by the LLM tests: scripted and rule-driven providers, a backbone factory,
+the check that concurrency changes nothing, a free port."""
 
 from __future__ import annotations
 
@@ -72,6 +73,43 @@ class BatchingProvider(ScriptedProvider):
     def generate_batch(self, requests: Sequence[LLMRequest]) -> list[Completion]:
         self.batches.append(len(requests))
         return [self.generate(request, 1.0) for request in requests]
+
+
+class RuleProvider:
+    """Answers each request with ``reply(request)`` after ``delay_s``; an exception from
+    ``reply`` is raised. Records the requests and how many were in flight at most.
+
+    Its model id is ``fake:<name>``; each reply counts ``tokens`` (prompt, completion)."""
+
+    def __init__(
+        self,
+        reply: Callable[[LLMRequest], str],
+        delay_s: float = 0.0,
+        *,
+        name: str = "rules",
+        tokens: tuple[int, int] = (11, 3),
+    ) -> None:
+        self.model_id = f"fake:{name}"
+        self.endpoint = f"fake://{name}"
+        self.reply = reply
+        self.delay_s = delay_s
+        self.tokens = tokens
+        self.requests: list[LLMRequest] = []
+        self.peak_in_flight = 0
+        self._in_flight = 0
+        self._lock = threading.Lock()
+
+    def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
+        with self._lock:
+            self.requests.append(request)
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+        try:
+            time.sleep(self.delay_s)
+            return Completion(self.reply(request), *self.tokens, "stop")
+        finally:
+            with self._lock:
+                self._in_flight -= 1
 
 
 def make_backbone(
