@@ -337,3 +337,21 @@ def test_cli_reads_locomo_category_5_rows_without_an_answer(
     no_gold = _record(id="q7", category=5, prediction="x")
     with pytest.raises(InputError, match="missing key 'answer'"):
         read_predictions(_write_lines(tmp_path / "bad.jsonl", [no_gold]))
+
+
+def test_a_runs_predictions_file_is_read_by_its_question_id_key(tmp_path: Path) -> None:
+    """A run's predictions.jsonl names the id ``question_id``; the scorer reads it as it stands,
+    and a repeated id is still named."""
+    lines = [
+        json.dumps(
+            {"question_id": "c:q0", "category": "temporal", "prediction": "2022", "answer": 2022}
+        ),
+        json.dumps(
+            {"question_id": "c:q1", "category": "single_hop", "prediction": "x", "answer": "y"}
+        ),
+    ]
+    read = read_predictions(_write_lines(tmp_path / "run.jsonl", lines))
+    assert [(p.question_id, p.answer) for p in read] == [("c:q0", "2022"), ("c:q1", "y")]
+    repeated = _write_lines(tmp_path / "repeat.jsonl", [lines[0], lines[0]])
+    with pytest.raises(InputError, match=r"id 'c:q0' repeats line 1"):
+        read_predictions(repeated)

@@ -302,7 +302,8 @@ def read_predictions(path: Path | str) -> list[QAPrediction]:
     """Read a prediction JSONL file, one question per line.
 
     Args:
-        path: lines ``{"id", "category", "prediction", "answer"[, "adversarial_answer"]}``;
+        path: lines ``{"id", "category", "prediction", "answer"[, "adversarial_answer"]}``
+            (``question_id`` in place of ``id``, as a run's ``predictions.jsonl`` has it);
             ``category`` is a LoCoMo code 1..5 or a normalized name. A category-5 line may
             have ``adversarial_answer`` and no ``answer``, as in LoCoMo's own file.
 
@@ -324,7 +325,8 @@ def read_predictions(path: Path | str) -> list[QAPrediction]:
     items: list[QAPrediction] = []
     seen: dict[str, int] = {}
     for line, record in read_jsonl(path):
-        question_id = _text_field(record, "id", path, line)
+        # A run's own predictions.jsonl names it ``question_id``: it is scored as it stands.
+        question_id = _text_field(record, "question_id" if "id" not in record else "id", path, line)
         if question_id in seen:
             raise InputError(path, line, f"id {question_id!r} repeats line {seen[question_id]}")
         seen[question_id] = line
