@@ -339,6 +339,8 @@ def test_there_is_no_lite_mode_and_no_build_without_a_backbone(
 # End to end: llama.cpp's OpenAI-compatible server builds and answers
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(3600)  # SmolLM2 behind the server: Mem0's prompts are ~1,600 tokens a call
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_runs_end_to_end_against_llama_cpp_server(
     library: str, llama_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
