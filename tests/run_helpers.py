@@ -18,6 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.settings import CONF, compose_config  # noqa: F401 (re-exported for the tests)
 
@@ -43,6 +46,17 @@ def fixture_overrides(results: Path, cache: Path) -> list[str]:
         "judge.protocols=[]",
         "judge.probes=false",
     ]
+
+
+def compose_with_hydra(overrides: list[str]) -> DictConfig:
+    """The composed config with its ``hydra`` node (the sweeper's parameters, the launcher)."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides, return_hydra_config=True)
+
+
+def sweep_values(value: str) -> list[str]:
+    """The values of one comma-separated sweep parameter."""
+    return [part.strip() for part in value.split(",")]
 
 
 def stable(record: dict[str, Any]) -> dict[str, Any]:

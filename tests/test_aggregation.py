@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_report import SIX_CONVERSATIONS, TURN_RAG, config, in_conversations, record, write_run
+from report_helpers import SIX_CONVERSATIONS, TURN_RAG, config, in_conversations, record, write_run
 
 from benchmarks.report.build import build_report
 from benchmarks.report.header import interval_description

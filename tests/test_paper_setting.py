@@ -12,9 +12,16 @@ from typing import Any
 
 import pytest
 from fakes.llmlingua import build_tiny_llmlingua2, offline_cl100k
-from run_helpers import CONF, FIXTURE, compose_config, fixture_overrides, read_records
-from test_report import config, record, write_run
-from test_sweeps import compose_with_hydra, sweep_values
+from report_helpers import config, record, write_run
+from run_helpers import (
+    CONF,
+    FIXTURE,
+    compose_config,
+    compose_with_hydra,
+    fixture_overrides,
+    read_records,
+    sweep_values,
+)
 
 from benchmarks.published import Line, build_paper_report, main, render_paper_markdown
 from benchmarks.report import ReportError

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_report import NEW_METHOD, TURN_RAG, ZERO, config, markdown_section, scored, write_run
+from report_helpers import NEW_METHOD, TURN_RAG, ZERO, config, markdown_section, scored, write_run
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.provenance import (

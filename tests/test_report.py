@@ -1,91 +1,39 @@
-"""Tables 1 and 2 from hand-written run directories: files, numbers, adversarial policy,
-p-values, LongMemEval's aggregates and ranking metrics, and what the intervals resample."""
+"""Table 1 (LoCoMo) from hand-written run directories: the files written, costs from the
+invocation ledger, unfinished runs, row names, means and intervals, the adversarial policy,
+p-values against the best baseline, refused mixes of runs, what the intervals resample (a cluster
+bootstrap over conversations), and the code versions in the header."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pandas as pd
 import pytest
-import yaml
-from test_sweeps import compose_with_hydra, sweep_values
+from report_helpers import (
+    NEW_METHOD,
+    SIX_CONVERSATIONS,
+    TURN_RAG,
+    ZERO,
+    config,
+    in_conversations,
+    markdown_section,
+    read_table,
+    record,
+    scored,
+    write_run,
+)
 
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.report import (
-    LONGMEMEVAL_TYPES,
     ReportError,
     build_report,
     main,
     method_name,
     render_markdown,
 )
-from benchmarks.summary import interval_line, longmemeval_summary, summarize_run
-from memsys.types import LONGMEMEVAL_CATEGORIES
-
-TURN_RAG = {"_target_": "memsys.methods.baselines.TurnRAG", "retriever": "dense", "top_k": 50}
-ZERO = {"_target_": "memsys.methods.baselines.ZeroHistory"}
-NEW_METHOD = {"_target_": "memsys.methods.esmem.ESMem", "extraction": "llm"}
-
-
-def config(method: dict[str, Any], *, template: str | None = "uniform", **changes: Any) -> dict:
-    """A config.yaml as the runner writes it, for the smoke subset."""
-    written: dict[str, Any] = {
-        "dataset": {"name": "locomo", "file": "locomo/locomo10.json", "judge_protocol": "mem0"},
-        "method": method,
-        "backbone": {"name": "tiny-llm", "provider": {"_target_": "fake"}},
-        "judge": {"enabled": True, "backbone": None},
-        "answer": {"template": template, "context_budget": 2048, "max_tokens": 32},
-        "subset": {"name": "smoke", "conversations": 1, "max_questions": 40},
-        "embedder": {"model": "all-MiniLM-L6-v2", "batch_size": 64},
-        "seed": 0,
-        "adversarial": "exclude",
-        "batch_size": 16,
-    }
-    if template is None:  # as settings.run_identity writes a retrieval-only run
-        del written["backbone"], written["judge"], written["dataset"]["judge_protocol"]
-    return written | changes
-
-
-def record(index: int, category: str, f1: float | None, recall: float | None = 1.0) -> dict:
-    """One predictions.jsonl line; ``f1=None`` is a retrieval-only question."""
-    line: dict[str, Any] = {
-        "question_id": f"conv-1:q{index}",
-        "conversation_id": "conv-1",
-        "category": category,
-        "evidence": ["D1:1"],
-        "context_tokens": 100 + index,
-        "evidence_recall": recall,
-        "failure": None,
-        "scores": {},
-        "latency_s": {"retrieve": 0.01, "render": 0.001},
-    }
-    if f1 is not None:
-        line["scores"] = {"f1_locomo": f1, "f1_set": f1, "bleu1": f1 / 2, "judge_acc": 1.0}
-        line["answering"] = {"prompt_tokens": 10, "completion_tokens": 2, "latency_s": 0.5}
-        line["judging"] = {"prompt_tokens": 5, "completion_tokens": 1, "attempts": 1}
-    return line
-
-
-def write_run(root: Path, name: str, run_config: dict, records: list[dict]) -> Path:
-    """A finished run directory: config.yaml, predictions.jsonl, metrics.json."""
-    directory = root / name
-    directory.mkdir(parents=True)
-    (directory / "config.yaml").write_text(yaml.safe_dump(run_config))
-    (directory / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    metrics = {"construction": {"built": 1, "loaded": 0}, "accounting": {"stages": {}}}
-    (directory / "metrics.json").write_text(json.dumps(metrics))
-    return directory
-
-
-def scored(values: list[float], category: str = "single_hop") -> list[dict]:
-    return [record(i, category, value) for i, value in enumerate(values)]
-
-
-def read_table(out: Path) -> pd.DataFrame:
-    return pd.read_csv(out.parent / f"{out.name}.csv", comment="#")
+from benchmarks.summary import interval_line, summarize_run
 
 
 def test_writes_md_csv_tex_png_with_the_header(tmp_path: Path) -> None:
@@ -305,294 +253,7 @@ def test_runs_under_different_conditions_are_refused(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# LongMemEval (Table 2)
-
-LME_DATASET = {"name": "longmemeval", "variant": "s"}
-LME30 = {"name": "lme30", "conversations": None, "max_questions": 30}
-RANKING_NAMES = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10")
-
-
-def lme_record(
-    question_id: str,
-    category: str,
-    correct: float | None,
-    *,
-    session: float | None = 1.0,
-    turn: float | None = 1.0,
-) -> dict:
-    """One LongMemEval line: a verdict (None = failed), and every ranking metric of a level
-    equal to ``session`` / ``turn`` (None = no evidence at that level); ``_abs`` ids have none."""
-    abstention = question_id.endswith("_abs")
-    line = record(0, category, None) | {
-        "question_id": question_id,
-        "conversation_id": question_id,
-        "is_abstention": abstention,
-        "ranking": None
-        if abstention
-        else {
-            level: None if value is None else dict.fromkeys(RANKING_NAMES, value)
-            for level, value in (("session", session), ("turn", turn))
-        },
-    }
-    line["scores"] = {"f1_set": 0.5, "f1_locomo": 0.5, "bleu1": 0.25, "judge_acc": correct}
-    return line
-
-
-# Four types out of order; a failed verdict (ku2); an abstention question; a turn-level gap (ssu1).
-LME_RECORDS = [
-    lme_record("ssu1", "single_session_user", 1.0, turn=None),
-    lme_record("tr1", "temporal_reasoning", 1.0),
-    lme_record("tr2", "temporal_reasoning", 0.0, session=0.0, turn=0.0),
-    lme_record("tr3_abs", "temporal_reasoning", 1.0),
-    lme_record("ms1", "multi_session", 1.0),
-    lme_record("ms2", "multi_session", 1.0, turn=0.0),
-    lme_record("ku1", "knowledge_update", 0.0, session=0.0, turn=0.0),
-    lme_record("ku2", "knowledge_update", None),
-]
-
-
-def lme_config(method: dict[str, Any], *, template: str | None = "uniform") -> dict:
-    return config(method, template=template, dataset=LME_DATASET, subset=LME30)
-
-
-def markdown_section(markdown: str, title: str) -> list[list[str]]:
-    """The rows of one md table, header first, as lists of cells."""
-    lines = markdown.split(f"## {title}\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    return [line.strip("| ").split(" | ") for line in lines if not line.startswith("|---")]
-
-
-def report_table2(runs: Path, out: Path) -> pd.DataFrame:
-    """Run the command line on the lme30 runs of ``runs``; the csv it wrote."""
-    argv = ["--runs", str(runs), "--dataset", "longmemeval_s", "--subset", "lme30"]
-    assert main([*argv, "--out", str(out)]) == 0
-    return read_table(out)
-
-
-def shown(values: list[float]) -> str:
-    interval = bootstrap_ci(values)
-    return f"{interval.mean:.3f} [{interval.low:.2f}, {interval.high:.2f}]"
-
-
-def test_longmemeval_table_2_by_hand(tmp_path: Path) -> None:
-    write_run(tmp_path / "runs", "turn", lme_config(TURN_RAG), LME_RECORDS)
-    unanswered = [line | {"scores": {}} for line in LME_RECORDS]
-    write_run(tmp_path / "runs", "bm25", lme_config(TURN_RAG, template=None), unanswered)
-    out = tmp_path / "table2"
-    table = report_table2(tmp_path / "runs", out).set_index("run")
-    markdown = (tmp_path / "table2.md").read_text()
-    assert markdown.startswith("# Table 2\n")
-    assert "Dataset: longmemeval_s (LongMemEval-S" in markdown
-    assert "lme30 (30 questions, stratified by question type, deterministic — offline" in markdown
-    assert "LongMemEval's per-type yes/no instructions" in markdown
-    assert "Judge model: same as answering backbone" in markdown
-    assert "## Per category" not in markdown and "Adversarial" not in markdown
-
-    header, row = markdown_section(markdown, "LongMemEval accuracy (judge) per question type")
-    assert header[3:] == [
-        "Temporal (n=3)",  # ES-Mem's Table 2 order, whatever the file order
-        "Multi-session (n=2)",
-        "Knowledge-update (n=2)",
-        "Single-user (n=1)",
-        "Overall (N=8)",
-        "Task-averaged",
-        "Abstention",
-        "p vs best baseline (judge)",
-        "Run",
-    ]
-    assert row[3:] == [
-        shown([1.0, 0.0, 1.0]),
-        shown([1.0, 1.0]),
-        shown([0.0]),  # the failed verdict is left out, not scored 0
-        shown([1.0]),
-        shown([1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0]),  # file order: ssu1 first
-        f"{(2 / 3 + 1 + 0 + 1) / 4:.3f}",
-        shown([1.0]),
-        "—",
-        "turn",
-    ]
-
-    header, answered, retrieval_only = markdown_section(markdown, "LongMemEval retrieval")
-    assert header[3:8] == [*(f"Session {name}" for name in RANKING_NAMES), "Session n"]
-    session = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]  # every question but tr3_abs
-    turn = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0]  # and not ssu1, which has no has_answer turn
-    assert answered[3:13] == [*[shown(session)] * 4, "7", *[shown(turn)] * 4, "6"]
-    assert (
-        retrieval_only[:3] == ["TurnRAG (dense)", "—", "—"]
-        and retrieval_only[3:13] == answered[3:13]
-    )
-
-    assert table.loc["turn", "task_averaged_judge_acc"] == round(2 / 3, 4)
-    assert table.loc["turn", "overall_judge_acc_mean"] == round(5 / 7, 4)
-    assert table.loc["turn", "knowledge_update_judge_acc_n"] == 1
-    assert table.loc["turn", "abstention_judge_acc_mean"] == 1.0
-    assert table.loc["turn", "abstention_judge_acc_n"] == 1
-    assert table.loc["turn", "session_recall_all@10_mean"] == round(5 / 7, 4)
-    assert table.loc["turn", "turn_ndcg_any@5_mean"] == 0.5
-    assert table.loc["turn", "turn_ndcg_any@5_n"] == 6
-    assert table.loc["bm25", "session_recall_all@5_n"] == 7
-    assert pd.isna(table.loc["bm25", "task_averaged_judge_acc"])
-    assert r"Temporal (n=3)" in (tmp_path / "table2.tex").read_text()
-
-
-def test_longmemeval_numbers_match_the_run_summary(tmp_path: Path) -> None:
-    """metrics.json and the report group the records through the same function."""
-    write_run(tmp_path, "turn", lme_config(TURN_RAG), LME_RECORDS)
-    row = build_report(tmp_path, dataset="longmemeval", subset="lme30").rows[0]
-    summary = longmemeval_summary(LME_RECORDS, seed=0)
-    cells = row.longmemeval
-    assert cells is not None and cells.task_averaged == summary["task_averaged_accuracy"]
-    pairs = [(cells.overall, summary["overall_accuracy"])]
-    pairs += [(cells.abstention, summary["abstention_accuracy"])]
-    pairs += [(cells.per_type[t], summary["accuracy_per_type"][t]) for t in cells.per_type]
-    pairs += [
-        (cells.retrieval[level][name], summary["retrieval"][level][name])
-        for level in ("session", "turn")
-        for name in RANKING_NAMES
-    ]
-    for found, expected in pairs:
-        assert found is not None
-        assert [found.mean, found.low, found.high, found.n] == [
-            expected["mean"],
-            *expected["ci95"],
-            expected["n"],
-        ]
-
-
-def test_longmemeval_judge_p_value_against_the_best_baseline(tmp_path: Path) -> None:
-    ids = [f"q{i}" for i in range(6)]
-    zero = [lme_record(q, "multi_session", 0.0) for q in ids]
-    turn = [lme_record(q, "multi_session", v) for q, v in zip(ids, [1, 0, 1, 0, 0, 1], strict=True)]
-    esmem = [
-        lme_record(q, "multi_session", v) for q, v in zip(ids, [1, 1, 1, 1, 0, 1], strict=True)
-    ]
-    write_run(tmp_path, "zero", lme_config(ZERO), zero)
-    write_run(tmp_path, "turn", lme_config(TURN_RAG), turn)
-    write_run(tmp_path, "esmem", lme_config(NEW_METHOD), esmem)
-    table = report_table2(tmp_path, tmp_path / "table2").set_index("run")
-    expected = paired_bootstrap_pvalue([1, 1, 1, 1, 0, 1], [1, 0, 1, 0, 0, 1])
-    assert table.loc["esmem", "judge_acc_p_value"] == round(expected, 4)
-    assert table.loc["esmem", "judge_acc_p_value_baseline"] == "TurnRAG (dense)"
-    assert table.loc["esmem", "judge_acc_p_value_questions"] == 6
-    assert pd.isna(table.loc["turn", "judge_acc_p_value"])
-    row = markdown_section(
-        (tmp_path / "table2.md").read_text(), "LongMemEval accuracy (judge) per question type"
-    )[-1]
-    assert row[-2] == f"{expected:.4f} (vs TurnRAG (dense))"
-
-
-def test_table_2_columns_cover_every_longmemeval_type() -> None:
-    assert set(LONGMEMEVAL_TYPES) == set(LONGMEMEVAL_CATEGORIES.values())
-
-
-def test_table2_experiment_composes_the_lme12_grid() -> None:
-    cfg = compose_with_hydra(["+experiment=table2"])
-    assert (cfg.dataset.name, cfg.dataset.variant, cfg.subset.name) == ("longmemeval", "s", "lme12")
-    assert cfg.answer.template == "uniform" and cfg.answer.context_budget == 1024
-    methods = sweep_values(cfg.hydra.sweeper.params.method)
-    table1 = sweep_values(compose_with_hydra(["+experiment=table1"]).hydra.sweeper.params.method)
-    # SeCom without its CPU compression on ~115k-token haystacks; every other row as in Table 1
-    assert methods == ["secom_no_denoise" if m == "secom" else m for m in table1]
-
-
-def test_every_judge_protocol_gets_a_column_and_its_probe_figures(tmp_path: Path) -> None:
-    """A lenient mem0 judge (every answer accepted) beside a strict one (half), both graded on
-    the probes of two runs (pooled once per probe id): 2/2 gold and 3/3 wrong answers accepted by
-    mem0, 1/2 and 0/3 by strict; the judge is the reader, and the header says so."""
-    runs = tmp_path / "runs"
-    probes = [
-        {"probe_id": "q0:gold", "kind": "gold", "verdicts": {"mem0": True, "strict": True}},
-        {"probe_id": "q1:gold", "kind": "gold", "verdicts": {"mem0": True, "strict": False}},
-        {"probe_id": "q0:other_question", "kind": "other_question",
-         "verdicts": {"mem0": True, "strict": False}},
-        {"probe_id": "q0:distractor", "kind": "distractor",
-         "verdicts": {"mem0": True, "strict": False}},
-        {"probe_id": "q1:distractor", "kind": "distractor",
-         "verdicts": {"mem0": True, "strict": False}},
-    ]  # fmt: skip
-    for name, method in (("a", TURN_RAG), ("b", ZERO)):
-        lines = scored([1.0, 0.0, 1.0, 0.0])
-        for index, line in enumerate(lines):
-            line["scores"]["judge_acc_strict"] = float(index % 2 == 0)
-            line["other_judgings"] = {"strict": {"attempts": 1, "prompt_tokens": 7}}
-        directory = write_run(runs, name, config(method), lines)
-        (directory / "judge_probes.json").write_text(json.dumps(probes[: 3 if name == "a" else 5]))
-    out = tmp_path / "table"
-    assert main(["--runs", str(runs), "--out", str(out)]) == 0
-    markdown = out.with_suffix(".md").read_text()
-    assert "| Judge | Judge strict | p vs best baseline |" in markdown
-    assert "| 1.000 [1.00, 1.00] | 0.500 [0.00, 1.00] |" in markdown
-    assert "Judges: each answer graded under mem0 (Judge: mem0-style" in markdown
-    assert "Judge model tiny-llm is also the reader of its rows (tiny-llm)" in markdown
-    assert (
-        "Judge tiny-llm · mem0 probes: accepted 2/2 gold answers (rejected 0% of known-right); "
-        "accepted 1/1 other questions' answers and 2/2 topical distractors (accepted 100% of "
-        "known-wrong) — does not discriminate: its column is NOT a measure of accuracy"
-    ) in markdown
-    assert (
-        "Judge tiny-llm · strict probes: accepted 1/2 gold answers (rejected 50% of "
-        "known-right); accepted 0/1 other questions' answers and 0/2 topical distractors "
-        "(accepted 0% of known-wrong) — discriminates on the probes"
-    ) in markdown
-    table = read_table(out).set_index("method")
-    assert table.loc["ZeroHistory", "overall_judge_acc_strict_mean"] == 0.5
-    assert table.loc["ZeroHistory", "judging_calls"] == 8  # 4 verdicts per protocol
-    assert table.loc["ZeroHistory", "judging_prompt_tokens"] == 4 * 5 + 4 * 7
-
-
-def test_a_run_with_too_many_failures_is_marked_invalid_with_its_count(tmp_path: Path) -> None:
-    """2 failed of 50 (4%) is over the default 2%: the row says INVALID and how many failed; the
-    failures are left out of its mean (not scored as 0); a looser threshold lets it stand."""
-    runs = tmp_path / "runs"
-    lines = scored([1.0] * 48 + [0.0] * 2)
-    for line in lines[-2:]:
-        line.update(failure="answer: HTTP 500", scores={}, answering=None, judging=None)
-    write_run(runs, "a", config(TURN_RAG), lines)
-    write_run(runs, "b", config(ZERO), scored([0.5] * 50))
-    out = tmp_path / "table"
-    assert main(["--runs", str(runs), "--out", str(out)]) == 0
-    markdown = out.with_suffix(".md").read_text()
-    assert "| TurnRAG (dense) INVALID (2 of 50 failed) |" in markdown
-    assert "INVALID rows: 1 run(s) with more than 2% of their questions failed" in markdown
-    assert "ZeroHistory INVALID" not in markdown
-    table = read_table(out).set_index("method")
-    assert table.loc["TurnRAG (dense)", "invalid"]
-    assert table.loc["TurnRAG (dense)", "failures"] == 2
-    assert table.loc["TurnRAG (dense)", "overall_f1_set_mean"] == 1.0
-    assert main(["--runs", str(runs), "--out", str(out), "--max-failure-share", "0.05"]) == 0
-    assert "INVALID" not in out.with_suffix(".md").read_text()
-
-
-def test_scores_on_the_questions_whose_evidence_was_all_shown(tmp_path: Path) -> None:
-    """Recall 1, 1, 0.5, 0 and F1 1, 0, 1, 0: with all evidence shown the reader scored 1 and
-    0 (mean 0.5); the third question's F1 of 1 did not need all of it, so it is left out."""
-    runs = tmp_path / "runs"
-    lines = [
-        record(i, "single_hop", f1, recall)
-        for i, (f1, recall) in enumerate([(1.0, 1.0), (0.0, 1.0), (1.0, 0.5), (0.0, 0.0)])
-    ]
-    write_run(runs, "a", config(TURN_RAG), lines)
-    out = tmp_path / "table"
-    assert main(["--runs", str(runs), "--out", str(out)]) == 0
-    assert "| F1 / Judge, all evidence shown |" in out.with_suffix(".md").read_text()
-    assert " | 0.500 / 1.000 | " in out.with_suffix(".md").read_text()
-    table = read_table(out)
-    assert table.loc[0, "all_evidence_f1_set_mean"] == 0.5
-    assert table.loc[0, "all_evidence_f1_set_n"] == 2
-
-
-# ---------------------------------------------------------------------------------------------
 # Cluster bootstrap: conversations are the resampling unit
-
-
-def in_conversations(records: list[dict], size: int) -> list[dict]:
-    """The records dealt out to conversations of ``size`` questions each, in file order."""
-    return [
-        r | {"question_id": f"conv-{i // size}:q{i}", "conversation_id": f"conv-{i // size}"}
-        for i, r in enumerate(records)
-    ]
-
-
-SIX_CONVERSATIONS = [0.0, 0.5, 1.0, 1.0, 0.2, 0.9, 0.4, 0.4, 0.1, 0.7, 1.0, 0.3]
 
 
 def test_intervals_resample_conversations_or_questions_on_request(tmp_path: Path) -> None:
@@ -677,13 +338,6 @@ def test_metrics_json_and_the_report_resample_the_same_conversations(tmp_path: P
         bootstrap_ci(SIX_CONVERSATIONS).low,
         bootstrap_ci(SIX_CONVERSATIONS).high,
     ]
-
-
-def test_longmemeval_header_says_questions_are_their_own_haystacks(tmp_path: Path) -> None:
-    write_run(tmp_path, "turn", lme_config(TURN_RAG, template=None), LME_RECORDS)
-    report = build_report(tmp_path, dataset="longmemeval", subset="lme30")
-    statistics = next(line for line in report.header if line.startswith("Statistics"))
-    assert "resampling questions (1000 resamples; each question has its own haystack" in statistics
 
 
 def test_the_header_names_the_code_versions_of_the_runs(tmp_path: Path) -> None:

@@ -9,22 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
+from run_helpers import CONF, FIXTURE, compose_with_hydra, sweep_values
 
 from benchmarks.data.paths import REPO_ROOT
-
-CONF = REPO_ROOT / "conf"
-FIXTURE = REPO_ROOT / "tests" / "fixtures" / "tiny"
-
-
-def compose_with_hydra(overrides: list[str]) -> DictConfig:
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides, return_hydra_config=True)
-
-
-def sweep_values(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",")]
 
 
 def test_table1_experiment_lists_every_method_once_and_each_has_a_config() -> None:
