@@ -26,13 +26,7 @@ from report_helpers import (
 )
 
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
-from benchmarks.report import (
-    ReportError,
-    build_report,
-    main,
-    method_name,
-    render_markdown,
-)
+from benchmarks.report import ReportError, build_report, main, method_name, render_markdown
 from benchmarks.summary import interval_line, summarize_run
 
 

@@ -7,19 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from report_helpers import (
-    TURN_RAG,
-    ZERO,
-    config,
-    read_table,
-    record,
-    scored,
-    write_run,
-)
+from report_helpers import TURN_RAG, ZERO, config, read_table, record, scored, write_run
 
-from benchmarks.report import (
-    main,
-)
+from benchmarks.report import main
 
 
 def test_every_judge_protocol_gets_a_column_and_its_probe_figures(tmp_path: Path) -> None:

@@ -21,11 +21,7 @@ from report_helpers import (
 from run_helpers import compose_with_hydra, sweep_values
 
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
-from benchmarks.report import (
-    LONGMEMEVAL_TYPES,
-    build_report,
-    main,
-)
+from benchmarks.report import LONGMEMEVAL_TYPES, build_report, main
 from benchmarks.summary import longmemeval_summary
 from memsys.types import LONGMEMEVAL_CATEGORIES
 
