@@ -64,7 +64,7 @@ PAPER_ENTRIES ?=
 PAPER_BACKBONES ?=
 PAPER_SWEEP = $(if $(PAPER_ENTRIES),paper=$(PAPER_ENTRIES)) $(if $(PAPER_BACKBONES),backbone=$(PAPER_BACKBONES))
 
-.PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-paper clean
+.PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-libraries reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-paper clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -104,6 +104,11 @@ bench:  ## performance report -> results/bench.md (every scripts/bench_*.py, wit
 reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 reader and judge)
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (1 LoCoMo conversation, 40 questions, backbone $(BACKBONES)): not the papers' setting"; fi
 	$(PY) -m benchmarks.run -m +experiment=table1 $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) progress=$(PROGRESS)
+	$(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) --out results/table1
+
+reproduce-libraries:  ## Mem0 and LangMem in Table 1's offline setting (hours: LLM-only construction), then Table 1 again
+	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (backbone $(BACKBONES)): not the papers' setting; Mem0 asks ~840 construction calls"; fi
+	$(PY) -m benchmarks.run -m +experiment=libraries backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) progress=$(PROGRESS)
 	$(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) --out results/table1
 
 reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 reader and judge)

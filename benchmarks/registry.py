@@ -43,6 +43,7 @@ GRIDS = {
     "retrieval": "conf/experiment/retrieval.yaml",
     "retrieval_lme": "Makefile (LME_RETRIEVAL_METHODS)",
     "paper": "conf/experiment/paper_locomo.yaml",
+    "libraries": "conf/experiment/libraries.yaml",
     "ablations": "conf/ablations.yaml",
     "locomo_retrieval": "conf/regression.yaml",
     "locomo_qa": "conf/regression.yaml",

@@ -20,6 +20,7 @@ LITERAL_GRIDS = {
     "table2": ("conf/experiment/table2.yaml", "method"),
     "retrieval": ("conf/experiment/retrieval.yaml", "method"),
     "paper": ("conf/experiment/paper_locomo.yaml", "paper"),
+    "libraries": ("conf/experiment/libraries.yaml", "method"),
 }
 #: Grids a config of a role must be in (a new method that forgets its grids fails here).
 REQUIRED = {
