@@ -257,7 +257,7 @@ def test_llmlingua2_missing_model_or_bpe_file_says_where_to_put_it(
         LLMLingua2Compressor(rate=0.75, model=str(absent)).compress_many([Passage("hello")])
     message = str(raised.value)
     assert str(absent) in message and "method.llmlingua2_model" in message
-    assert f"huggingface-cli download {LLMLINGUA2_MODEL}" in message
+    assert f"hf download {LLMLINGUA2_MODEL}" in message
 
 
 # --- denoised baselines -------------------------------------------------------------------------

@@ -118,8 +118,9 @@ class LLMLingua2Compressor(CachedCompressor):
                 raise CompressorUnavailableError(
                     f"LLMLingua-2 model {self.model_name!r} is not available locally ({error}). "
                     "Where the Hugging Face Hub is reachable, fetch it into the Hugging Face "
-                    f"cache (huggingface-cli download {self.model_name}) or into a directory "
-                    f"(huggingface-cli download {LLMLINGUA2_MODEL} --local-dir "
+                    f"cache (hf download {self.model_name}; huggingface-cli before "
+                    "huggingface_hub 1.0) or into a directory "
+                    f"(hf download {LLMLINGUA2_MODEL} --local-dir "
                     f"<models>/{LLMLINGUA2_MODEL.split('/')[1]}) and set "
                     "method.llmlingua2_model to it; compression: self_info works offline"
                 ) from error
