@@ -77,4 +77,7 @@ def main(overrides: list[str]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        sys.exit(0)
     print(json.dumps(main(sys.argv[1:])))
