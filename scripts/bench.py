@@ -6,7 +6,8 @@ Sections: the machine (CPU, cores, memory, load average when the report started:
 on a busy machine say so), retrieval latency (BM25 and exact FAISS over the largest LoCoMo
 conversation's turns, per query, query embedding excluded), then the output of each benchmark
 script as it printed it: model services (cache-hit overhead, HTTP concurrency, embedding
-throughput; ``bench_llm.py``), harness overhead per question (``bench_harness.py``),
+throughput; ``bench_llm.py``), harness overhead per question (``bench_harness.py``), the embedded
+backbone against plain llama-cpp-python (``bench_embedded_llm.py``),
 personalized PageRank (``bench_ppr.py``), segmentation scoring
 (``bench_segmentation_scoring.py``), the spaCy parse cache (``bench_parse_cache.py``) and LLM
 memory construction against a fixed-latency server (``bench_construction.py``). Each script's
@@ -34,6 +35,11 @@ SCRIPTS = (
     (
         "Harness overhead per question (dense turn-RAG, all LoCoMo questions)",
         "bench_harness.py",
+        [],
+    ),
+    (
+        "Embedded backbone: the harness against plain llama-cpp-python (same prompts)",
+        "bench_embedded_llm.py",
         [],
     ),
     ("Personalized PageRank on the largest LoCoMo graph (CAST)", "bench_ppr.py", []),
