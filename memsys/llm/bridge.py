@@ -19,19 +19,28 @@ What the bridge translates, because a :class:`Backbone` request is plain message
   format): the tools and their argument schemas are described in the system message, the reply
   is constrained to ``{"tool_calls": [{"name": ..., "arguments": {...}}]}`` (or, where the
   request allows a plain reply, ``{"response": "..."}``) and handed back as OpenAI
-  ``tool_calls`` with ids ``call_<n>``. Earlier assistant tool calls are rendered in the same
-  JSON form, tool results as user messages;
+  ``tool_calls``, whose ids are drawn from the request, the reply and the call's index (unique
+  within a thread, and the same on a re-run, so a later prompt that names them is served from
+  the cache). Earlier assistant tool calls are rendered in the same JSON form, tool results as
+  user messages;
 * message content given as parts is joined into text; ``developer`` messages are ``system``.
 
 A request that fails for good (or a tripped breaker, or a replay-mode cache miss) is answered
 with HTTP 400, which OpenAI clients do not retry, and kept in :attr:`BackboneBridge.failure`: a
 library may log and swallow the error, so the caller checks :meth:`BackboneBridge.raise_failure`
-after each library call and stops rather than build a memory with holes in it.
+after each library call (and when the library call raised) and stops rather than build a memory
+with holes in it. Anything else that fails while serving a request (the embedder, say) is
+answered with HTTP 500 and kept the same way; the libraries' clients are built not to retry.
+
+A reply the library cannot use is counted (:attr:`BackboneBridge.unparseable_replies`), since a
+library may swallow it silently: a reply to a request with a schema (``response_format``, or
+tools) that holds no JSON, and a reply to a request that requires a tool call that holds none.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -66,6 +75,9 @@ class BackboneBridge:
     retrieval-only use), ``embedder`` answers ``/v1/embeddings`` (``None``: refused).
     ``default_max_tokens`` applies to a chat request that names no limit. ``model`` is the name
     ``/v1/models`` lists (clients must send some model name; the bridge ignores it).
+    ``socket_timeout_s`` bounds each read and write on a client's connection (not the
+    backbone's work, which its own retry policy times), so that an idle or stalled connection
+    does not hold a handler thread for ever.
     """
 
     def __init__(
@@ -75,18 +87,21 @@ class BackboneBridge:
         *,
         model: str = "harness",
         default_max_tokens: int = 1024,
+        socket_timeout_s: float = 600.0,
     ) -> None:
         self.backbone = backbone
         self.embedder = embedder
         self.model = model
         self.default_max_tokens = default_max_tokens
-        #: The first request the backbone failed for good (see the module docstring).
+        #: The first request that failed for good (see the module docstring).
         self.failure: BaseException | None = None
         #: Chat requests served (cached or not) and texts embedded, for tests and reports.
         self.chat_requests = 0
         self.embedded_texts = 0
+        #: Replies served that the library cannot use (see the module docstring).
+        self.unparseable_replies = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self, socket_timeout_s))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -119,9 +134,14 @@ class BackboneBridge:
         self.stop()
 
     def raise_failure(self) -> None:
-        """Raise the backbone's failure, if a request failed since the bridge started."""
+        """Raise the first failure, if a request failed since the bridge started."""
         if self.failure is not None:
             raise self.failure
+
+    def record_failure(self, error: BaseException) -> None:
+        """Keep ``error`` for :meth:`raise_failure` unless an earlier one is kept."""
+        with self._lock:
+            self.failure = self.failure or error
 
     # -- the two endpoints ----------------------------------------------------------------------
 
@@ -132,20 +152,22 @@ class BackboneBridge:
         tools = _offered_tools(body)
         messages = to_backbone_messages(body.get("messages") or [])
         schema = request_schema(body)
+        allow_plain = body.get("tool_choice") in (None, "auto")
         if tools:
-            allow_plain = body.get("tool_choice") in (None, "auto")
             messages = with_tools_note(messages, tools, allow_plain)
             schema = tool_call_schema(tools, allow_plain)
         params = sampling_params(body, self.default_max_tokens, schema)
         try:
             reply = self.backbone.complete(messages, params)
         except Exception as error:
-            with self._lock:
-                self.failure = self.failure or error
+            self.record_failure(error)
             raise BridgeError(f"the backbone failed: {error}") from error
+        unusable = bool(tools or schema) and not usable_reply(reply.text, tools, allow_plain)
         with self._lock:
             self.chat_requests += 1
-        return completion_body(reply, tools, self.model)
+            self.unparseable_replies += unusable
+        context = json.dumps(messages, ensure_ascii=False, sort_keys=True)
+        return completion_body(reply, tools, self.model, context)
 
     def embed(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """An OpenAI embeddings response for ``body`` (float or base64 encoding)."""
@@ -301,18 +323,31 @@ def tool_call_schema(tools: Sequence[Mapping[str, Any]], allow_plain: bool) -> d
     arguments valid for its schema (``$defs`` hoisted to the root, where references resolve);
     with ``allow_plain``, a plain ``{"response": ...}`` reply as the alternative.
 
+    Two tools that define the same name differently cannot share the root: that is refused.
+
     >>> schema = tool_call_schema([{"name": "Memory", "parameters": {"type": "object",
     ...     "properties": {"content": {"type": "string"}}, "required": ["content"]}}], False)
     >>> schema["properties"]["tool_calls"]["items"]["anyOf"][0]["properties"]["name"]
     {'const': 'Memory'}
+    >>> tool_call_schema([{"name": "A", "parameters": {"$defs": {"X": {"type": "string"}}}},
+    ...     {"name": "B", "parameters": {"$defs": {"X": {"type": "integer"}}}}], False)
+    Traceback (most recent call last):
+    ...
+    memsys.llm.bridge.BridgeError: tools A and B define X differently
     """
     definitions: dict[str, Any] = {}
+    defined_by: dict[str, str] = {}
     branches = []
     for tool in tools:
         parameters = dict(tool["parameters"])
         for key in ("$defs", "definitions"):
             for name, definition in (parameters.pop(key, None) or {}).items():
-                definitions.setdefault(name, definition)
+                if name in definitions and definitions[name] != definition:
+                    raise BridgeError(
+                        f"tools {defined_by[name]} and {tool['name']} define {name} differently"
+                    )
+                definitions[name] = definition
+                defined_by.setdefault(name, str(tool["name"]))
         branches.append(
             {
                 "type": "object",
@@ -369,10 +404,7 @@ def parse_tool_calls(text: str) -> tuple[list[dict[str, Any]], str | None]:
     >>> parse_tool_calls('{"response": "hi"}')
     ([], 'hi')
     """
-    try:
-        value, _ = extract_json(text)
-    except JSONReplyError:
-        return [], text
+    value = _json_or_none(text)
     if isinstance(value, Mapping):
         calls = value.get("tool_calls")
         if isinstance(calls, list):
@@ -388,10 +420,53 @@ def parse_tool_calls(text: str) -> tuple[list[dict[str, Any]], str | None]:
     return [], text
 
 
+def usable_reply(text: str, tools: Sequence[Mapping[str, Any]], allow_plain: bool) -> bool:
+    """Whether a reply to a request with a schema gives the library what it asked for: with
+    tools, at least one call (or, where a plain answer is allowed, a ``{"response": ...}``);
+    otherwise any JSON value.
+
+    >>> usable_reply('{"facts": []}', [], True), usable_reply("no JSON here", [], True)
+    (True, False)
+    >>> tools = [{"name": "Memory"}]
+    >>> usable_reply('{"response": "nothing new"}', tools, True)
+    True
+    >>> usable_reply('{"response": "nothing new"}', tools, False)
+    False
+    """
+    if not tools:
+        return _json_or_none(text) is not None
+    if parse_tool_calls(text)[0]:
+        return True
+    value = _json_or_none(text)
+    return allow_plain and isinstance(value, Mapping) and isinstance(value.get("response"), str)
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return extract_json(text)[0]
+    except JSONReplyError:
+        return None
+
+
+def tool_call_id(context: str, text: str, index: int) -> str:
+    """The id of a reply's ``index``-th tool call: a digest of the request (``context``), the
+    reply and the index, so that ids differ between the replies of a thread and are the same
+    on every run.
+
+    >>> tool_call_id("request", "reply", 0) == tool_call_id("request", "reply", 0)
+    True
+    >>> tool_call_id("request", "reply", 0) != tool_call_id("request", "reply", 1)
+    True
+    """
+    digest = hashlib.sha256(f"{context}\x00{text}\x00{index}".encode()).hexdigest()
+    return f"call_{digest[:24]}"
+
+
 def completion_body(
-    reply: LLMResponse, tools: Sequence[Mapping[str, Any]], model: str
+    reply: LLMResponse, tools: Sequence[Mapping[str, Any]], model: str, context: str = ""
 ) -> dict[str, Any]:
-    """The OpenAI chat completion object of a backbone reply."""
+    """The OpenAI chat completion object of a backbone reply (``context``: the request, which
+    the tool-call ids are drawn from with the reply)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     finish_reason = reply.finish_reason or "stop"
     if tools:
@@ -400,7 +475,7 @@ def completion_body(
         if calls:
             message["tool_calls"] = [
                 {
-                    "id": f"call_{index}",
+                    "id": tool_call_id(context, reply.text, index),
                     "type": "function",
                     "function": {
                         "name": call["name"],
@@ -425,9 +500,11 @@ def completion_body(
     }
 
 
-def _handler_for(bridge: BackboneBridge) -> type[BaseHTTPRequestHandler]:
+def _handler_for(bridge: BackboneBridge, socket_timeout_s: float) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out in separate writes
+        timeout = socket_timeout_s
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             return
@@ -440,17 +517,28 @@ def _handler_for(bridge: BackboneBridge) -> type[BaseHTTPRequestHandler]:
                 self._send(404, _error(f"no route {self.path}"))
 
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
             try:
+                length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+            except ValueError as error:
+                self._send(400, _error(f"not a JSON request: {error}"))
+                return
+            try:
                 if self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(200, bridge.chat(body))
+                    payload = bridge.chat(body)
                 elif self.path.rstrip("/").endswith("/embeddings"):
-                    self._send(200, bridge.embed(body))
+                    payload = bridge.embed(body)
                 else:
                     self._send(404, _error(f"no route {self.path}"))
-            except (BridgeError, ValueError, KeyError, TypeError) as error:
+                    return
+            except BridgeError as error:
                 self._send(400, _error(str(error)))
+                return
+            except Exception as error:  # the embedder's, or the bridge's own: stop the build
+                bridge.record_failure(error)
+                self._send(500, _error(f"{type(error).__name__}: {error}", "server_error"))
+                return
+            self._send(200, payload)
 
         def _send(self, status: int, payload: Mapping[str, Any]) -> None:
             data = json.dumps(payload).encode("utf-8")
@@ -463,5 +551,5 @@ def _handler_for(bridge: BackboneBridge) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _error(message: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": "invalid_request_error"}}
+def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind}}

@@ -8,8 +8,9 @@
 - :mod:`fakes.dialogues`: small hand-written conversations for the method tests.
 - :mod:`fakes.llmlingua`: a tiny LLMLingua-2 model built offline.
 - :mod:`fakes.methods`: a method that misbehaves on one conversation (the runner's failures).
-- :mod:`fakes.esmem`, :mod:`fakes.hingemem`: what the split test files of one method share
-  (its hand-written conversations, scripted replies, services).
+- :mod:`fakes.esmem`, :mod:`fakes.hingemem`, :mod:`fakes.libraries` (Mem0 and LangMem): what the
+  split test files of one method share (its hand-written conversations, scripted replies,
+  services).
 
 Imported as ``fakes.<module>``: ``tests/`` has no ``__init__.py``, so pytest puts it on
 ``sys.path`` and ``fakes`` is a top-level package there. Worker processes get the same path; a
