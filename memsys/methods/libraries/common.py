@@ -2,18 +2,27 @@
 memory the library writes, and the memory as JSON.
 
 **Batches and perspectives.** Mem0's LoCoMo evaluation (the protocol behind the published Mem0
-and LangMem numbers that ES-Mem, HingeMem and CAST quote) keeps one memory per speaker: each
-speaker's memory is fed the whole conversation from that speaker's side (their turns as ``user``
-messages, the other's as ``assistant``), a session at a time, in batches of 2 messages, and a
-question searches both speakers' memories. ``perspectives: speakers`` does that;
-``perspectives: single`` keeps one memory, from the first speaker's side.
+and LangMem numbers that ES-Mem, HingeMem and CAST quote) keeps one memory per speaker, but feeds
+the two libraries differently:
+
+* ``perspectives: speakers`` is how it fed Mem0 (``evaluation/src/memzero/add.py``): each
+  speaker's memory gets the whole conversation from that speaker's side (their turns as ``user``
+  messages, the other's as ``assistant``), a session at a time, in batches of 2 messages;
+* ``perspectives: own`` is how it fed LangMem (``evaluation/src/langmem.py``): each speaker's
+  memory gets only that speaker's own turns, as ``user`` messages, one per call
+  (``batch_size: 1``). The evaluation fed the turns as one stream with no session breaks; here a
+  batch never spans two sessions, which with ``batch_size: 1`` changes nothing;
+* ``perspectives: single`` keeps one memory, fed the whole conversation from the first
+  speaker's side (as ``speakers`` does for that speaker).
+
+Each perspective's batches go in turn order; a question searches every perspective's memory.
 
 **Provenance.** A library extracts facts from a whole batch and does not say which message a
-fact came from, so a memory's turn ids are those of the batch that wrote it: the 2 turns of a
-batch by default. When the library later rewrites a memory from a new batch (Mem0's ``UPDATE``,
-a LangMem patch), the memory keeps its earlier turn ids and gains the new batch's, since its text
-now draws on both; a deleted memory is gone. Its timestamp is the date of the session that last
-wrote it (what Mem0's own metadata holds after an update).
+fact came from, so a memory's turn ids are those of the batch that wrote it. When the library
+later rewrites a memory from a new batch (Mem0's ``UPDATE``, a LangMem patch), the memory keeps
+its earlier turn ids and gains the new batch's, since its text now draws on both; a deleted
+memory is gone. Its timestamp is the date of the session that last wrote it (what Mem0's own
+metadata holds after an update).
 """
 
 from __future__ import annotations
@@ -27,12 +36,18 @@ from types import ModuleType
 from typing import Any
 
 from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
+from memsys.embed import Embedder
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session, Turn
 
-#: Whose side a memory is built from: one memory per speaker, or one from the first speaker's.
-PERSPECTIVES = ("speakers", "single")
+#: How a conversation is fed (see the module docstring): one memory per speaker, fed both sides
+#: (``speakers``) or only the speaker's own turns (``own``); or one memory, from the first
+#: speaker's side (``single``).
+PERSPECTIVES = ("speakers", "own", "single")
 #: The project name, for the install hint of a missing extra.
 PROJECT = "memsys-bench"
+#: How many memories one listing of a library's store may return (Mem0's ``get_all`` lists 100
+#: by default, LangGraph's ``search`` 10): all of them.
+LIST_LIMIT = 1_000_000
 
 
 class MissingExtraError(ImportError):
@@ -83,6 +98,11 @@ class Batch:
         ]
 
 
+def embedding_dims(embedder: Embedder) -> int:
+    """The length of the harness embedder's vectors (what a library's store is configured with)."""
+    return len(embedder.encode(["dimension probe"])[0])
+
+
 def speakers_of(conversation: Conversation) -> tuple[str, ...]:
     """The conversation's speakers: as the dataset names them, else in order of first turn."""
     return conversation.speakers or tuple(dict.fromkeys(t.speaker for t in conversation.turns))
@@ -90,7 +110,7 @@ def speakers_of(conversation: Conversation) -> tuple[str, ...]:
 
 def batches(conversation: Conversation, size: int, perspectives: str) -> list[Batch]:
     """Every library call of a construction, in order: session by session, each perspective's
-    batches of ``size`` turns in turn order.
+    batches of ``size`` turns in turn order (``own``: of the perspective's own turns only).
 
     >>> from datetime import datetime
     >>> day = datetime(2023, 5, 1)
@@ -98,15 +118,20 @@ def batches(conversation: Conversation, size: int, perspectives: str) -> list[Ba
     >>> conversation = Conversation("c", (Session("s1", day, "1 May", turns),), (), ("A", "B"))
     >>> [(b.perspective, b.turn_ids) for b in batches(conversation, 2, "speakers")]
     [('A', ('D1:0', 'D1:1')), ('A', ('D1:2',)), ('B', ('D1:0', 'D1:1')), ('B', ('D1:2',))]
+    >>> [(b.perspective, b.turn_ids) for b in batches(conversation, 1, "own")]
+    [('A', ('D1:0',)), ('A', ('D1:2',)), ('B', ('D1:1',))]
     """
     speakers = speakers_of(conversation)
-    whose = speakers if perspectives == "speakers" else speakers[:1]
+    whose = speakers[:1] if perspectives == "single" else speakers
     position = {turn.turn_id: i for i, turn in enumerate(conversation.turns)}
     found = []
     for session in conversation.sessions:
         for perspective in whose:
-            for start in range(0, len(session.turns), size):
-                turns = session.turns[start : start + size]
+            fed = session.turns
+            if perspectives == "own":
+                fed = tuple(turn for turn in fed if turn.speaker == perspective)
+            for start in range(0, len(fed), size):
+                turns = fed[start : start + size]
                 found.append(Batch(perspective, session, turns, position[turns[0].turn_id]))
     return found
 
@@ -147,6 +172,9 @@ class Remembered:
 
 @dataclass
 class Source:
+    """Where a memory came from while it is built: the turns of every batch that wrote it, the
+    date of the session that last wrote it, and the earliest of those batches' positions."""
+
     turn_ids: list[str]
     timestamp: datetime | None
     position: int

@@ -7,29 +7,43 @@ How it is wired (docs/methods/langmem.md):
 
 * The manager's chat model is LangChain's ``ChatOpenAI`` pointed at a
   :class:`~memsys.llm.bridge.BackboneBridge` on 127.0.0.1, so every request goes through the run's
-  construction backbone (response cache, accounting, retries). LangMem calls tools; the
-  harness's backbones take none, so the bridge asks for tool calls in llama.cpp's generic JSON
-  form (:mod:`memsys.llm.bridge`). The store is LangGraph's ``InMemoryStore`` whose index embeds
-  with the harness embedder (its documented ``embed`` callable). LangSmith tracing is off for
-  every call (``tracing_context(enabled=False)``).
-* The conversation is fed as Mem0's LoCoMo evaluation fed LangMem (:mod:`.common`): one memory
-  (namespace ``("memories", <speaker>)``) per speaker, session by session, 2 messages a call,
-  each ``"<session date> | <speaker>: <text>"``. That evaluation drove LangMem's hot-path tools
-  from a ReAct agent that also kept the whole thread in its prompt; the store manager is LangMem's
-  own way of forming memories from a conversation in the background and needs no agent.
+  construction backbone (response cache, accounting, retries; the client itself neither retries
+  nor times out). LangMem calls tools; the harness's backbones take none, so the bridge asks for
+  tool calls in llama.cpp's generic JSON form (:mod:`memsys.llm.bridge`). The store is
+  LangGraph's ``InMemoryStore`` whose index embeds with the harness embedder (its documented
+  ``embed`` callable). LangSmith tracing is off for every call (``tracing_context(enabled=False)``).
+* Mem0's LoCoMo evaluation (the source of the published LangMem numbers,
+  ``evaluation/src/langmem.py``) gave each speaker a LangGraph ReAct agent with LangMem's
+  hot-path tools (manage and search memory), and fed each agent only that speaker's own
+  messages, one per call, as ``user`` messages ``"<session date> | <speaker>: <text>"``, with no
+  session breaks, the agent keeping the whole thread in its prompt. The harness uses LangMem's
+  memory store manager (``create_memory_store_manager``) in place of that agent: LangMem's own
+  way of forming memories from a conversation, which needs no agent and no thread. The feeding
+  is the evaluation's as far as the manager allows (``perspectives: own``, ``batch_size: 1``,
+  :mod:`.common`): one memory (namespace ``("memories", <speaker>)``) per speaker, its own turns
+  one per call; what the manager does not take is the thread (each call sees its message, plus
+  the existing memories it searches), since replaying a speaker's whole history in every call
+  would make each prompt grow past a small model's context. ``perspectives: speakers`` with
+  ``batch_size: 2`` feeds it as the evaluation fed Mem0 instead.
+* Speaker names become namespace labels through :func:`namespace_label` (LangGraph refuses a
+  label with a ``.``); memories keep the speaker's name.
 * LangMem names each new memory and each prompt's session block with ``uuid4()``; the ids of
   existing memories appear in later prompts. So that a re-run sends the same requests (and is
   served from the cache), those ids are drawn from a generator seeded by the conversation while a
   memory is built (one build at a time per process). Nothing else in the library is changed.
 * Retrieval is the store's own search (``InMemoryStore.search``: the query embedded, cosine over
   each memory's embedded value) in each speaker's namespace: ``top_k`` per speaker (the limit of
-  LangMem's search tool, 10), merged by score.
+  LangMem's search tool and of the evaluation agent's prompt search, 10), merged by score.
 
-A batch on which the library itself raises is skipped and counted (``stats.library_errors``):
-trustcall 0.0.39's repair step, which runs when a tool call fails validation (a small model
-patching a memory id that does not exist), fails under LangGraph 1.x with ``AttributeError:
-'ExtractionState' object has no attribute 'tool_call_id'``. A failure of the backbone itself
-still stops the build.
+Library failures: trustcall 0.0.39 (LangMem's extraction) fails in its repair step, when a
+re-patch is routed to its ``patch`` node with the graph's state, with ``AttributeError:
+'ExtractionState' object has no attribute 'tool_call_id'`` (under LangGraph 1.2 and 0.6 alike).
+With ``repair_errors: skip`` (the default) a batch on which that error is raised is skipped and
+counted (``stats.library_errors``); ``repair_errors: raise`` stops the build. Any other
+exception stops the build, the bridge's failure first (the harness's own error: a replay-mode
+cache miss, a tripped breaker) when there is one. Replies the library cannot use (no JSON, or no
+tool call where one is required), which LangMem takes as a plain answer and stores nothing from,
+are counted (``stats.unparseable_replies``).
 
 Turn ids come from what ``manager.invoke`` writes (the keys it puts) and what disappears from the
 namespace (deletes), see :mod:`.common`; LangMem, like Mem0, does not say which message of a
@@ -41,6 +55,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import threading
 import uuid
 from collections.abc import Iterator
@@ -48,20 +63,25 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+from memsys.base import Services, check_choices
 from memsys.embed import Embedder
 from memsys.llm.bridge import BackboneBridge
 from memsys.methods.libraries.common import (
+    LIST_LIMIT,
     LibraryMemory,
     LibraryMemorySystem,
     Provenance,
     Remembered,
     batches,
+    embedding_dims,
     require,
 )
 from memsys.types import Conversation, Session, Turn
 
-#: How many memories one namespace listing may return.
-LIST_LIMIT = 1_000_000
+#: What a batch on which trustcall's repair step fails does (see the module docstring).
+REPAIR_ERRORS = ("skip", "raise")
+#: Characters LangGraph refuses in a namespace label.
+_UNSAFE_LABEL = re.compile(r"[.\x00]")
 #: One LangMem build at a time per process: the seeded ids replace a module global.
 _BUILD_LOCK = threading.Lock()
 
@@ -92,6 +112,29 @@ def seeded_ids(module: ModuleType, seed: str) -> Iterator[None]:
         module.uuid = original
 
 
+def namespace_label(speaker: str) -> str:
+    """``speaker`` as a LangGraph namespace label: as it is where LangGraph takes it, else with
+    each ``.`` (or NUL) made ``_`` and a digest of the name appended (also to a name with a
+    ``~``, the mark of a mapped label), so that two names never share a label.
+
+    >>> namespace_label("Caroline")
+    'Caroline'
+    >>> namespace_label("Dr. Jones")
+    'Dr_ Jones~9ce384fd'
+    >>> namespace_label("")
+    '~e3b0c442'
+    """
+    if speaker and not _UNSAFE_LABEL.search(speaker) and "~" not in speaker:
+        return speaker
+    digest = hashlib.sha256(speaker.encode("utf-8")).hexdigest()[:8]
+    return f"{_UNSAFE_LABEL.sub('_', speaker)}~{digest}"
+
+
+def is_repair_error(error: BaseException) -> bool:
+    """Whether ``error`` is trustcall's known repair-step failure (see the module docstring)."""
+    return isinstance(error, AttributeError) and "tool_call_id" in str(error)
+
+
 def render_turn(turn: Turn, session: Session) -> str:
     """A message as Mem0's LoCoMo evaluation wrote it for LangMem."""
     return f"{session.date_text} | {turn.speaker}: {turn.text}"
@@ -120,21 +163,48 @@ class LangMem(LibraryMemorySystem):
     extra = "langmem"
     package = "langmem"
 
-    def _libraries(self) -> tuple[ModuleType, ModuleType, ModuleType, Any]:
+    def __init__(
+        self,
+        services: Services,
+        *,
+        extraction: str = "llm",
+        batch_size: int = 1,
+        perspectives: str = "own",
+        top_k: int = 10,
+        max_tokens: int = 2000,
+        temperature: float = 0.0,
+        repair_errors: str = "skip",
+    ) -> None:
+        super().__init__(
+            services,
+            extraction=extraction,
+            batch_size=batch_size,
+            perspectives=perspectives,
+            top_k=top_k,
+            max_tokens=max_tokens,
+            temperature=temperature,
+        )
+        check_choices(("repair_errors", repair_errors, REPAIR_ERRORS))
+        self.repair_errors = repair_errors
+
+    def construction_config(self) -> dict[str, Any]:
+        return {**super().construction_config(), "repair_errors": self.repair_errors}
+
+    def _libraries(self) -> tuple[ModuleType, ModuleType, ModuleType, Any, Any]:
         langmem = require("langmem", "langmem", "langmem")
         extraction = require("langmem.knowledge.extraction", "langmem", "langmem")
         store = require("langgraph.store.memory", "langmem", "langmem")
         tracing = require("langsmith", "langmem", "langmem").tracing_context
-        return langmem, extraction, store, tracing
+        chat_openai = require("langchain_openai", "langmem", "langmem").ChatOpenAI
+        return langmem, extraction, store, tracing, chat_openai
 
     def _store(self, store_module: ModuleType) -> Any:
-        dims = len(self.services.embedder.encode(["dimension probe"])[0])
+        dims = embedding_dims(self.services.embedder)
         index = {"dims": dims, "embed": embed_function(self.services.embedder)}
         return store_module.InMemoryStore(index=index)
 
     def build(self, conversation: Conversation) -> tuple[list[Remembered], dict[str, Any]]:
-        langmem, extraction, store_module, tracing_context = self._libraries()
-        chat_openai = require("langchain_openai", "langmem", "langmem").ChatOpenAI
+        langmem, extraction, store_module, tracing_context, chat_openai = self._libraries()
         provenance = Provenance()
         plan = batches(conversation, self.batch_size, self.perspectives)
         store = self._store(store_module)
@@ -155,19 +225,23 @@ class LangMem(LibraryMemorySystem):
                 api_key="harness-bridge",
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
-                max_retries=0,
+                max_retries=0,  # the backbone behind the bridge retries and times out
+                timeout=None,
             )
             manager = langmem.create_memory_store_manager(
                 model, namespace=("memories", "{langgraph_user_id}"), store=store
             )
             for batch in plan:
-                namespace = ("memories", batch.perspective)
+                label = namespace_label(batch.perspective)
+                namespace = ("memories", label)
                 before = _keys(store, namespace)
-                config = {"configurable": {"langgraph_user_id": batch.perspective}}
+                config = {"configurable": {"langgraph_user_id": label}}
                 try:
                     puts = manager.invoke({"messages": batch.messages(render_turn)}, config=config)
-                except Exception as error:  # the library's own failure, not the backbone's
-                    bridge.raise_failure()
+                except Exception as error:
+                    bridge.raise_failure()  # the harness's own error, where there is one
+                    if self.repair_errors == "raise" or not is_repair_error(error):
+                        raise
                     failures.append(f"{batch.session.session_id}/{batch.perspective}: {error!r}")
                     continue
                 bridge.raise_failure()
@@ -178,12 +252,14 @@ class LangMem(LibraryMemorySystem):
             stats = {
                 "batches": len(plan),
                 "chat_requests": bridge.chat_requests,
+                "unparseable_replies": bridge.unparseable_replies,
                 "library_errors": len(failures),
                 "library_error_examples": failures[:3],
             }
         records = []
         for perspective in dict.fromkeys(batch.perspective for batch in plan):
-            for item in store.search(("memories", perspective), limit=LIST_LIMIT):
+            namespace = ("memories", namespace_label(perspective))
+            for item in store.search(namespace, limit=LIST_LIMIT):
                 records.append(
                     provenance.remembered(item.key, perspective, memory_text(item.value))
                 )
@@ -193,17 +269,17 @@ class LangMem(LibraryMemorySystem):
 
     def open_index(self, memory: LibraryMemory) -> Any:
         """An ``InMemoryStore`` holding ``memory``'s records as LangMem stores them."""
-        _, _, store_module, _ = self._libraries()
-        store = self._store(store_module)
+        store = self._store(self._libraries()[2])
         for record in memory.records:
             value = {"kind": "Memory", "content": {"content": record.text}}
-            store.put(("memories", record.perspective), record.memory_id, value)
+            store.put(("memories", namespace_label(record.perspective)), record.memory_id, value)
         return store
 
     def search(
         self, memory: LibraryMemory, query: str, perspective: str
     ) -> list[tuple[str, float]]:
-        found = memory.index.search(("memories", perspective), query=query, limit=self.top_k)
+        namespace = ("memories", namespace_label(perspective))
+        found = memory.index.search(namespace, query=query, limit=self.top_k)
         return [(item.key, float(item.score or 0.0)) for item in found]
 
 
