@@ -13,7 +13,8 @@ from fakes.libraries import Failing, LibraryModel, make_backbone
 from fakes.llm import RuleProvider
 
 from memsys.embed import Embedder
-from memsys.llm.bridge import BackboneBridge, BridgeError, completion_body, tool_call_schema
+from memsys.llm.bridge import BackboneBridge
+from memsys.llm.openai_wire import BridgeError, completion_body, tool_call_schema
 from memsys.llm.types import LLMResponse
 
 MEMORY_TOOL = {"type": "function", "function": {"name": "Memory", "parameters": {"type": "object"}}}

@@ -101,7 +101,7 @@ def stage_backbones(cfg: DictConfig, settings: RunSettings) -> dict[str, str]:
 #: Words that mark a counter of LLM replies not used as they came: retried, replaced by a rule
 #: or a lite extractor, unparseable, failed.
 FALLBACK_WORDS = ("fallback", "retried", "after_retry", "request_errors", "request_failed",
-                  "unparseable", "invalid", "failed_calls")  # fmt: skip
+                  "unparseable", "invalid", "failed_calls", "library_errors")  # fmt: skip
 
 
 def fallback_counts(report: Any, path: str) -> dict[str, int]:
