@@ -20,8 +20,9 @@ SUBSET ?= smoke
 # table takes about 4.5 minutes per run on 2 cores from a cold cache (12 runs: about an hour).
 BUDGET ?= 1024
 # Table 2: conf/experiment/table2.yaml on LongMemEval-S (default: 12 questions stratified by type,
-# offline, about an hour on 2 cores from a cold cache; LME_SUBSET=lme30, 30 questions, about 2.5
-# hours; LME_SUBSET=full for the paper setting). TABLE2_METHODS=a,b runs only those methods.
+# offline: 87 minutes measured on 2 cores shared with other work, load 5-10, from a cold cache;
+# LME_SUBSET=lme30, 30 questions, about 2.5 hours idle; LME_SUBSET=full for the paper setting).
+# TABLE2_METHODS=a,b runs only those methods.
 TABLE2_METHODS ?=
 LME_SUBSET ?= lme12
 # Retrieval-only comparison (no LLM): conf/experiment/retrieval.yaml, lite mode, full LoCoMo.
