@@ -1,6 +1,6 @@
 """What the runners' command lines do with an error a user can act on: one line, exit status 2.
 
-A wrong key, a missing dataset, a backbone that is down, a replay that diverged from its
+A wrong key, a config folder edited under a running sweep, a missing dataset, a backbone that is down, a replay that diverged from its
 recording, a full results disk or a damaged run log is the user's to fix; a traceback would
 only bury the message. Anything else is a bug and keeps its traceback.
 """
@@ -21,8 +21,14 @@ from memsys.llm.errors import BackboneUnavailableError, CacheMissError, Provider
 
 T = TypeVar("T")
 
+
+class ConfChangedError(RuntimeError):
+    """``conf/`` changed under a running sweep (:class:`benchmarks.run.SweepGuard`)."""
+
+
 CLEAR_ERRORS = (
     ConfigError,
+    ConfChangedError,
     DataMissingError,
     DatasetError,
     BackboneUnavailableError,

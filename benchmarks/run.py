@@ -13,6 +13,7 @@ construct and answer, and this one logs their records in the same order
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -29,7 +30,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from benchmarks.cli import run_or_exit
+from benchmarks.cli import ConfChangedError, run_or_exit
 from benchmarks.data.paths import resolve_data_dir, shown_path
 from benchmarks.harness import (
     ConstructionCounts,
@@ -57,7 +58,7 @@ from benchmarks.runlog import (
     summarize_invocations,
     write_atomically,
 )
-from benchmarks.settings import RunSettings, run_id, run_identity, validate
+from benchmarks.settings import CONF, RunSettings, run_id, run_identity, validate
 from benchmarks.subsets import select
 from benchmarks.summary import format_summary, summarize_run
 from benchmarks.workers import Task, WorkerPool, WorkerUsage, peak_rss_mb
@@ -287,11 +288,56 @@ def run_in(
     return summary
 
 
+def conf_digest(conf: Path = CONF) -> str:
+    """sha256 over every file under ``conf`` (relative path and bytes), in path order."""
+    digest = hashlib.sha256()
+    for path in sorted(found for found in conf.rglob("*") if found.is_file()):
+        digest.update(path.relative_to(conf).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+class SweepGuard:
+    """Refuses a sweep's job once ``conf/`` has changed since its first job.
+
+    A multirun runs its jobs one after another in this process, and Hydra composes each job's
+    config from ``conf/`` on disk, while the process keeps the code it started with: a config
+    edited in the meantime meets code that may not expect it (measured: a run id computed with
+    a key the old code kept and the new code drops). Finished runs stay; rerunning the sweep
+    resumes with code and configs that agree.
+    """
+
+    def __init__(self, conf: Path = CONF) -> None:
+        self.conf = conf
+        self.first: str | None = None
+
+    def check(self) -> None:
+        """Remember ``conf/`` at the first job; raise :class:`ConfChangedError` when it differs
+        later."""
+        current = conf_digest(self.conf)
+        if self.first is None:
+            self.first = current
+        elif current != self.first:
+            raise ConfChangedError(
+                f"{shown_path(self.conf)} changed since this sweep's first job; this process "
+                "still runs the code it started with, so the job is refused (finished runs are "
+                "kept: run the sweep again)",
+            )
+
+
+SWEEP_GUARD = SweepGuard()
+
+
+def guarded_run(cfg: DictConfig) -> dict[str, Any]:
+    """:func:`run`, after :data:`SWEEP_GUARD` has checked ``conf/``."""
+    SWEEP_GUARD.check()
+    return run(cfg)
+
+
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error
     (signals: :func:`benchmarks.cli.run_or_exit`)."""
-    print(format_summary(run_or_exit(run, cfg)))
+    print(format_summary(run_or_exit(guarded_run, cfg)))
 
 
 if __name__ == "__main__":

@@ -65,3 +65,23 @@ def test_joblib_sweep_two_methods_by_two_backbones(
         assert metrics["failures"] == {"answer": 0, "judge": 0}
     memories = list((tmp_path / "memories").rglob("*.json"))
     assert len(memories) == 2
+
+
+def test_a_sweep_refuses_its_next_job_once_conf_changed(tmp_path: Path) -> None:
+    """Hydra composes each job from conf/ on disk while the process keeps its code: the guard
+    remembers conf/ at the first job, lets unchanged later jobs through and refuses the first
+    job after an edit, naming the folder."""
+    from benchmarks.cli import ConfChangedError
+    from benchmarks.run import SweepGuard, conf_digest
+
+    conf = tmp_path / "conf"
+    (conf / "embedder").mkdir(parents=True)
+    (conf / "embedder" / "minilm.yaml").write_text("model: all-MiniLM-L6-v2\n")
+    guard = SweepGuard(conf)
+    guard.check()
+    guard.check()
+    before = conf_digest(conf)
+    (conf / "embedder" / "minilm.yaml").write_text("model: all-MiniLM-L6-v2\ndevice: cpu\n")
+    assert conf_digest(conf) != before
+    with pytest.raises(ConfChangedError, match=r"conf changed since this sweep's first job"):
+        guard.check()
