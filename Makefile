@@ -102,15 +102,18 @@ stats:  ## dataset counts
 bench:  ## performance report -> results/bench.md (every scripts/bench_*.py, with the machine)
 	$(PY) scripts/bench.py
 
+# Table 1's report, written after the runs of either target that adds rows to it.
+TABLE1_REPORT = $(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) --out results/table1
+
 reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 reader and judge)
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (1 LoCoMo conversation, 40 questions, backbone $(BACKBONES)): not the papers' setting"; fi
 	$(PY) -m benchmarks.run -m +experiment=table1 $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) progress=$(PROGRESS)
-	$(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) --out results/table1
+	$(TABLE1_REPORT)
 
 reproduce-libraries:  ## Mem0 and LangMem in Table 1's offline setting (hours: LLM-only construction), then Table 1 again
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (backbone $(BACKBONES)): not the papers' setting; Mem0 asks ~840 construction calls"; fi
 	$(PY) -m benchmarks.run -m +experiment=libraries backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) progress=$(PROGRESS)
-	$(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) --out results/table1
+	$(TABLE1_REPORT)
 
 reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 reader and judge)
 	@if [ "$(LME_SUBSET)" != full ]; then echo "NOTE: offline $(LME_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting"; fi

@@ -25,12 +25,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from hydra.utils import instantiate  # noqa: E402
+
 from benchmarks.answering.prompts import answer_messages  # noqa: E402
 from benchmarks.data import load_locomo  # noqa: E402
 from benchmarks.settings import compose_config  # noqa: E402
 from memsys.files import available_cores  # noqa: E402
 from memsys.llm import Accounting, ResponseCache, SamplingParams, build_backbone  # noqa: E402
-from memsys.llm.providers.llamacpp import locate_gguf  # noqa: E402
+from memsys.llm.providers.llamacpp import LlamaCppConfig, locate_gguf  # noqa: E402
 from memsys.tokens import TokenCounter  # noqa: E402
 
 
@@ -65,12 +67,13 @@ def main() -> None:
     backbone = build_backbone(
         config, cache=ResponseCache(None, mode="off"), accounting=Accounting()
     )
-    provider = config.provider
+    # The provider's own settings, defaults included, so both sides load the model alike.
+    provider: LlamaCppConfig = instantiate(config.provider, _convert_="all")
     threads = provider.n_threads or available_cores()
     raw = Llama(
         model_path=str(locate_gguf(provider.model_path, provider.package)),
         n_ctx=provider.n_ctx,
-        n_batch=provider.get("n_batch", 512),
+        n_batch=provider.n_batch,
         n_threads=threads,
         n_threads_batch=threads,
         verbose=False,

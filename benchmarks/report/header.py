@@ -188,10 +188,12 @@ def statistics_line(shared: dict[str, Any], metric: str, rows: Sequence[Row], un
     both = spec.longmemeval_scores and "answer.template" in shared
     tested = f"{metric} (Overall) and on judge_acc (LongMemEval accuracy)" if both else metric
     units = {c.unit for row in rows for c in row.comparisons.values()}
-    resampling = f"resampling {units.pop()}s" if len(units) == 1 else "resampling as the CIs do"
-    if spec.own_memory_per_question and resampling == "resampling conversations":
+    resampling = "resampling as the CIs do"
+    if units == {"conversation"} and spec.own_memory_per_question:
         # Each question is its own conversation: say what is drawn in the reader's terms.
         resampling = f"resampling questions (each its own {spec.memory_name})"
+    elif len(units) == 1:
+        resampling = f"resampling {units.pop()}s"
     return (
         f"Statistics: means over questions with "
         f"{interval_description(table_cells(rows), unit, spec.memory_name)}; p = two-sided paired "
