@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.data.locomo import LOCOMO_FILE, read_locomo
+from benchmarks.data import load_locomo
+from benchmarks.data.locomo import LOCOMO_FILE
 from benchmarks.data.longmemeval import iter_longmemeval
-from benchmarks.data.paths import data_file
 from memsys.types import Conversation
 
 #: Makes a fresh stream of a dataset's conversations: ``(variant, file, data_dir)``.
@@ -70,7 +70,7 @@ def _locomo(
     variant: str | None, file: str | None, data_dir: Path
 ) -> Callable[[], Iterable[Conversation]]:
     del variant  # LoCoMo has none
-    return lambda: read_locomo(data_file(file or LOCOMO_FILE, str(data_dir)))[0]
+    return lambda: load_locomo(str(data_dir), file or LOCOMO_FILE)
 
 
 def _longmemeval(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.data.specs import DatasetSpec, dataset_spec
+from benchmarks.data.specs import DatasetSpec, spec_of
 from benchmarks.judge_calibration import calibration_lines
 from benchmarks.metrics.stats import INTERVAL_UNITS
 from benchmarks.report.conditions import check_one_run_per_row, shared_conditions, with_variants
@@ -83,7 +83,7 @@ def build_report(
     shared = shared_conditions(runs)
     check_one_run_per_row(runs)
     categories = category_order(runs)
-    spec = dataset_spec(shared["dataset"].get("name"))
+    spec = spec_of(shared)
     names = score_names(record for run in runs for record in run.records)
     rows = sorted(
         (

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.data.paths import shown_path
-from benchmarks.data.specs import DatasetSpec, dataset_spec
+from benchmarks.data.specs import DatasetSpec, dataset_spec, spec_of
 from benchmarks.metrics.stats import MIN_CLUSTERS
 from benchmarks.provenance import UNKNOWN
 from benchmarks.report.naming import judge_description
@@ -65,7 +65,7 @@ def dataset_description(dataset: dict[str, Any]) -> str:
 def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics: str) -> list[str]:
     """What a reader needs to know to compare the table with another one; ``statistics`` is
     :func:`statistics_line`."""
-    spec = dataset_spec(shared["dataset"].get("name"))
+    spec = spec_of(shared)
     answered = "answer.template" in shared
     lines = [
         f"Dataset: {dataset_description(shared['dataset'])}",
@@ -184,7 +184,7 @@ def interval_description(cells: Sequence[Cell], unit: str, memory_name: str) -> 
 
 def statistics_line(shared: dict[str, Any], metric: str, rows: Sequence[Row], unit: str) -> str:
     """The header's Statistics line: the intervals' unit and the p-values' test."""
-    spec = dataset_spec(shared["dataset"].get("name"))
+    spec = spec_of(shared)
     both = spec.longmemeval_scores and "answer.template" in shared
     tested = f"{metric} (Overall) and on judge_acc (LongMemEval accuracy)" if both else metric
     units = {c.unit for row in rows for c in row.comparisons.values()}

@@ -196,12 +196,6 @@ class BackboneBridge:
         }
 
 
-# -- requests -----------------------------------------------------------------------------------
-
-
-# -- replies ------------------------------------------------------------------------------------
-
-
 def _handler_for(bridge: BackboneBridge, socket_timeout_s: float) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
