@@ -10,6 +10,12 @@ alternate (harness first on even prompts, raw first on odd ones) so that a load 
 shared cores falls on both sides alike. The ratio is raw seconds / harness seconds: 1.0 means
 the harness adds nothing; the target is at least 0.9. Replies must be identical.
 
+Then the judge's prompts (mem0 protocol, each question's gold answer as the prediction), as the
+harness sends them: the fixed instruction declared as the shared prefix, which the provider
+evaluates once and keeps; the raw side evaluates every whole prompt. Here the ratio says what
+the prefix reuse saves. Verdicts may differ in rare cases (the split changes the arithmetic a
+little; each side is deterministic), so their agreement is printed.
+
     .venv/bin/python scripts/bench_embedded_llm.py [--prompts 12] [--budget 1024] [--max-tokens 32]
 """
 
@@ -29,9 +35,16 @@ from hydra.utils import instantiate  # noqa: E402
 
 from benchmarks.answering.prompts import answer_messages  # noqa: E402
 from benchmarks.data import load_locomo  # noqa: E402
+from benchmarks.metrics.judge import judge_prompt, ladder_request  # noqa: E402
 from benchmarks.settings import compose_config  # noqa: E402
 from memsys.files import available_cores  # noqa: E402
-from memsys.llm import Accounting, ResponseCache, SamplingParams, build_backbone  # noqa: E402
+from memsys.llm import (  # noqa: E402
+    Accounting,
+    LLMRequest,
+    ResponseCache,
+    SamplingParams,
+    build_backbone,
+)
 from memsys.llm.providers.llamacpp import LlamaCppConfig, locate_gguf  # noqa: E402
 from memsys.tokens import TokenCounter  # noqa: E402
 
@@ -53,6 +66,16 @@ def prompts(count: int, budget: int) -> list[list[dict[str, str]]]:
     context = "\n".join(reversed(kept))
     questions = conversation.questions[:count]
     return [answer_messages("uniform", question, context) for question in questions]
+
+
+def judge_requests(count: int) -> list[LLMRequest]:
+    """The first rung of the mem0 judge's request for each of the first ``count`` questions."""
+    questions = load_locomo()[0].questions[:count]
+    requests = []
+    for question in questions:
+        prompt, schema = judge_prompt(question, question.answer, "mem0")
+        requests.append(ladder_request(prompt, schema, 1, "", 32))
+    return requests
 
 
 def main() -> None:
@@ -78,51 +101,60 @@ def main() -> None:
         n_threads_batch=threads,
         verbose=False,
     )
-    params = SamplingParams(max_tokens=args.max_tokens)
     seconds = {"harness": 0.0, "raw": 0.0}
     prompt_tokens = completion_tokens = 0
-    same = 0
-    messages_list = prompts(args.prompts, args.budget)
 
-    def harness_call(messages: list[dict[str, str]]) -> str:
+    def harness_call(request: LLMRequest) -> str:
         started = time.perf_counter()
-        reply = backbone.complete(messages, params)
+        (reply,) = backbone.complete_many([request])
         seconds["harness"] += time.perf_counter() - started
         return reply.text
 
-    def raw_call(messages: list[dict[str, str]]) -> str:
+    def raw_call(request: LLMRequest) -> str:
         nonlocal prompt_tokens, completion_tokens
+        params = request.params
+        schema = params.json_schema
         started = time.perf_counter()
         raw.reset()
         reply = raw.create_chat_completion(
-            messages=messages,
+            messages=[dict(message) for message in request.messages],
             temperature=params.temperature,
             max_tokens=params.max_tokens,
             top_p=params.top_p,
             seed=params.seed,
+            response_format={"type": "json_object", "schema": dict(schema)} if schema else None,
         )
         seconds["raw"] += time.perf_counter() - started
         prompt_tokens += reply["usage"]["prompt_tokens"]
         completion_tokens += reply["usage"]["completion_tokens"]
         return reply["choices"][0]["message"]["content"] or ""
 
-    for index, messages in enumerate(messages_list):
-        if index % 2 == 0:
-            ours, theirs = harness_call(messages), raw_call(messages)
-        else:
-            theirs, ours = raw_call(messages), harness_call(messages)
-        same += ours == theirs
-    load = os.getloadavg()[0]
+    def compare(title: str, requests: list[LLMRequest], target: str) -> None:
+        nonlocal prompt_tokens, completion_tokens
+        seconds.update(harness=0.0, raw=0.0)
+        prompt_tokens = completion_tokens = same = 0
+        for index, request in enumerate(requests):
+            if index % 2 == 0:
+                ours, theirs = harness_call(request), raw_call(request)
+            else:
+                theirs, ours = raw_call(request), harness_call(request)
+            same += ours == theirs
+        print(
+            f"{title}: {len(requests)} prompts, {prompt_tokens} prompt and {completion_tokens} "
+            f"completion tokens (raw side), identical replies: {same}/{len(requests)}"
+        )
+        print(f"  harness (Backbone, cache off): {seconds['harness']:.2f} s")
+        print(f"  raw llama-cpp-python:          {seconds['raw']:.2f} s")
+        print(f"  ratio raw / harness: {seconds['raw'] / seconds['harness']:.3f} ({target})")
+
+    params = SamplingParams(max_tokens=args.max_tokens)
+    answers = [LLMRequest(tuple(m), params) for m in prompts(args.prompts, args.budget)]
     print(
-        f"machine: {platform.processor() or platform.machine()}, {threads} threads, load {load:.1f}"
+        f"machine: {platform.processor() or platform.machine()}, {threads} threads, "
+        f"load {os.getloadavg()[0]:.1f}"
     )
-    print(
-        f"{len(messages_list)} prompts, {prompt_tokens} prompt and {completion_tokens} completion "
-        f"tokens (raw side), identical replies: {same}/{len(messages_list)}"
-    )
-    print(f"harness (Backbone, cache off): {seconds['harness']:.2f} s")
-    print(f"raw llama-cpp-python:          {seconds['raw']:.2f} s")
-    print(f"ratio raw / harness: {seconds['raw'] / seconds['harness']:.3f} (target >= 0.9)")
+    compare("answer prompts", answers, "target >= 0.9")
+    compare("judge prompts", judge_requests(args.prompts), "the shared instruction's saving")
 
 
 if __name__ == "__main__":

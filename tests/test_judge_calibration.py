@@ -12,6 +12,7 @@ from benchmarks.data import load_locomo
 from benchmarks.metrics.judge import (
     LME_ABSTENTION,
     LME_STANDARD,
+    LOCOMO_INSTRUCTION,
     STRICT_INSTRUCTION,
     Judge,
     judge_prompt,
@@ -28,7 +29,7 @@ from benchmarks.metrics.judge_probes import (
 )
 from benchmarks.run import run
 from benchmarks.settings import ConfigError, run_identity, validate
-from memsys.llm import Accounting, ResponseCache
+from memsys.llm import Accounting, LLMRequest, LLMResponse, ResponseCache
 from memsys.llm.factory import build_backbone
 from memsys.llm.fake_server import FakeChatServer
 from memsys.types import Question
@@ -203,3 +204,23 @@ def test_judge_settings_that_change_no_record_leave_the_run_identity(tmp_path: P
     unjudged = identity("judge=none")
     assert "judge_protocol" not in unjudged["dataset"] and "protocols" not in unjudged["judge"]
     assert "judge_protocol" not in identity("answer=none")["dataset"]
+
+
+def test_each_instruction_is_a_shared_prefix_and_is_graded_in_one_run() -> None:
+    """Every judge request declares its instruction as the shared prefix (what an in-process
+    model evaluates once), and the requests go out grouped by instruction."""
+    sent: list[LLMRequest] = []
+
+    class Recorder:
+        def complete_many(self, requests, **_):
+            sent.extend(requests)
+            return [LLMResponse(CORRECT, 1, 1, 0.0, False, "m") for _ in requests]
+
+    judge = Judge(Recorder(), protocols=("mem0", "strict"))  # type: ignore[arg-type]
+    items = [(Question(f"q{i}", "c", f"Who is {i}?", "Anna", "single_hop"), "Anna") for i in (1, 2)]
+    judge.grade_many(items)
+    heads = [r.messages[0]["content"][: r.shared_prefix] for r in sent]
+    firsts = [head.splitlines()[0] for head in heads]
+    assert sorted(firsts) == sorted([LOCOMO_INSTRUCTION.splitlines()[0], STRICT] * 2)
+    assert firsts[0] == firsts[1] and firsts[2] == firsts[3]  # one run per instruction
+    assert all(r.messages[0]["content"][r.shared_prefix :].startswith("Question: ") for r in sent)

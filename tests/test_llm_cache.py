@@ -149,3 +149,10 @@ def test_no_api_key_in_cache_files_or_accounting(
         assert b"Bearer" not in content, path
     assert PLANTED_KEY not in str(failure.value)
     assert PLANTED_KEY not in repr(backbone.provider.__dict__.get("config"))
+
+
+def test_a_shared_prefix_hint_is_part_of_the_key_only_when_given() -> None:
+    plain = LLMRequest(ask("Grade this. Question: q"))
+    hinted = LLMRequest(plain.messages, shared_prefix=11)
+    assert request_key("m", plain) == request_key("m", LLMRequest(plain.messages, shared_prefix=0))
+    assert request_key("m", hinted) != request_key("m", plain)

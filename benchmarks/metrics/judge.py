@@ -108,6 +108,10 @@ Model response: {prediction}
 Does the model recognise the question as unanswerable? Reply with JSON only: \
 {{"answer": "yes"}} or {{"answer": "no"}}."""
 RETRY_REMINDER = "Your reply was not the JSON asked for. Reply with the JSON object only."
+#: Every prompt states its instruction before this, the first field: what precedes it is the
+#: same for every answer graded under one protocol (and LongMemEval question type), and is
+#: declared as the request's shared prefix (an in-process model evaluates it once).
+INSTRUCTION_END = "Question: "
 #: Requests one run sends to the model for one verdict (cached rungs are not counted).
 ATTEMPTS_PER_RUN = 2
 #: Rungs of the ladder in all; a verdict still unparseable after them is a final failure.
@@ -231,6 +235,7 @@ def ladder_request(
     the rung below (rung 2 quotes rung 1's)."""
     messages: list[Message] = [{"role": "user", "content": prompt}]
     params = SamplingParams(max_tokens=max_tokens, json_schema=schema)
+    shared = instruction_length(prompt)
     if rung == 2:
         messages += [
             {"role": "assistant", "content": last_reply},
@@ -240,7 +245,12 @@ def ladder_request(
         params = SamplingParams(
             max_tokens=max_tokens, json_schema=schema, temperature=RESAMPLE_TEMPERATURE, seed=rung
         )
-    return LLMRequest(tuple(messages), params)
+    return LLMRequest(tuple(messages), params, shared_prefix=shared)
+
+
+def instruction_length(prompt: str) -> int:
+    """Characters of ``prompt`` before :data:`INSTRUCTION_END` (its fixed instruction)."""
+    return max(prompt.find(INSTRUCTION_END), 0)
 
 
 @dataclass
@@ -332,6 +342,9 @@ class Judge:
                 gradings[protocol] = by_prompt.setdefault(prompt, _Grading(prompt, schema))
             per_item.append(gradings)
         pending = list(by_prompt.values())
+        # Same instruction, one after another: an in-process model evaluates it once per run of
+        # them (replies do not depend on the order; see LLMRequest.shared_prefix).
+        pending.sort(key=lambda grading: grading.prompt[: instruction_length(grading.prompt)])
         while climbing := [grading for grading in pending if grading.climbing()]:
             requests = [grading.next_request(self.max_tokens) for grading in climbing]
             replies = self.backbone.complete_many(requests, stage=stage, return_exceptions=True)

@@ -45,6 +45,8 @@ def request_key(model_id: str, request: LLMRequest) -> str:
         "messages": [dict(message) for message in request.messages],
         "params": dataclasses.asdict(request.params),
     }
+    if request.shared_prefix:  # absent at 0: keys made before the hint existed stay valid
+        payload["shared_prefix"] = request.shared_prefix
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

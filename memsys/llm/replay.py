@@ -26,7 +26,9 @@ def request_from_json(data: dict[str, Any]) -> LLMRequest:
     """Inverse of the ``request`` field of a journal entry."""
     params = dict(data["params"])
     params["stop"] = tuple(params.get("stop") or ())
-    return LLMRequest(tuple(data["messages"]), SamplingParams(**params))
+    return LLMRequest(
+        tuple(data["messages"]), SamplingParams(**params), data.get("shared_prefix", 0)
+    )
 
 
 def entry_json(key: str, model_id: str, request: LLMRequest, completion: Completion) -> str:
@@ -37,6 +39,7 @@ def entry_json(key: str, model_id: str, request: LLMRequest, completion: Complet
         "request": {
             "messages": [dict(message) for message in request.messages],
             "params": dataclasses.asdict(request.params),
+            **({"shared_prefix": request.shared_prefix} if request.shared_prefix else {}),
         },
         "completion": dataclasses.asdict(completion),
     }

@@ -35,10 +35,27 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class LLMRequest:
-    """One chat completion to run: the unit of caching and of batching."""
+    """One chat completion to run: the unit of caching and of batching.
+
+    ``shared_prefix`` is the length, in characters, of the start of the first message's content
+    that many requests repeat verbatim (a fixed instruction); 0 says none. The in-process
+    llama.cpp provider evaluates that prefix on its own and keeps its state for the next request
+    that shares it; since that split changes the arithmetic a little, the hint is part of the
+    request's cache key. Servers do their own prefix caching and ignore it.
+    """
 
     messages: Sequence[Message]
     params: SamplingParams = SamplingParams()
+    shared_prefix: int = 0
+
+    def __post_init__(self) -> None:
+        if self.shared_prefix:
+            first = self.messages[0].get("content", "") if self.messages else ""
+            if not 0 < self.shared_prefix <= len(first):
+                raise ValueError(
+                    f"shared_prefix {self.shared_prefix} is outside the first message "
+                    f"({len(first)} characters)"
+                )
 
 
 @dataclass(frozen=True)

