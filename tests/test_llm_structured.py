@@ -86,6 +86,7 @@ def test_accept_rejects_with_a_reason_or_none_and_the_retry_says_why() -> None:
     assert report.to_json() | {"seconds": 0} == {
         "units": 5,
         "calls": 9,
+        "cached_calls": 0,
         "accepted_first": 1,
         "retried": 4,
         "accepted_retry": 3,

@@ -101,8 +101,8 @@ def test_plain_replies_pass_the_text_parsers() -> None:
     assert clean_boundary(usable_reply({"messages": [{"content": "Event A ..."}]})) == PLAIN_REPLY
     segmenter = SeComSegmenter(backbone=rule_backbone(lambda request: "")[0])
     dialogue = DialogueText(("hi", "hello", "how are you", "fine"), ("A", "B", "A", "B"))
-    request = segmenter.request(dialogue)
-    reply = usable_reply({"messages": list(request.messages), "stop": list(request.params.stop)})
+    messages, params = segmenter.messages(dialogue), segmenter.params(dialogue)
+    reply = usable_reply({"messages": messages, "stop": list(params.stop)})
     assert "</segmentation>" not in reply  # cut at the stop string, as servers do
     assert parse_segmentation(reply, len(dialogue)).gaps == ()
 

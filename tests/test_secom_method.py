@@ -186,10 +186,10 @@ def test_garbage_llm_segmentation_falls_back_to_fixed_chunks_and_is_counted(
     )
     assert system.uses_llm and isinstance(system.segmenter, SeComSegmenter)
     memory = system.construct(conversation)
-    assert len(provider.requests) == 2  # one call per session
-    assert "[Exchange 0]: Ann: Our dog Biscuit" in provider.requests[0].messages[-1]["content"]
+    assert len(provider.requests) == 4  # one call per session, each asked again once
+    assert "[Exchange 0]: Ann: Our dog Biscuit" in provider.requests[0].messages[0]["content"]
     segmentation = memory.report["segmentation"]
-    assert segmentation["llm_calls"] == 2 and segmentation["fallbacks"] == {"fixed_chunks": 2}
+    assert segmentation["llm_calls"] == 4 and segmentation["fallbacks"] == {"segmentation": 2}
     # fixed chunks of 3 exchanges = 6 turns: session 1 (9 turns) -> 6 + 3, session 2 -> 4
     assert [len(s.turn_ids) for s in memory.segments] == [6, 3, 4]
     assert system.construction_identity()["construction_model"] == backbone.model_id

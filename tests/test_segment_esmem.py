@@ -12,12 +12,14 @@ from fakes.embed import hashing_embedder
 from fakes.llm import RuleProvider, make_backbone
 from fakes.segment import PETS_THEN_COOKING, rule_backbone, user_text
 
+from memsys.llm.structured import Rejected
 from memsys.llm.types import LLMRequest
 from memsys.segment.base import CostMeter, DialogueText, labels_from_gaps
 from memsys.segment.esmem import (
     INTENT_SCHEMA,
     TOPIC_SCHEMA,
     ESMemSegmenter,
+    _intent_probability,
     adjacent_pearson,
     boundary_probability,
     gaussian_mutual_information,
@@ -119,7 +121,11 @@ def test_llm_mode_end_to_end_with_scripted_replies() -> None:
     cost = result.cost
     assert cost.llm_calls == len(PETS_THEN_COOKING) + len(candidates)
     assert cost.prompt_tokens == 11 * cost.llm_calls and cost.fallbacks == {}
-    assert segmenter.reply_counts()["topic"]["clean"] == len(PETS_THEN_COOKING)
+    assert (
+        cost.llm["topic"].parse["clean"]
+        == cost.llm["topic"].accepted_first
+        == len(PETS_THEN_COOKING)
+    )
 
 
 def test_dialogues_segmented_together_equal_one_at_a_time() -> None:
@@ -152,13 +158,12 @@ def test_garbage_replies_fall_back_and_are_counted() -> None:
     segmenter = ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone)
     result = segmenter.segment(PETS_THEN_COOKING)
     n_candidates = len(result.details["candidates"])
-    assert result.cost.fallbacks == {
-        "topic_fallback": len(PETS_THEN_COOKING),
-        "intent_fallback": n_candidates,
-    }
+    # each unit asked twice (the retry rule of every method), then the substitute
+    assert result.cost.fallbacks == {"intent": n_candidates, "topic": len(PETS_THEN_COOKING)}
+    assert result.cost.llm_calls == 2 * (len(PETS_THEN_COOKING) + n_candidates)
     assert result.labels == (0,) * len(PETS_THEN_COOKING)  # on_intent_failure: drop
     assert result.annotations[0] == lite_annotation(PETS_THEN_COOKING[0], 5)
-    assert segmenter.reply_counts()["topic"]["unparseable"] == len(PETS_THEN_COOKING)
+    assert result.cost.llm["topic"].parse["unparseable"] == 2 * len(PETS_THEN_COOKING)
 
     keep = ESMemSegmenter(
         embedder=hashing_embedder(), backbone=backbone, on_intent_failure="keep"
@@ -177,19 +182,17 @@ def test_failed_requests_are_booked_and_replaced() -> None:
 
     backbone, _ = rule_backbone(reply)
     result = ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone).segment(
-        PETS_THEN_COOKING[:5]
+        PETS_THEN_COOKING[:3]
     )
-    assert 0 < len(result.details["candidates"]) < 3  # the breaker would trip at 3 in a row
-    assert result.cost.failed_calls == len(result.details["candidates"])
-    assert result.cost.fallbacks == {"intent_fallback": result.cost.failed_calls}
+    # one candidate, asked twice: the breaker would trip at 3 failures in a row
+    assert len(result.details["candidates"]) == 1
+    assert result.cost.failed_calls == 2 * len(result.details["candidates"])  # asked twice
+    assert result.cost.fallbacks == {"intent": len(result.details["candidates"])}
     assert all(p is None for p in result.details["p_eb"].values())
 
 
 def test_identical_labels_in_an_intent_reply_are_rejected() -> None:
-    backbone, _ = rule_backbone(lambda request: "{}")
-    segmenter = ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone)
     same = {"name": "Topic_Shift", "prob": 0.9}
-    assert segmenter._parse_intent(json.dumps({"labels": [same, same]})) is None
+    assert isinstance(_intent_probability(0, {"labels": [same, same]}), Rejected)
     other = {"name": "Direct_Resp", "prob": 0.2}
-    assert segmenter._parse_intent(json.dumps({"labels": [same, other]})) == pytest.approx(0.85)
-    assert segmenter._parse_intent('{"labels": [{"name": "Topic_Shift", "prob": 1.7}]}') is None
+    assert _intent_probability(0, {"labels": [same, other]}) == pytest.approx(0.85)

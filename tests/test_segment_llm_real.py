@@ -18,6 +18,7 @@ from benchmarks.data.paths import REPO_ROOT
 from benchmarks.segment import window_diff
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, Backbone, ResponseCache, build_backbone
+from memsys.llm.structured import ExtractionReport
 from memsys.segment.esmem import ESMemSegmenter
 from memsys.segment.secom import SeComSegmenter
 from memsys.segment.secom_reflection import ReflectionConfig
@@ -47,13 +48,13 @@ def test_esmem_llm_end_to_end(backbone: Backbone) -> None:
     result = segmenter.segment(DIALOGUE)
     assert len(result.labels) == 3 and result.labels[-1] == 0
     candidates = result.details["candidates"]
-    assert result.cost.llm_calls == 3 + len(candidates)
+    topic, intent = result.cost.llm["topic"], result.cost.llm.get("intent", ExtractionReport())
+    assert (topic.units, intent.units) == (3, len(candidates))
+    assert result.cost.llm_calls == 3 + len(candidates) + topic.retried + intent.retried
     assert result.cost.prompt_tokens > 0 and result.cost.completion_tokens > 0
-    counts = segmenter.reply_counts()
-    topic_parsed = counts["topic"]["clean"] + counts["topic"]["repaired"]
-    intent_parsed = counts["intent"]["clean"] + counts["intent"]["repaired"]
-    assert result.cost.fallbacks.get("topic_fallback", 0) == 3 - topic_parsed
-    assert result.cost.fallbacks.get("intent_fallback", 0) == len(candidates) - intent_parsed
+    for report in (topic, intent):  # every unit accepted at the first or second try, or not
+        assert report.accepted_first + report.accepted_retry + report.fallbacks == report.units
+    assert result.cost.fallbacks.get("topic", 0) == topic.fallbacks
     assert all(set(a) == {"topic", "keywords"} for a in result.annotations)
 
     again = segmenter.segment(DIALOGUE)  # the response cache answers the same calls
@@ -64,9 +65,10 @@ def test_secom_end_to_end(backbone: Backbone) -> None:
     segmenter = SeComSegmenter(backbone=backbone, tokens_per_exchange=30)
     result = segmenter.segment(DIALOGUE, ("A", "B", "A"))
     assert len(result.labels) == 3 and result.labels[-1] == 0
-    assert result.cost.llm_calls == 1
+    report = result.cost.llm["segmentation"]
+    assert result.cost.llm_calls == 1 + report.retried
     outcomes = segmenter.reply_counts()["segmentation"]
-    assert outcomes.get("ok", 0) + result.cost.fallbacks.get("fixed_chunks", 0) == 1
+    assert outcomes.get("ok", 0) + result.cost.fallbacks.get("segmentation", 0) == 1
 
 
 def test_secom_reflection_end_to_end(backbone: Backbone, tmp_path: Path) -> None:
@@ -74,6 +76,7 @@ def test_secom_reflection_end_to_end(backbone: Backbone, tmp_path: Path) -> None
     config = ReflectionConfig(enabled=True, dialogues=1, hard_examples=1, max_tokens=96)
     segmenter = SeComSegmenter(backbone=backbone, tokens_per_exchange=30, reflection=config)
     report = segmenter.fit(training, window_diff=window_diff)
-    assert report["reflection_cost"]["llm_calls"] == 1
+    cost = report["reflection_cost"]
+    assert cost["units"] == 1 and cost["calls"] == 1 + cost["retried"]
     assert sum(report["reflections"].values()) == 1
     assert len(segmenter.segment(DIALOGUE).labels) == 3

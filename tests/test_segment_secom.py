@@ -105,14 +105,10 @@ def test_prompt_numbers_exchanges_from_zero_with_speakers() -> None:
     ]
 
 
-def test_segmenter_uses_a_good_reply_and_counts_fallbacks() -> None:
-    replies = iter(
-        [
-            tagged(segment_line(0, 0, 3), segment_line(1, 4, 7)),
-            tagged(segment_line(0, 0, 2), segment_line(1, 4, 7)),  # gap
-            "no idea",
-        ]
-    )
+def test_segmenter_uses_a_good_reply_retries_a_bad_one_and_counts_fallbacks() -> None:
+    good_reply = tagged(segment_line(0, 0, 3), segment_line(1, 4, 7))
+    gap_reply = tagged(segment_line(0, 0, 2), segment_line(1, 4, 7))
+    replies = iter([good_reply, gap_reply, good_reply, gap_reply, gap_reply, "no", "idea"])
     backbone, provider = rule_backbone(lambda request: next(replies))
     segmenter = SeComSegmenter(backbone=backbone)
     good = segmenter.segment(PETS_THEN_COOKING)
@@ -123,30 +119,37 @@ def test_segmenter_uses_a_good_reply_and_counts_fallbacks() -> None:
     assert provider.requests[0].params.stop == ("</segmentation>",)
     assert provider.requests[0].params.max_tokens == 40 * 8 + 64
 
-    gap = segmenter.segment(PETS_THEN_COOKING)
-    assert gap.labels == (0, 0, 1, 0, 0, 1, 0, 0)  # fixed chunks of 3
-    assert gap.cost.fallbacks == {"fixed_chunks": 1}
+    retried = segmenter.segment(PETS_THEN_COOKING)  # a gap, then a good reply to the retry
+    assert retried.labels == good.labels and retried.cost.llm_calls == 2
+    assert retried.cost.llm["segmentation"].accepted_retry == 1
+    retry_note = provider.requests[2].messages[-1]["content"]
+    assert "exchanges 3..3 are in no segment" in retry_note
+
+    gap = segmenter.segment(PETS_THEN_COOKING)  # a gap twice: fixed chunks of 3
+    assert gap.labels == (0, 0, 1, 0, 0, 1, 0, 0)
+    assert gap.cost.fallbacks == {"segmentation": 1}
     assert gap.details["problem"] == "gap"
     garbage = segmenter.segment(PETS_THEN_COOKING)
     assert garbage.details["problem"] == "no_segments"
+    assert garbage.cost.llm["segmentation"].problems == {"no_segments": 2}
     assert segmenter.reply_counts() == {
         "segmentation": {
             "fallback:gap": 1,
             "fallback:no_segments": 1,
-            "ok": 1,
-            "untagged": 1,
+            "ok": 2,
+            "untagged": 2,
         }
     }
 
 
-def test_a_failed_call_falls_back_without_crashing() -> None:
+def test_a_failed_call_is_asked_again_then_falls_back_without_crashing() -> None:
     def fail(request: LLMRequest) -> str:
         raise ProviderError("HTTP 400")
 
     backbone, _ = rule_backbone(fail)
     result = SeComSegmenter(backbone=backbone, fallback_chunk=4).segment(PETS_THEN_COOKING)
     assert result.labels == (0, 0, 0, 1, 0, 0, 0, 0)
-    assert result.cost.failed_calls == 1 and result.details["problem"] == "no_reply"
+    assert result.cost.failed_calls == 2 and result.details["problem"] == "no_reply"
 
 
 def test_reflection_parsing_and_merging() -> None:

@@ -13,7 +13,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jsonschema
@@ -112,6 +112,8 @@ class JSONReply:
     ok: bool
     repaired: bool
     error: str | None = None
+    #: Which count it went to: clean, repaired, unparseable or invalid.
+    outcome: str = ""
 
 
 class JSONReplyParser:
@@ -161,4 +163,4 @@ class JSONReplyParser:
     def _count(self, outcome: str, reply: JSONReply) -> JSONReply:
         with self._lock:
             self._counts[outcome] += 1
-        return reply
+        return replace(reply, outcome=outcome)

@@ -6,7 +6,8 @@ baseline). Both want one label per utterance with SuperDialSeg's convention (MET
 ``1`` = this utterance ends a segment, the last label always ``0``. A segmenter only names the
 gaps where a segment ends; :meth:`Segmenter.segment` turns them into labels, checks them and
 meters the call, so that every segmenter reports calls, tokens, embeddings and fallbacks the
-same way and no segmenter re-implements the bookkeeping.
+same way and no segmenter re-implements the bookkeeping. LLM segmenters ask through
+:mod:`memsys.llm.structured`, the helper every method uses: one retry rule, one cost record.
 
 Services (embedder, LLM backbone) are injected; a segmenter that needs one and did not get it
 fails at construction with a message naming the missing service.
@@ -14,9 +15,9 @@ fails at construction with a message naming the missing service.
 
 from __future__ import annotations
 
+import copy
 import time
 from abc import ABC, abstractmethod
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -24,8 +25,7 @@ from typing import Any, ClassVar
 from memsys.embed import Embedder
 from memsys.kvstore import SQLiteKV
 from memsys.llm.backbone import Backbone
-from memsys.llm.errors import LLMError, LLMRequestError
-from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
+from memsys.llm.structured import ExtractionReport
 from memsys.types import SegmentationDialogue
 
 #: ``window_diff(reference_labels, predicted_labels)`` for one dialogue, injected by the caller
@@ -59,114 +59,90 @@ class DialogueText:
 class SegmentationCost:
     """What one :meth:`Segmenter.segment` call cost.
 
-    LLM token counts include replies served from the response cache (what the method costs);
-    ``cached_calls`` says how many of ``llm_calls`` were. ``texts_embedded`` counts texts that
-    reached the embedding model (cache hits are free). ``fallbacks`` counts, by kind, every
-    place a non-LLM substitute replaced an unusable LLM reply.
+    ``llm`` holds one :class:`~memsys.llm.structured.ExtractionReport` per LLM stage (ES-Mem's
+    ``topic`` and ``intent``, SeCom's ``segmentation``): units, calls, retries and fallbacks
+    counted by the one rule every method's extraction follows. The totals (``llm_calls``,
+    ``cached_calls``, ``failed_calls``, tokens) add the stages up; token counts include replies
+    served from the response cache (what the method costs). ``fallbacks`` counts, by stage, the
+    units handed to a non-LLM substitute. ``texts_embedded`` counts texts that reached the
+    embedding model (cache hits are free).
     """
 
-    llm_calls: int = 0
-    cached_calls: int = 0
-    failed_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    llm_seconds: float = 0.0
+    llm: Mapping[str, ExtractionReport] = field(default_factory=dict)
     texts_embedded: int = 0
     seconds: float = 0.0
-    fallbacks: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> ExtractionReport:
+        """Every stage's counts added up."""
+        total = ExtractionReport()
+        for report in self.llm.values():
+            total.add(report)
+        return total
+
+    @property
+    def llm_calls(self) -> int:
+        return self.total.calls
+
+    @property
+    def failed_calls(self) -> int:
+        return self.total.request_errors
+
+    @property
+    def cached_calls(self) -> int:
+        return self.total.cached_calls
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.total.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.total.completion_tokens
+
+    @property
+    def fallbacks(self) -> dict[str, int]:
+        """Units handed to a substitute, by stage (stages with none left out)."""
+        return {stage: r.fallbacks for stage, r in sorted(self.llm.items()) if r.fallbacks}
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON (seconds rounded to microseconds)."""
+        total = self.total
         return {
-            "llm_calls": self.llm_calls,
-            "cached_calls": self.cached_calls,
-            "failed_calls": self.failed_calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "llm_seconds": round(self.llm_seconds, 6),
+            "llm_calls": total.calls,
+            "cached_calls": total.cached_calls,
+            "failed_calls": total.request_errors,
+            "prompt_tokens": total.prompt_tokens,
+            "completion_tokens": total.completion_tokens,
             "texts_embedded": self.texts_embedded,
             "seconds": round(self.seconds, 6),
-            "fallbacks": dict(sorted(self.fallbacks.items())),
+            "fallbacks": self.fallbacks,
+            "llm": {stage: report.to_json() for stage, report in sorted(self.llm.items())},
         }
 
 
 class CostMeter:
     """Collects the cost of one segmentation call while it runs (one ``segment_many`` call may
-    share it across its dialogues)."""
+    share it across its dialogues): the LLM stages' reports, the texts embedded, the time."""
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder
         self._embedded_before = embedder.texts_encoded if embedder else 0
         self._started = time.perf_counter()
-        self._llm = Counter[str]()
-        self._llm_seconds = 0.0
-        self._fallbacks = Counter[str]()
+        self._reports: dict[str, ExtractionReport] = {}
 
-    def llm(self, outcome: LLMResponse | LLMError) -> None:
-        """Book one LLM call, successful or not."""
-        self._llm["calls"] += 1
-        if isinstance(outcome, LLMError):
-            self._llm["failed"] += 1
-            return
-        self._llm["cached"] += outcome.cached
-        self._llm["prompt_tokens"] += outcome.prompt_tokens
-        self._llm["completion_tokens"] += outcome.completion_tokens
-        self._llm_seconds += outcome.latency_s
-
-    def fallback(self, kind: str, count: int = 1) -> None:
-        """Count ``count`` uses of the non-LLM substitute ``kind``."""
-        self._fallbacks[kind] += count
+    def report(self, stage: str) -> ExtractionReport:
+        """The report that LLM stage ``stage``'s units are counted in."""
+        return self._reports.setdefault(stage, ExtractionReport())
 
     def finish(self) -> SegmentationCost:
         """The cost so far."""
         embedded = self._embedder.texts_encoded - self._embedded_before if self._embedder else 0
         return SegmentationCost(
-            llm_calls=self._llm["calls"],
-            cached_calls=self._llm["cached"],
-            failed_calls=self._llm["failed"],
-            prompt_tokens=self._llm["prompt_tokens"],
-            completion_tokens=self._llm["completion_tokens"],
-            llm_seconds=self._llm_seconds,
+            llm={stage: copy.deepcopy(report) for stage, report in self._reports.items()},
             texts_embedded=embedded,
             seconds=time.perf_counter() - self._started,
-            fallbacks=dict(self._fallbacks),
         )
-
-
-def ask(
-    backbone: Backbone, messages: Sequence[Message], params: SamplingParams, meter: CostMeter
-) -> LLMResponse | None:
-    """One LLM call, booked on ``meter``; ``None`` when the request failed for good.
-
-    Only per-request failures are absorbed (the caller falls back and counts it); a tripped
-    breaker or a replay-mode cache miss propagates, because the run must stop.
-    """
-    try:
-        response = backbone.complete(messages, params)
-    except LLMRequestError as error:
-        meter.llm(error)
-        return None
-    meter.llm(response)
-    return response
-
-
-def ask_many(
-    backbone: Backbone, requests: Sequence[LLMRequest], meter: CostMeter
-) -> list[LLMResponse | None]:
-    """Independent LLM calls run together, booked on ``meter``; ``None`` marks a failed one."""
-    if not requests:
-        return []
-    outcomes = backbone.complete_many(requests, return_exceptions=True)
-    return [booked(outcome, meter) for outcome in outcomes]
-
-
-def booked(outcome: LLMResponse | LLMError, meter: CostMeter) -> LLMResponse | None:
-    """One call's outcome booked on ``meter``: the reply, or ``None`` for a request that failed
-    for good; any other error (a tripped breaker, a replay miss) is raised: the run must stop."""
-    if isinstance(outcome, LLMError) and not isinstance(outcome, LLMRequestError):
-        raise outcome
-    meter.llm(outcome)
-    return outcome if isinstance(outcome, LLMResponse) else None
 
 
 @dataclass(frozen=True)

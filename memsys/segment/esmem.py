@@ -31,10 +31,13 @@ Readings taken where the paper is vague (each a config value where it is a choic
 * Windows at the ends of a dialogue are truncated to the turns that exist.
 * The two labels must differ (the prompt demands it); the probabilities' order is not enforced,
   since p_eb averages both anyway.
-* Unusable replies never crash a run. A failed or unparseable stage-1 reply is replaced by the
-  lite annotation of that turn (``topic_fallback``); a failed stage-2 reply drops the candidate
-  (``on_intent_failure: drop``, counted as ``intent_fallback``): with no evidence of a shift the
-  conservative reading of the tau_c filter keeps no boundary. ``keep`` trusts stage 1 instead.
+* Unusable replies never crash a run. A failed, unparseable or self-contradicting reply is
+  asked once more, quoting it and what was wrong (the one retry rule of every method's LLM
+  extraction, :mod:`memsys.llm.structured`). Unusable twice, a stage-1 unit gets the lite
+  annotation of its turn, and a stage-2 candidate is dropped (``on_intent_failure: drop``):
+  with no evidence of a shift the conservative reading of the tau_c filter keeps no boundary;
+  ``keep`` trusts stage 1 instead. Both count as fallbacks in their stage's report (``topic``,
+  ``intent``).
 
 ``extraction: lite`` makes no LLM call. Stage 1 embeds the turn text itself, and each turn's
 annotation is its top content words (:func:`memsys.segment.lexical.keywords`; topic = the first
@@ -56,121 +59,25 @@ import numpy as np
 
 from memsys.embed import Embedder
 from memsys.llm.backbone import Backbone
-from memsys.llm.flow import RequestFlow
-from memsys.llm.jsonout import JSONReplyParser
-from memsys.llm.types import LLMRequest, LLMResponse, SamplingParams
-from memsys.segment.base import Boundaries, CostMeter, DialogueText, Segmenter, booked
+from memsys.llm.structured import Rejected, StructuredFlow, json_reader
+from memsys.llm.types import Message, SamplingParams
+from memsys.segment.base import Boundaries, CostMeter, DialogueText, Segmenter
 from memsys.segment.depth import block_similarities
+from memsys.segment.esmem_prompts import (
+    CONTINUE_LABELS,
+    FIRST_TURN,
+    INTENT_SCHEMA,
+    INTENT_SYSTEM_PROMPT,
+    INTENT_USER_PROMPT,
+    SHIFT_LABELS,
+    TOPIC_SCHEMA,
+    TOPIC_SYSTEM_PROMPT,
+    TOPIC_USER_PROMPT,
+)
 from memsys.segment.lexical import keywords
 
-SHIFT_LABELS = ("Topic_Intro", "Topic_Shift")
-CONTINUE_LABELS = ("Detail_Elaborate", "Direct_Resp")
-INTENT_LABELS = SHIFT_LABELS + CONTINUE_LABELS
 #: rho² is capped here so that I stays finite for identical vectors.
 MAX_RHO_SQUARED = 1 - 1e-12
-
-TOPIC_SYSTEM_PROMPT = """\
-You label what a conversation turn is about. You are given the previous turn together with the \
-topic and keywords found for it, and then the current turn.
-
-Describe the current turn; look at the previous turn only to keep the labels continuous. Give \
-the current turn's [single main topic] and its [core keywords].
-
-### Rules
-- topic: one short phrase, at most 15 characters, that names the main intent concisely and \
-abstractly.
-- keywords: mostly nouns and key phrases, a few verbs allowed; leave out pronouns and forms of \
-address ("you", "I", "he"), interjections and function words; no duplicates; most important \
-first.
-- If the turn touches several topics, choose the one that takes up more of it and is developed \
-more clearly.
-- Do not copy the previous turn's output unchanged.
-- Reply with JSON only, with exactly the keys topic and keywords, and no other text.
-
-### Output format
-{"topic": "main topic", "keywords": ["keyword1", "keyword2", "keyword3"]}"""
-
-TOPIC_USER_PROMPT = """\
-[Previous turn]
-{previous_text}
-
-[Topic and keywords of the previous turn]
-{previous_annotation}
-
-[Current turn]
-{text}"""
-
-TOPIC_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "topic": {"type": "string", "maxLength": 120},
-        "keywords": {
-            "type": "array",
-            "items": {"type": "string", "maxLength": 60},
-            "maxItems": 10,
-        },
-    },
-    "required": ["topic", "keywords"],
-    "additionalProperties": False,
-}
-
-INTENT_SYSTEM_PROMPT = """\
-You judge the intent of a conversation at a possible cut. You see the PRIOR context (the turns \
-to the left of the cut) and the FOLLOWING context (the turns to the right of it). From the fixed \
-label set below, choose the label that fits best (highest confidence) and the label that fits \
-worst (lowest confidence):
-
-["Topic_Intro", "Topic_Shift", "Detail_Elaborate", "Direct_Resp"]
-
-### Labels
-- Topic_Intro: brings in a new topic that is related to what came before, but the core content \
-moves elsewhere.
-- Topic_Shift: leaves the previous topic completely for a new, unrelated topic or direction.
-- Detail_Elaborate: adds to what was said before (follow-up questions, further discussion, extra \
-details) without opening another direction or bringing new information.
-- Direct_Resp: answers what was said before directly (understanding, agreement, a plain answer) \
-without new information or a new direction.
-
-### Output rules
-- Give exactly 2 labels: first the best-fitting one, then the worst-fitting one.
-- The two labels are different and both come from the fixed set.
-- Give each label a prob in [0, 1]; the first prob is larger than the second.
-- Reply with JSON only: a "labels" list whose items have the fields name and prob and nothing \
-else; no explanations.
-
-### Example (illustration only)
-{"labels": [{"name": "Topic_Shift", "prob": 0.87}, {"name": "Direct_Resp", "prob": 0.13}]}"""
-
-INTENT_USER_PROMPT = """\
-[PRIOR CONTEXT (left of the cut)]
-{left_context}
-
-[FOLLOWING CONTEXT (right of the cut)]
-{right_context}"""
-
-INTENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "labels": {
-            "type": "array",
-            "minItems": 2,
-            "maxItems": 2,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"enum": list(INTENT_LABELS)},
-                    "prob": {"type": "number", "minimum": 0, "maximum": 1},
-                },
-                "required": ["name", "prob"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["labels"],
-    "additionalProperties": False,
-}
-
-FIRST_TURN = "(none: this is the first turn)"
 #: Request priorities: a stage-1 chain (the critical path) never waits behind stage-2 requests.
 STAGE_1, STAGE_2 = 0, 1
 
@@ -302,8 +209,6 @@ class ESMemSegmenter(Segmenter):
         self.topic_max_tokens = topic_max_tokens
         self.intent_max_tokens = intent_max_tokens
         self.on_intent_failure = on_intent_failure
-        self.topic_parser = JSONReplyParser(TOPIC_SCHEMA)
-        self.intent_parser = JSONReplyParser(INTENT_SCHEMA)
         self.require_embedder()
         if self.uses_llm:
             self.require_backbone()
@@ -371,7 +276,7 @@ class ESMemSegmenter(Segmenter):
         return Boundaries(sorted(kept), annotations=tuple(annotations), details=details)
 
     def _llm_stages(self, dialogues: Sequence[DialogueText], meter: CostMeter) -> list[Boundaries]:
-        """Both stages of every dialogue as chains on one :class:`RequestFlow`.
+        """Both stages of every dialogue as chains on one :class:`StructuredFlow`.
 
         Dialogues are independent of one another: each advances as soon as its own reply is
         read. Within one, stage 1 is recurrent (turn t + 1's request quotes turn t's
@@ -379,45 +284,66 @@ class ESMemSegmenter(Segmenter):
         The annotations are embedded dialogue by dialogue in their order, as one at a time
         would: the embedder encodes only what its cache lacks, and the model's last bits depend
         on the other texts of its batch, so embedding in another order could move a candidate.
+        A unit whose reply is unusable is asked once more (the rule of every method's LLM
+        extraction); twice unusable, it falls back as the module docstring says.
         """
         runs = [_DialogueRun(dialogue) for dialogue in dialogues]
         embedded = 0  # runs whose candidates are known (a prefix)
-        with RequestFlow[tuple[str, int, int]](self.require_backbone()) as flow:
-            for k, run in enumerate(runs):
-                flow.submit(("topic", k, 0), self._topic_request(run.dialogue, 0, []), STAGE_1)
-            for (stage, k, index), outcome in flow:
-                reply, run = booked(outcome, meter), runs[k]
-                if stage == "intent":
-                    run.probabilities[index] = self._read_intent(reply, meter)
-                    continue
-                run.annotations.append(
-                    self._read_topic(reply, run.dialogue.utterances[index], meter)
+        topics, intents = meter.report("topic"), meter.report("intent")
+        read_topic = json_reader(TOPIC_SCHEMA, _topic_annotation, topics)
+        read_intent = json_reader(INTENT_SCHEMA, _intent_probability, intents)
+        with StructuredFlow[tuple[str, int, int]](self.require_backbone()) as flow:
+
+            def ask_topic(k: int, index: int) -> None:
+                messages, params = self._topic_request(runs[k].dialogue, index, runs[k].annotations)
+                flow.submit(
+                    ("topic", k, index),
+                    messages,
+                    params,
+                    read=read_topic,
+                    report=topics,
+                    priority=STAGE_1,
                 )
+
+            for k in range(len(runs)):
+                ask_topic(k, 0)
+            for (stage, k, index), value in flow:
+                run = runs[k]
+                if stage == "intent":
+                    run.probabilities[index] = value  # None: unusable twice (counted)
+                    continue
+                text = run.dialogue.utterances[index]
+                run.annotations.append(value or lite_annotation(text, self.keyword_limit))
                 if not run.annotated:
-                    request = self._topic_request(run.dialogue, index + 1, run.annotations)
-                    flow.submit(("topic", k, index + 1), request, priority=STAGE_1)
+                    ask_topic(k, index + 1)
                 while embedded < len(runs) and runs[embedded].annotated:
-                    self._send_candidates(runs[embedded], embedded, flow)
+                    for gap in self._find_candidates(runs[embedded]):
+                        messages, params = self._intent_request(runs[embedded].dialogue, gap)
+                        flow.submit(
+                            ("intent", embedded, gap),
+                            messages,
+                            params,
+                            read=read_intent,
+                            report=intents,
+                            priority=STAGE_2,
+                        )
                     embedded += 1
         return [
             self._decide(run.annotations, run.information, run.candidates, run.probabilities)
             for run in runs
         ]
 
-    def _send_candidates(
-        self, run: _DialogueRun, k: int, flow: RequestFlow[tuple[str, int, int]]
-    ) -> None:
-        """Embed dialogue ``k``'s annotations, find its candidates and send their stage-2
-        requests (each candidate's independent of the others')."""
+    def _find_candidates(self, run: _DialogueRun) -> list[int]:
+        """Embed a dialogue's annotations and find its candidates (each asked about in stage 2,
+        independently of the others)."""
         vectors = self.require_embedder().encode([annotation_text(a) for a in run.annotations])
         run.information, run.candidates = self._candidates(vectors)
         run.probabilities = dict.fromkeys(run.candidates)  # in gap order, filled as replies come
-        for gap in run.candidates:
-            flow.submit(("intent", k, gap), self._intent_request(run.dialogue, gap), STAGE_2)
+        return run.candidates
 
     def _topic_request(
         self, dialogue: DialogueText, index: int, previous: Sequence[Mapping[str, Any]]
-    ) -> LLMRequest:
+    ) -> tuple[tuple[Message, ...], SamplingParams]:
         """Figure 6's request for turn ``index``, given the annotations of the turns before it."""
         prompt = TOPIC_USER_PROMPT.format(
             previous_text=dialogue.line(index - 1) if index else FIRST_TURN,
@@ -428,20 +354,11 @@ class ESMemSegmenter(Segmenter):
             {"role": "system", "content": TOPIC_SYSTEM_PROMPT},
             {"role": "user", "content": prompt},
         )
-        params = SamplingParams(max_tokens=self.topic_max_tokens, json_schema=TOPIC_SCHEMA)
-        return LLMRequest(messages, params)
+        return messages, SamplingParams(max_tokens=self.topic_max_tokens, json_schema=TOPIC_SCHEMA)
 
-    def _read_topic(self, reply: LLMResponse | None, text: str, meter: CostMeter) -> dict[str, Any]:
-        """A turn's annotation from its stage-1 reply, or the lite one when the reply is unusable."""
-        parsed = self.topic_parser.parse(reply.text) if reply else None
-        if parsed is not None and parsed.ok:
-            topic = str(parsed.value["topic"]).strip()
-            words = [str(word).strip() for word in parsed.value["keywords"]]
-            return {"topic": topic, "keywords": [w for w in words if w]}
-        meter.fallback("topic_fallback")
-        return lite_annotation(text, self.keyword_limit)
-
-    def _intent_request(self, dialogue: DialogueText, gap: int) -> LLMRequest:
+    def _intent_request(
+        self, dialogue: DialogueText, gap: int
+    ) -> tuple[tuple[Message, ...], SamplingParams]:
         """Figure 7's request for the candidate cut after utterance ``gap``."""
         left = range(max(0, gap - self.window + 1), gap + 1)
         right = range(gap + 1, min(len(dialogue), gap + 1 + self.window))
@@ -453,29 +370,9 @@ class ESMemSegmenter(Segmenter):
             {"role": "system", "content": INTENT_SYSTEM_PROMPT},
             {"role": "user", "content": prompt},
         )
-        params = SamplingParams(max_tokens=self.intent_max_tokens, json_schema=INTENT_SCHEMA)
-        return LLMRequest(messages, params)
-
-    def _read_intent(self, reply: LLMResponse | None, meter: CostMeter) -> float | None:
-        """p_eb from a stage-2 reply, or ``None`` (counted) when there is none or it is unusable."""
-        probability = self._parse_intent(reply.text) if reply else None
-        if probability is None:
-            meter.fallback("intent_fallback")
-        return probability
-
-    def _parse_intent(self, text: str) -> float | None:
-        """p_eb from one stage-2 reply, or ``None`` when it breaks the schema or repeats a label."""
-        parsed = self.intent_parser.parse(text)
-        if not parsed.ok:
-            return None
-        high, low = ((item["name"], float(item["prob"])) for item in parsed.value["labels"])
-        if high[0] == low[0]:
-            return None
-        return boundary_probability(high, low)
-
-    def reply_counts(self) -> dict[str, Any]:
-        """Outcome counts of both JSON parsers so far."""
-        return {"topic": self.topic_parser.counts(), "intent": self.intent_parser.counts()}
+        return messages, SamplingParams(
+            max_tokens=self.intent_max_tokens, json_schema=INTENT_SCHEMA
+        )
 
     def config(self) -> dict[str, Any]:
         return {
@@ -508,3 +405,17 @@ class _DialogueRun:
 
 def _compact_json(value: Mapping[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def _topic_annotation(tag: object, value: Mapping[str, Any]) -> dict[str, Any]:
+    """A turn's annotation from a schema-valid stage-1 reply."""
+    words = [str(word).strip() for word in value["keywords"]]
+    return {"topic": str(value["topic"]).strip(), "keywords": [w for w in words if w]}
+
+
+def _intent_probability(tag: object, value: Mapping[str, Any]) -> float | Rejected:
+    """p_eb from a schema-valid stage-2 reply, rejected when it names one label twice."""
+    high, low = ((item["name"], float(item["prob"])) for item in value["labels"])
+    if high[0] == low[0]:
+        return Rejected("it gave the same label as the most and the least fitting")
+    return boundary_probability(high, low)

@@ -5,8 +5,10 @@ lines) and the model returns one JSON line per segment,
 ``{"segment_id", "start_exchange_number", "end_exchange_number", "num_exchanges"}``, between
 ``<segmentation>`` tags. The reply is checked for coverage: the segments, ordered by start, must
 begin at the first exchange, end at the last, and meet without gaps or overlaps. A reply that
-fails (no usable lines, a gap, an overlap, numbers out of range, a failed call) is replaced by
-fixed chunks of ``fallback_chunk`` = 3 exchanges, and the failure is counted by kind.
+fails (no usable lines, a gap, an overlap, numbers out of range, a failed call) is asked again
+once, quoting the reply and what was wrong (the retry rule every method's LLM extraction
+follows, :mod:`memsys.llm.structured`); a second failure is replaced by fixed chunks of
+``fallback_chunk`` = 3 exchanges, and the failures are counted by kind.
 
 With ``reflection.enabled`` the segmenter first learns a segmentation guidance (rubric items and
 representative examples) from the worst-WindowDiff dialogues of an annotated training split, and
@@ -39,7 +41,8 @@ from typing import Any, Literal
 from memsys.embed import Embedder
 from memsys.kvstore import SQLiteKV
 from memsys.llm.backbone import Backbone
-from memsys.llm.types import LLMRequest, LLMResponse, SamplingParams
+from memsys.llm.structured import Rejected, StructuredFlow
+from memsys.llm.types import SamplingParams
 from memsys.segment.base import (
     Boundaries,
     CostMeter,
@@ -47,7 +50,6 @@ from memsys.segment.base import (
     Segmenter,
     TrainingRequest,
     WindowDiff,
-    ask_many,
 )
 from memsys.segment.secom_reflection import Guidance, ReflectionConfig, learn_guidance
 from memsys.types import SegmentationDialogue
@@ -238,12 +240,11 @@ class SeComSegmenter(Segmenter):
         )
         return [{"role": "user", "content": prompt}]
 
-    def request(self, dialogue: DialogueText) -> LLMRequest:
-        """The one request that segments ``dialogue``."""
-        params = SamplingParams(
+    def params(self, dialogue: DialogueText) -> SamplingParams:
+        """The reply budget grows with the dialogue; generation stops at the closing tag."""
+        return SamplingParams(
             max_tokens=self.tokens_per_exchange * len(dialogue) + 64, stop=(CLOSE_TAG,)
         )
-        return LLMRequest(tuple(self.messages(dialogue)), params)
 
     def boundaries(self, dialogue: DialogueText, meter: CostMeter) -> Boundaries:
         return self.boundaries_many([dialogue], meter)[0]
@@ -251,33 +252,48 @@ class SeComSegmenter(Segmenter):
     def boundaries_many(
         self, dialogues: Sequence[DialogueText], meter: CostMeter
     ) -> list[Boundaries]:
-        """A dialogue's request depends on nothing but the dialogue: all go out in one batch,
-        their replies are read in order."""
-        requests = [self.request(dialogue) for dialogue in dialogues]
-        replies = ask_many(self.require_backbone(), requests, meter)
+        """A dialogue's request depends on nothing but the dialogue: all go out at once, each
+        asked again once when its reply fails the coverage check (the rule of
+        :mod:`memsys.llm.structured`), fixed chunks when it fails twice."""
+        report = meter.report("segmentation")
+        last: dict[int, ParsedSegmentation] = {}
+
+        def read(index: int, text: str) -> ParsedSegmentation | Rejected:
+            parsed = last[index] = parse_segmentation(text, len(dialogues[index]))
+            self.outcomes.update(parsed.notes)
+            if parsed.gaps is None:
+                return Rejected(str(parsed.message), kind=str(parsed.problem))
+            return parsed
+
+        decided: list[ParsedSegmentation | None] = [None] * len(dialogues)
+        with StructuredFlow[int](self.require_backbone()) as flow:
+            for index, dialogue in enumerate(dialogues):
+                flow.submit(
+                    index, self.messages(dialogue), self.params(dialogue), read=read, report=report
+                )
+            for index, parsed in flow:
+                decided[index] = parsed
         return [
-            self._read(dialogue, reply, meter)
-            for dialogue, reply in zip(dialogues, replies, strict=True)
+            self._boundaries(dialogue, parsed, last.get(index))
+            for index, (dialogue, parsed) in enumerate(zip(dialogues, decided, strict=True))
         ]
 
-    def _read(
-        self, dialogue: DialogueText, reply: LLMResponse | None, meter: CostMeter
+    def _boundaries(
+        self,
+        dialogue: DialogueText,
+        parsed: ParsedSegmentation | None,
+        last: ParsedSegmentation | None,
     ) -> Boundaries:
-        """The gaps a reply gives, or the counted fixed-chunk fallback."""
-        if reply is None:
-            parsed = _failure("no_reply", "the LLM call failed")
-        else:
-            parsed = parse_segmentation(reply.text, len(dialogue))
-        self.outcomes.update(parsed.notes)
-        if parsed.gaps is not None:
+        """The gaps of the accepted reply, or fixed chunks (the fallback the report counts)."""
+        if parsed is not None:
             self.outcomes["ok"] += 1
-            return Boundaries(parsed.gaps, details={"notes": list(parsed.notes)})
-        self.outcomes[f"fallback:{parsed.problem}"] += 1
-        meter.fallback("fixed_chunks")
+            return Boundaries(parsed.gaps or (), details={"notes": list(parsed.notes)})
+        failed = last or _failure("no_reply", "the LLM call failed")
+        self.outcomes[f"fallback:{failed.problem}"] += 1
         details = {
-            "problem": parsed.problem,
-            "message": parsed.message,
-            "notes": list(parsed.notes),
+            "problem": failed.problem,
+            "message": failed.message,
+            "notes": list(failed.notes),
         }
         return Boundaries(fixed_chunks(len(dialogue), self.fallback_chunk), details=details)
 

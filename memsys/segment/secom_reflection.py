@@ -20,8 +20,9 @@ Readings taken where the paper is vague:
   the current rubric, the model copied and revised the whole rubric plus its new item (what the
   prompt asks) and its list replaces the old one; otherwise its items are appended. The rubric
   is capped at ``max_rubric_items`` (first ones kept).
-* A reply without a ``<rubric>`` block leaves the rubric unchanged and is counted
-  (``no_rubric``); a failed call likewise (``no_reply``).
+* A reply without a ``<rubric>`` block, or a failed call, is asked once more (the retry rule of
+  :mod:`memsys.llm.structured`); failing twice, it leaves the rubric unchanged and is counted
+  (``no_rubric``).
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from typing import Any
 
 from memsys.kvstore import SQLiteKV
 from memsys.llm.backbone import Backbone
+from memsys.llm.structured import ExtractionReport, Rejected, ask_many
 from memsys.llm.types import SamplingParams
-from memsys.segment.base import CostMeter, WindowDiff, ask, segments_from_labels
+from memsys.segment.base import WindowDiff, segments_from_labels
 from memsys.types import SegmentationDialogue
 
 REFLECTION_PROMPT = """\
@@ -242,7 +244,7 @@ def learn_guidance(
         record = json.loads(stored)
         return Guidance.from_json(record["guidance"]), {**record["report"], "cached": True}
 
-    meter = CostMeter()
+    report = ExtractionReport()
     predictions = [predict(dialogue) for dialogue in training]
     errors = [window_diff(d.boundary_labels, p) for d, p in zip(training, predictions, strict=True)]
     ranked = sorted(range(len(training)), key=lambda i: (-errors[i], i))[: config.hard_examples]
@@ -257,14 +259,17 @@ def learn_guidance(
         )
         rubric_text = "\n".join(f"- {item}" for item in guidance.rubric) or "(none yet)"
         prompt = REFLECTION_PROMPT.format(rubric=rubric_text, examples=examples)
-        reply = ask(backbone, [{"role": "user", "content": prompt}], params, meter)
-        if reply is None:
-            outcomes["no_reply"] += 1
-            continue
-        items, example = parse_reflection(reply.text)
-        if items is None:
+        (reflected,) = ask_many(
+            backbone,
+            [[{"role": "user", "content": prompt}]],
+            params=params,
+            read=_reflection,
+            report=report,
+        )
+        if reflected is None:  # asked twice (counted in the report)
             outcomes["no_rubric"] += 1
             continue
+        items, example = reflected
         outcomes["ok"] += 1
         rubric = merge_rubric(guidance.rubric, items, config.max_rubric_items)
         kept_examples = guidance.examples + ((example,) if example and config.use_examples else ())
@@ -275,10 +280,18 @@ def learn_guidance(
         "hard_examples": {training[i].dialogue_id: round(errors[i], 6) for i in ranked},
         "mean_window_diff": round(sum(errors) / len(errors), 6) if errors else None,
         "reflections": dict(sorted(outcomes.items())),
-        "reflection_cost": meter.finish().to_json(),
+        "reflection_cost": report.to_json(),
         "guidance": guidance.to_json(),
     }
     if store is not None:
         record = {"guidance": guidance.to_json(), "report": report}
         store.put(key, json.dumps(record, ensure_ascii=False).encode())
     return guidance, report
+
+
+def _reflection(index: int, text: str) -> tuple[list[str], str | None] | Rejected:
+    """A reflection reply's rubric items and example, or why it cannot be used."""
+    items, example = parse_reflection(text)
+    if items is None:
+        return Rejected("it had no <rubric> block of bulleted items")
+    return items, example

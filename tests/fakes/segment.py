@@ -38,8 +38,9 @@ def rule_backbone(reply: Callable[[LLMRequest], str]) -> tuple[Backbone, RulePro
 
 
 def user_text(request: LLMRequest) -> str:
-    """The last message of a request."""
-    return request.messages[-1]["content"]
+    """The prompt of a request: its first user message (a retry adds the rejected reply and a
+    note after it)."""
+    return next(m["content"] for m in request.messages if m["role"] == "user")
 
 
 def write_segmentation_data(root: Path) -> Path:

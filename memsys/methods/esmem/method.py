@@ -38,12 +38,12 @@ from typing import Any
 
 from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.llm.backbone import Backbone
-from memsys.llm.types import LLMRequest, SamplingParams
+from memsys.llm.structured import Rejected, ask_many
+from memsys.llm.types import SamplingParams
 from memsys.segment.base import (
     Boundaries,
     CostMeter,
     DialogueText,
-    ask_many,
     labels_from_gaps,
     segments_from_labels,
 )
@@ -157,7 +157,6 @@ class ESMem(MemorySystem[ESMemMemory]):
             "segmentation": {
                 **meter.finish().to_json(),
                 "single_turn_sessions": sum(len(session.turns) == 1 for session in sessions),
-                "replies": segmenter.reply_counts(),
             },
         }
         if self.needs_boundaries:
@@ -226,14 +225,17 @@ class ESMem(MemorySystem[ESMemMemory]):
         described: list[Event] = []
         replies: list[str | None] = [None] * len(events)
         if self.uses_llm and len(events) > 1:
-            params = SamplingParams(max_tokens=self.construction.boundary_max_tokens)
             summaries = self.construction.summaries
-            requests = [
-                LLMRequest(boundary_messages(events[i - 1], events[i], context, summaries), params)
-                for i in range(1, len(events))
-            ]
-            answers = ask_many(self._backbone(), requests, meter)
-            replies[1:] = [clean_boundary(a.text) if a else None for a in answers]
+            replies[1:] = ask_many(
+                self._backbone(),
+                [
+                    boundary_messages(events[i - 1], events[i], context, summaries)
+                    for i in range(1, len(events))
+                ],
+                params=SamplingParams(max_tokens=self.construction.boundary_max_tokens),
+                read=_usable_boundary,
+                report=meter.report("boundary"),
+            )
         for index, event in enumerate(events):
             if index == 0:
                 text, source = opening_boundary(event, context, window), "opening"
@@ -243,8 +245,7 @@ class ESMem(MemorySystem[ESMemMemory]):
                 text = template_boundary(events[index - 1], event, context, window)
                 source = "template"
                 if self.uses_llm:
-                    source = "fallback"
-                    meter.fallback("boundary_fallback")
+                    source = "fallback"  # asked twice (counted in the report)
             sources[source] += 1
             described.append(replace(event, boundary=text, boundary_source=source))
         cost = meter.finish().to_json()
@@ -307,3 +308,13 @@ class ESMem(MemorySystem[ESMemMemory]):
     def load_memory(self, payload: dict[str, Any]) -> ESMemMemory:
         events = [Event.from_json(event) for event in payload["events"]]
         return ESMemMemory(events, dict(payload["report"]))
+
+
+def _usable_boundary(index: int, text: str) -> str | Rejected:
+    """A boundary description from a reply, or why it cannot be used."""
+    cleaned = clean_boundary(text)
+    if cleaned is None:
+        return Rejected(
+            "it was not a description of the change between the two events in a sentence"
+        )
+    return cleaned
