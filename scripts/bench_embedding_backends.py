@@ -9,7 +9,9 @@ same text, and how many texts have the same 10 nearest neighbours (among the ``-
 backend's own vectors) as with PyTorch's, in the same order and as a set. Each encoder is warmed
 up on a few texts first (graph export and loading are not timed), then timed ``--repeats`` times
 (the best pass counts: the machine is shared). The load average (``uptime``) before and after is
-printed, since the machine's other work shows in every figure.
+printed, since the machine's other work shows in every figure. ``--device cuda`` (or ``auto``)
+runs plain PyTorch and the ``torch`` backend on a GPU, the rate docs/longmemeval-at-scale.md's
+GPU estimate needs; the ONNX backends then stay off (they are CPU builds here).
 
     .venv/bin/python scripts/bench_embedding_backends.py [--texts 2000] [--batch-size 32]
 """
@@ -71,11 +73,13 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (cuda when present)")
     args = parser.parse_args()
     from sentence_transformers import SentenceTransformer
 
     texts = datasets(args.texts, args.data_dir)
-    plain = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu")
+    device = EmbedderConfig(device=args.device).resolved_device()
+    plain = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device=device)
     encoders: dict[str, Callable[[], Encode]] = {
         "plain PyTorch": lambda: (
             lambda batch: plain.encode(
@@ -88,15 +92,17 @@ def main() -> None:
         )
     }
     with tempfile.TemporaryDirectory(prefix="bench_embedding_") as folder:
-        for backend in BACKENDS:
-            config = EmbedderConfig(batch_size=args.batch_size, backend=backend)
+        for backend in BACKENDS if device == "cpu" else ("torch",):
+            config = EmbedderConfig(batch_size=args.batch_size, backend=backend, device=device)
 
             def fresh(config: EmbedderConfig = config) -> Encode:
                 model = Embedder(config, EmbeddingCache(), onnx_dir=Path(folder)).model()
                 return lambda batch: Embedder(config, EmbeddingCache(), model=model).encode(batch)
 
             encoders[f"Embedder {backend}"] = fresh
-        print(f"cores {available_cores()}, batch size {args.batch_size}, {uptime()}")
+        print(
+            f"device {device}, cores {available_cores()}, batch size {args.batch_size}, {uptime()}"
+        )
         print(
             "| dataset | encoder | texts/s | × plain PyTorch | max abs(cos - 1) | same top-10 "
             "(order) | same top-10 (set) |"
