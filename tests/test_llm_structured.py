@@ -7,13 +7,14 @@ from typing import Any
 
 from fakes.llm import make_backbone
 
-from memsys.llm import Completion, LLMRequest, ProviderError
+from memsys.llm import Completion, LLMRequest, ProviderError, SamplingParams
 from memsys.llm.structured import (
     MAX_PROBLEM_CHARS,
     REJECTED,
     RETRY_NOTE,
     ExtractionReport,
     Rejected,
+    StructuredFlow,
     ask_json_many,
 )
 
@@ -99,3 +100,47 @@ def test_accept_rejects_with_a_reason_or_none_and_the_retry_says_why() -> None:
         "problems": {"bad_json": 1, "rejected": 3, "request_error": 1},
     }
     assert report.parse["unparseable"] == 1
+
+
+def test_a_chain_of_text_units_each_asked_once_an_earlier_one_is_read() -> None:
+    """StructuredFlow: a unit submitted while reading (a chain), a plain-text reader whose
+    rejection names its own problem kind, and one report per stage that adds up."""
+    provider = UnitProvider(
+        {
+            ("count 1", 1): "one",
+            ("count 2", 1): "a bird",
+            ("count 2", 2): "two",
+            ("check", 1): "fine",
+        }
+    )
+    words = {"one": 1, "two": 2}
+    counting, checking = ExtractionReport(), ExtractionReport()
+
+    def number(tag: str, text: str) -> int | Rejected:
+        return words.get(text, Rejected(f"{text!r} is not a number word", kind="not_a_number"))
+
+    read_back: list[tuple[str, Any]] = []
+    with StructuredFlow[str](make_backbone(provider, concurrency=4)) as flow:  # type: ignore[arg-type]
+        params = SamplingParams(max_tokens=4)
+        flow.submit(
+            "c1", [{"role": "user", "content": "count 1"}], params, read=number, report=counting
+        )
+        flow.submit(
+            "check",
+            [{"role": "user", "content": "check"}],
+            params,
+            read=lambda t, x: x,
+            report=checking,
+        )
+        for tag, value in flow:
+            read_back.append((tag, value))
+            if tag == "c1":
+                prompt = [{"role": "user", "content": "count 2"}]
+                flow.submit("c2", prompt, params, read=number, report=counting)
+    assert sorted(read_back) == [("c1", 1), ("c2", 2), ("check", "fine")]
+    assert (counting.units, counting.calls, counting.accepted_retry) == (2, 3, 1)
+    assert counting.problems == {"not_a_number": 1} and checking.calls == 1
+    total = ExtractionReport()
+    for report in (counting, checking):
+        total.add(report)
+    assert (total.units, total.calls, total.prompt_tokens) == (3, 4, 4 * 7)
