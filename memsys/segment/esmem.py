@@ -290,23 +290,27 @@ class ESMemSegmenter(Segmenter):
         runs = [_DialogueRun(dialogue) for dialogue in dialogues]
         embedded = 0  # runs whose candidates are known (a prefix)
         topics, intents = meter.report("topic"), meter.report("intent")
-        read_topic = json_reader(TOPIC_SCHEMA, _topic_annotation, topics)
-        read_intent = json_reader(INTENT_SCHEMA, _intent_probability, intents)
+        readers = {
+            "topic": (json_reader(TOPIC_SCHEMA, _topic_annotation, topics), topics, STAGE_1),
+            "intent": (json_reader(INTENT_SCHEMA, _intent_probability, intents), intents, STAGE_2),
+        }
         with StructuredFlow[tuple[str, int, int]](self.require_backbone()) as flow:
 
-            def ask_topic(k: int, index: int) -> None:
-                messages, params = self._topic_request(runs[k].dialogue, index, runs[k].annotations)
+            def ask(stage: str, k: int, index: int) -> None:
+                """Stage 1 about turn ``index`` of dialogue ``k``, or stage 2 about gap ``index``."""
+                run = runs[k]
+                messages, params = (
+                    self._topic_request(run.dialogue, index, run.annotations)
+                    if stage == "topic"
+                    else self._intent_request(run.dialogue, index)
+                )
+                read, report, priority = readers[stage]
                 flow.submit(
-                    ("topic", k, index),
-                    messages,
-                    params,
-                    read=read_topic,
-                    report=topics,
-                    priority=STAGE_1,
+                    (stage, k, index), messages, params, read=read, report=report, priority=priority
                 )
 
             for k in range(len(runs)):
-                ask_topic(k, 0)
+                ask("topic", k, 0)
             for (stage, k, index), value in flow:
                 run = runs[k]
                 if stage == "intent":
@@ -315,18 +319,10 @@ class ESMemSegmenter(Segmenter):
                 text = run.dialogue.utterances[index]
                 run.annotations.append(value or lite_annotation(text, self.keyword_limit))
                 if not run.annotated:
-                    ask_topic(k, index + 1)
+                    ask("topic", k, index + 1)
                 while embedded < len(runs) and runs[embedded].annotated:
                     for gap in self._find_candidates(runs[embedded]):
-                        messages, params = self._intent_request(runs[embedded].dialogue, gap)
-                        flow.submit(
-                            ("intent", embedded, gap),
-                            messages,
-                            params,
-                            read=read_intent,
-                            report=intents,
-                            priority=STAGE_2,
-                        )
+                        ask("intent", embedded, gap)
                     embedded += 1
         return [
             self._decide(run.annotations, run.information, run.candidates, run.probabilities)
