@@ -138,3 +138,14 @@ def test_a_primed_prefix_is_evaluated_once_and_replies_do_not_depend_on_order(
 def test_the_hint_is_checked_against_the_first_message() -> None:
     with pytest.raises(ValueError, match="shared_prefix 99"):
         LLMRequest(({"role": "user", "content": "short"},), shared_prefix=99)
+
+
+def test_a_primed_prefix_that_was_cut_into_is_primed_again(provider: LlamaCppProvider) -> None:
+    request = graded("Where did Anna go?", "Paris", "to Paris")
+    reply = provider.generate(request, 60).text
+    primer = provider._prefixes
+    assert primer._primed
+    provider._model.input_ids[1] += 1  # as if a request had rewritten the context's start
+    primer.check_kept()
+    assert primer._primed == ()
+    assert provider.generate(request, 60).text == reply  # primed again, the same reply

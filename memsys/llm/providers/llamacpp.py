@@ -119,9 +119,12 @@ class LlamaCppProvider:
         try:
             with self._lock:
                 self._prefixes.prime(request)
-                reply = self._model.create_chat_completion(
-                    messages=[dict(message) for message in request.messages], **arguments
-                )
+                try:
+                    reply = self._model.create_chat_completion(
+                        messages=[dict(message) for message in request.messages], **arguments
+                    )
+                finally:
+                    self._prefixes.check_kept()
         except (ValueError, RuntimeError) as error:  # e.g. prompt longer than n_ctx
             raise ProviderError(f"{self.endpoint}: {error}") from error
         choice = reply["choices"][0]
@@ -162,6 +165,16 @@ class PrefixPrimer:
         if prefix:
             model.eval(list(prefix))
             self._primed = prefix
+
+    def check_kept(self) -> None:
+        """Forget the primed prefix unless the context still starts with it. A request rendered
+        differently from :meth:`prefix_tokens`'s rendering (or one that failed midway) may have
+        cut into it; the next request then primes again instead of trusting it."""
+        model, primed = self._model, self._primed
+        if primed and (
+            model.n_tokens < len(primed) or tuple(model.input_ids[: len(primed)]) != primed
+        ):
+            self._primed = ()
 
     def prefix_tokens(self, request: LLMRequest) -> tuple[int, ...]:
         """The tokens of the rendered prompt up to the end of the shared prefix (those both the
