@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fakes.llm import without_timings
 from run_helpers import (
     read_ledger,
 )
@@ -25,14 +26,8 @@ def stages(run_dir: Path) -> list[str]:
 
 def memory_payloads(cache: Path) -> dict[str, Any]:
     """Constructed memories under a cache folder by path, without construction timings."""
-
-    def untimed(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {key: untimed(item) for key, item in value.items() if key != "seconds"}
-        return [untimed(item) for item in value] if isinstance(value, list) else value
-
     return {
-        str(path.relative_to(cache)): untimed(json.loads(path.read_text())["payload"])
+        str(path.relative_to(cache)): without_timings(json.loads(path.read_text())["payload"])
         for path in sorted((cache / "memories").rglob("*.json"))
     }
 

@@ -243,18 +243,22 @@ def test_backend_torch_and_any_device_keep_run_ids_and_a_bad_backend_names_its_k
     from benchmarks.settings import ConfigError, run_id, run_identity, validate
 
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
-        default = compose(config_name="config", overrides=["method=turn_rag_dense"])
+        # The smoke subset's size when the id below was pinned (it is 20 questions now).
+        pinned_subset = "subset.max_questions=40"
+        default = compose(config_name="config", overrides=["method=turn_rag_dense", pinned_subset])
         int8 = compose(
             config_name="config", overrides=["method=turn_rag_dense", "embedder.backend=onnx-int8"]
         )
         without_key = compose(
-            config_name="config", overrides=["method=turn_rag_dense", "~embedder.backend"]
+            config_name="config",
+            overrides=["method=turn_rag_dense", "~embedder.backend", pinned_subset],
         )
         bad = compose(
             config_name="config", overrides=["method=turn_rag_dense", "embedder.backend=tf"]
         )
         on_gpu = compose(
-            config_name="config", overrides=["method=turn_rag_dense", "embedder.device=auto"]
+            config_name="config",
+            overrides=["method=turn_rag_dense", "embedder.device=auto", pinned_subset],
         )
     assert default.embedder.backend == "torch"
     # The device is where the model runs, not what it computes: no key of the run id, so a run

@@ -167,8 +167,9 @@ def request_key(request: LLMRequest) -> str:
     return json.dumps([list(request.messages), params.max_tokens, params.stop, params.json_schema])
 
 
-#: Report keys that time a construction: they differ between any two runs.
-TIMINGS = frozenset({"seconds", "llm_seconds"})
+#: Report keys that say how a construction ran, not what it built: its timings, and how many
+#: of its LLM calls the response cache answered (a resumed construction finds some there).
+TIMINGS = frozenset({"seconds", "llm_seconds", "cached_calls"})
 
 
 def without_timings(value: Any) -> Any:
