@@ -1,8 +1,8 @@
 """What the runners' command lines do with an error a user can act on: one line, exit status 2.
 
-A wrong key, a config folder edited under a running sweep, a missing dataset, a backbone that is down, a replay that diverged from its
-recording, a full results disk or a damaged run log is the user's to fix; a traceback would
-only bury the message. Anything else is a bug and keeps its traceback.
+A wrong key, a config folder edited under a running sweep, a missing dataset, a backbone that
+is down, a replay that diverged from its recording, a full results disk or a damaged run log is
+the user's to fix; a traceback would only bury the message. Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations

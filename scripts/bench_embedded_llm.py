@@ -45,7 +45,11 @@ from memsys.llm import (  # noqa: E402
     SamplingParams,
     build_backbone,
 )
-from memsys.llm.providers.llamacpp import LlamaCppConfig, locate_gguf  # noqa: E402
+from memsys.llm.providers.llamacpp import (  # noqa: E402
+    LlamaCppConfig,
+    chat_arguments,
+    locate_gguf,
+)
 from memsys.tokens import TokenCounter  # noqa: E402
 
 
@@ -112,17 +116,11 @@ def main() -> None:
 
     def raw_call(request: LLMRequest) -> str:
         nonlocal prompt_tokens, completion_tokens
-        params = request.params
-        schema = params.json_schema
         started = time.perf_counter()
         raw.reset()
         reply = raw.create_chat_completion(
             messages=[dict(message) for message in request.messages],
-            temperature=params.temperature,
-            max_tokens=params.max_tokens,
-            top_p=params.top_p,
-            seed=params.seed,
-            response_format={"type": "json_object", "schema": dict(schema)} if schema else None,
+            **chat_arguments(request.params),
         )
         seconds["raw"] += time.perf_counter() - started
         prompt_tokens += reply["usage"]["prompt_tokens"]

@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Sequence
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memsys.kvstore import OptionalStore, SQLiteKV
 from memsys.llm.errors import CacheMissError
@@ -40,15 +40,21 @@ def request_key(model_id: str, request: LLMRequest) -> str:
     Canonical JSON (sorted keys, no whitespace) so that dict ordering and tuple-vs-list
     differences do not split the cache.
     """
-    payload = {
-        "model": model_id,
+    payload = {"model": model_id, **request_json(request)}
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def request_json(request: LLMRequest) -> dict[str, Any]:
+    """A request as plain JSON: what its cache key hashes and a replay file records.
+    ``shared_prefix`` is absent at 0, so keys made before the hint existed stay valid."""
+    data: dict[str, Any] = {
         "messages": [dict(message) for message in request.messages],
         "params": dataclasses.asdict(request.params),
     }
-    if request.shared_prefix:  # absent at 0: keys made before the hint existed stay valid
-        payload["shared_prefix"] = request.shared_prefix
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    if request.shared_prefix:
+        data["shared_prefix"] = request.shared_prefix
+    return data
 
 
 def describe_request(model_id: str, messages: Sequence[Message], limit: int = 120) -> str:

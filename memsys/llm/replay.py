@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memsys.llm.cache import ResponseCache, request_key
+from memsys.llm.cache import ResponseCache, request_json, request_key
 from memsys.llm.types import Completion, LLMRequest, SamplingParams
 
 
@@ -36,11 +36,7 @@ def entry_json(key: str, model_id: str, request: LLMRequest, completion: Complet
     entry = {
         "key": key,
         "model": model_id,
-        "request": {
-            "messages": [dict(message) for message in request.messages],
-            "params": dataclasses.asdict(request.params),
-            **({"shared_prefix": request.shared_prefix} if request.shared_prefix else {}),
-        },
+        "request": request_json(request),
         "completion": dataclasses.asdict(completion),
     }
     return json.dumps(entry, ensure_ascii=False, sort_keys=True)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Generic, TypeVar
 
 from memsys.llm.backbone import Backbone
@@ -48,6 +48,8 @@ RETRY_NOTE = (
 )
 #: What :data:`RETRY_NOTE` says of a reply that ``accept`` rejected with a bare ``None``.
 REJECTED = "it did not take its content from the given text"
+#: What :data:`RETRY_NOTE` says of a reply that is not JSON of the requested form.
+BAD_JSON = "it was not valid JSON of the requested form"
 #: The longest :class:`Rejected` reason a retry note quotes (a reason may hold a piece of the
 #: reply).
 MAX_PROBLEM_CHARS = 200
@@ -96,22 +98,12 @@ class ExtractionReport:
     problems: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON for a memory file or a statistics table."""
-        return {
-            "units": self.units,
-            "calls": self.calls,
-            "cached_calls": self.cached_calls,
-            "accepted_first": self.accepted_first,
-            "retried": self.retried,
-            "accepted_retry": self.accepted_retry,
-            "fallbacks": self.fallbacks,
-            "request_errors": self.request_errors,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "seconds": round(self.seconds, 3),
-            "parse": dict(sorted(self.parse.items())),
-            "problems": dict(sorted(self.problems.items())),
-        }
+        """Plain JSON for a memory file or a statistics table (the fields in order)."""
+        data = asdict(self)
+        data["seconds"] = round(self.seconds, 3)
+        for name in ("parse", "problems"):
+            data[name] = dict(sorted(data[name].items()))
+        return data
 
     def add(self, other: ExtractionReport) -> None:
         """Add ``other``'s counts to this report's (stages summed into one record)."""
@@ -313,10 +305,6 @@ class _Unit:
     read: Read
     report: ExtractionReport
     priority: float
-
-
-#: What :data:`RETRY_NOTE` says of a reply that is not JSON of the requested form.
-BAD_JSON = "it was not valid JSON of the requested form"
 
 
 def _read(

@@ -20,6 +20,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
 from memsys.embed import Embedder
@@ -55,6 +56,10 @@ class DialogueText:
         return f"{self.speakers[index]}: {text}" if self.speakers else text
 
 
+#: The stage-summed LLM counts of a :class:`SegmentationCost` (its properties), as reported.
+LLM_TOTALS = ("llm_calls", "cached_calls", "failed_calls", "prompt_tokens", "completion_tokens")
+
+
 @dataclass(frozen=True)
 class SegmentationCost:
     """What one :meth:`Segmenter.segment` call cost.
@@ -72,7 +77,7 @@ class SegmentationCost:
     texts_embedded: int = 0
     seconds: float = 0.0
 
-    @property
+    @cached_property
     def total(self) -> ExtractionReport:
         """Every stage's counts added up."""
         total = ExtractionReport()
@@ -107,13 +112,8 @@ class SegmentationCost:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON (seconds rounded to microseconds)."""
-        total = self.total
         return {
-            "llm_calls": total.calls,
-            "cached_calls": total.cached_calls,
-            "failed_calls": total.request_errors,
-            "prompt_tokens": total.prompt_tokens,
-            "completion_tokens": total.completion_tokens,
+            **{name: getattr(self, name) for name in LLM_TOTALS},
             "texts_embedded": self.texts_embedded,
             "seconds": round(self.seconds, 6),
             "fallbacks": self.fallbacks,

@@ -24,7 +24,7 @@ from typing import Any
 
 from memsys.files import available_cores
 from memsys.llm.errors import ProviderError, ProviderUnavailableError
-from memsys.llm.types import Completion, LLMRequest
+from memsys.llm.types import Completion, LLMRequest, SamplingParams
 
 BUILD_HINT = (
     "llama-cpp-python is not installed: "
@@ -102,20 +102,7 @@ class LlamaCppProvider:
 
     def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
         """One chat completion (in process, so ``timeout_s`` cannot be enforced)."""
-        params = request.params
-        arguments: dict[str, Any] = {
-            "temperature": params.temperature,
-            "max_tokens": params.max_tokens,
-            "top_p": params.top_p,
-            "stop": list(params.stop) or None,
-        }
-        if params.seed is not None:
-            arguments["seed"] = params.seed
-        if params.json_schema is not None:
-            arguments["response_format"] = {
-                "type": "json_object",
-                "schema": dict(params.json_schema),
-            }
+        arguments = chat_arguments(request.params)
         try:
             with self._lock:
                 self._prefixes.prime(request)
@@ -134,6 +121,22 @@ class LlamaCppProvider:
             completion_tokens=reply["usage"]["completion_tokens"],
             finish_reason=choice.get("finish_reason"),
         )
+
+
+def chat_arguments(params: SamplingParams) -> dict[str, Any]:
+    """``Llama.create_chat_completion``'s sampling arguments for ``params`` (a JSON schema
+    becomes a grammar)."""
+    arguments: dict[str, Any] = {
+        "temperature": params.temperature,
+        "max_tokens": params.max_tokens,
+        "top_p": params.top_p,
+        "stop": list(params.stop) or None,
+    }
+    if params.seed is not None:
+        arguments["seed"] = params.seed
+    if params.json_schema is not None:
+        arguments["response_format"] = {"type": "json_object", "schema": dict(params.json_schema)}
+    return arguments
 
 
 class PrefixPrimer:
