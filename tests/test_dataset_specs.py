@@ -46,6 +46,11 @@ def test_the_specs_traits_reach_the_header() -> None:
     )
     smoke = {"name": "smoke", "conversations": 1, "max_questions": 40}
     assert subset_description(smoke, dataset_spec("locomo")).startswith("smoke (offline smoke")
+    sample = {"name": "two_sessions", "conversations": 1, "max_sessions": 2, "max_questions": 20}
+    assert subset_description(sample, dataset_spec("locomo")) == (
+        "two_sessions (offline sample: 1 conversation cut to the first 2 sessions, 20 of the "
+        "questions whose evidence lies there — not the paper setting)"
+    )
 
 
 def test_an_unknown_dataset_reads_as_locomo_and_runs_reject_it() -> None:

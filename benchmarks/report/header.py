@@ -42,6 +42,14 @@ def subset_description(subset: dict[str, Any], spec: DatasetSpec) -> str:
             f"{name} ({questions or 'all'} questions{first}, stratified by question type, "
             "deterministic — offline setting, not the paper's)"
         )
+    sessions = subset.get("max_sessions")
+    if sessions:
+        which = plural(conversations, "conversation") if conversations else "every conversation"
+        return (
+            f"{name} (offline sample: {which} cut to the first {plural(sessions, 'session')}, "
+            f"{questions or 'all'} of the questions whose evidence lies there — not the paper "
+            "setting)"
+        )
     if name == "smoke":
         return (
             f"smoke (offline smoke subset: {plural(conversations, 'conversation')}, "
