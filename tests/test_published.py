@@ -65,6 +65,8 @@ def problems(document: Any) -> list[str]:
         found += [
             f"{where}: setting misses {key}" for key in SETTING_KEYS if not _text(setting.get(key))
         ]
+        if "config" in setting:
+            found.append(f"{where}: config belongs beside the setting, not in it")
         if "notes" in setting and not isinstance(setting["notes"], str):
             found.append(f"{where}: notes is not text")
         cell = tuple(entry.get(key) for key in ENTRY_KEYS[:3])

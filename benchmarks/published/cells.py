@@ -124,15 +124,10 @@ def holds(override: str, entry: Entry) -> bool:
     return entry.setting(key) == yaml.safe_load(value)
 
 
-def row_config(result: dict[str, Any]) -> str | None:
-    """The harness config a published row names (beside its setting, or inside it)."""
-    return result.get("config") or result["setting"].get("config")
-
-
 def entry_for(result: dict[str, Any], entries: Sequence[Entry]) -> Entry | None:
     """The grid entry standing for a published row: its ``config`` is the entry's method config
     or that config's lite counterpart, and its ``overrides`` hold in the entry."""
-    config = row_config(result)
+    config = result.get("config")
     overrides = result.get("overrides") or []
     for entry in entries:
         names = {entry.method_config, entry.method_config.removesuffix("_llm")}
@@ -150,7 +145,7 @@ def left_out_reason(
         return "on other datasets", str(setting.get("dataset"))
     if setting.get("metric") not in METRICS:
         return "in metrics the harness does not compute", str(setting.get("metric"))
-    config = row_config(result)
+    config = result.get("config")
     if config is None:
         return "in rows with no harness config", result["row"]
     if entry_for(result, entries) is None:
