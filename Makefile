@@ -22,11 +22,11 @@ SUBSET ?= smoke
 # split). For the paper setting: BUDGET=4096 PROTOCOLS=[mem0,strict,longmemeval].
 BUDGET ?= 512
 PROTOCOLS ?= []
-# Mem0 and LangMem build their memories with the LLM only (hours on the whole smoke conversation:
-# Mem0 asks ~840 calls of the 135M model). `make reproduce-libraries` runs them beside Table 1's
-# grid, in Table 1's setting, on LIB_SUBSET: by default two_sessions, the stated sample (the smoke
-# conversation's first 2 sessions, 20 questions) -> results/table1_two_sessions; LIB_SUBSET=smoke
-# adds their rows to results/table1 itself.
+# Mem0 and LangMem build their memories with the LLM only (about 10 hours on the whole smoke
+# conversation with the 135M model, docs/tables.md). `make reproduce-libraries` runs them beside
+# Table 1's grid, in Table 1's setting, on LIB_SUBSET: by default two_sessions, the stated sample
+# (the smoke conversation's first 2 sessions, 20 questions; 1 h 26 min measured on 2 busy cores)
+# -> results/table1_two_sessions; LIB_SUBSET=smoke adds their rows to results/table1 itself.
 LIB_SUBSET ?= two_sessions
 LIB_TABLE = results/table1$(if $(filter-out smoke,$(LIB_SUBSET)),_$(LIB_SUBSET))
 # Table 2: conf/experiment/table2.yaml on LongMemEval-S, a 1024-token context, three judge
@@ -125,7 +125,7 @@ reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 
 
 reproduce-libraries: SUBSET = $(LIB_SUBSET)
 reproduce-libraries:  ## Mem0 and LangMem beside Table 1's grid on LIB_SUBSET (default: the two_sessions sample)
-	@echo "NOTE: offline $(LIB_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting$(if $(filter smoke,$(LIB_SUBSET)),; Mem0 asks ~840 construction calls: hours)"
+	@echo "NOTE: offline $(LIB_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting$(if $(filter smoke,$(LIB_SUBSET)),: Mem0 and LangMem take about 10 hours here)"
 	$(PY) -m benchmarks.run -m +experiment=libraries $(TABLE1_SETTING)
 	$(PY) -m benchmarks.run -m +experiment=table1 $(TABLE1_SETTING)
 	$(PY) -m benchmarks.report --dataset locomo --subset $(LIB_SUBSET) --where answer.context_budget=$(BUDGET) $(if $(filter-out smoke,$(LIB_SUBSET)),--title "Table 1 with Mem0 and LangMem ($(LIB_SUBSET) sample)") --out $(LIB_TABLE)

@@ -6,7 +6,8 @@ latency). Only calls that reached the model count (cache hits cost nothing). The
 call's latency between prompt processing and generation is not logged, so it is estimated by a
 least-squares fit over all calls, ``latency = prompt_tokens / P + completion_tokens / G``: P and
 G are printed (tokens per second) with the share of LLM time each explains. "Other" is wall time
-minus construction and LLM time: loading, retrieval, scoring, the report of each run.
+minus construction and the LLM time outside it (construction seconds already hold the calls of
+stage ``construction``): loading, retrieval, scoring, the report of each run.
 
     .venv/bin/python scripts/profile_runs.py results/runs/593a7fae2295 results/runs/616418d50f62 ...
     .venv/bin/python scripts/profile_runs.py --since 2026-11-25T22:29 results/runs
@@ -85,7 +86,9 @@ def main() -> None:
             f"  fit: prompt processing {1 / per_prompt:.0f} tokens/s ({prompt_s:.0f} s), "
             f"generation {1 / per_completion:.0f} tokens/s ({completion_s:.0f} s)"
         )
-    print(f"other (loading, retrieval, scoring, reports): {wall - construction - llm:.0f} s")
+    outside_construction = llm - stages["construction"][3] if "construction" in stages else llm
+    other = wall - construction - outside_construction
+    print(f"other (loading, retrieval, scoring, reports): {other:.0f} s")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Table 1 (LoCoMo) from hand-written run directories: the files written, costs from the
 invocation ledger, unfinished runs, row names, means and intervals, the adversarial policy,
 p-values against the best baseline, refused mixes of runs, what the intervals resample (a cluster
-bootstrap over conversations), and the code versions in the header."""
+bootstrap over conversations), and the header's code versions and rows without context."""
 
 from __future__ import annotations
 
@@ -347,3 +347,22 @@ def test_the_header_names_the_code_versions_of_the_runs(tmp_path: Path) -> None:
         "Code version: abc1234 (2 runs); def5678 (1 run); not recorded for 1 run (logged before "
         "runs recorded it); package versions in each run's invocations.jsonl"
     ) in header
+
+
+def test_the_header_names_the_methods_whose_reader_never_got_context(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    nothing = [line | {"context_tokens": 0} for line in scored([0.0, 0.0])]
+    write_run(runs, "zero", config(ZERO), nothing)  # a baseline: no context by design
+    write_run(runs, "esmem", config(NEW_METHOD), nothing)
+    write_run(runs, "turns", config(TURN_RAG), scored([1.0, 0.0]))
+    notes = [line for line in build_report(runs).header if line.startswith("NO CONTEXT")]
+    assert notes == [
+        "NO CONTEXT: ES-Mem · tiny-llm · llm (tiny-llm) handed the reader nothing for every "
+        "question: the memory stored nothing retrievable (its construction stats in the memory "
+        "cache say why, e.g. unparseable LLM replies), so the row scores answering without "
+        "history, not the method"
+    ]
+    (runs / "esmem" / "predictions.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in scored([0.0, 0.0]))
+    )
+    assert not [line for line in build_report(runs).header if line.startswith("NO CONTEXT")]

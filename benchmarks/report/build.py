@@ -15,6 +15,7 @@ from benchmarks.report.header import (
     code_line,
     header_lines,
     invalid_rows_line,
+    no_context_line,
     stale_rows_line,
     statistics_line,
 )
@@ -102,6 +103,7 @@ def build_report(
         *calibration_lines(runs, names),
         unfinished_runs_line(configs, dataset, subset, where),
         invalid_rows_line(rows, max_failure_share),
+        no_context_line(rows),
         stale_rows_line(rows),
     ]
     return Report(

@@ -244,6 +244,22 @@ def stale_rows_line(rows: Sequence[Row]) -> str | None:
     )
 
 
+def no_context_line(rows: Sequence[Row]) -> str | None:
+    """The header note naming the methods whose reader got no context for any question (None
+    when there are none): their memory held nothing to retrieve, so their scores are those of
+    answering without history, whatever the method would do with a working construction model.
+    Baselines are left out (ZeroHistory hands over nothing by design)."""
+    empty = [row.key.label() for row in rows if row.context_tokens == 0 and not row.key.baseline]
+    if not empty:
+        return None
+    return (
+        f"NO CONTEXT: {'; '.join(empty)} handed the reader nothing for every question: the "
+        "memory stored nothing retrievable (its construction stats in the memory cache say why, "
+        "e.g. unparseable LLM replies), so the row scores answering without history, not the "
+        "method"
+    )
+
+
 def invalid_rows_line(rows: Sequence[Row], max_failure_share: float) -> str | None:
     """The header note that some rows do not stand, and why (None when all do)."""
     invalid = [row for row in rows if row.invalid]
