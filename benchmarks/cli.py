@@ -7,6 +7,7 @@ the user's to fix; a traceback would only bury the message. Anything else is a b
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 from collections.abc import Callable
@@ -44,8 +45,11 @@ def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T:
     """``run(cfg)``; on a clear error, print ``error: <message>`` to stderr and exit 2.
 
     SIGTERM exits like Ctrl-C, through the run's cleanup (caches closed, cost logged); so does
-    SIGINT sent to a run started in the background, where the shell had it ignored.
+    SIGINT sent to a run started in the background, where the shell had it ignored. A crash in
+    native code (llama.cpp, torch, onnxruntime) prints every thread's Python stack to stderr, so
+    that a segfault names where it happened.
     """
+    faulthandler.enable()
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

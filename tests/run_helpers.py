@@ -85,15 +85,23 @@ def read_ledger(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def start_cli(overrides: list[str], hydra_dir: Path) -> subprocess.Popen[bytes]:
-    """``python -m benchmarks.run`` in a subprocess, its output discarded, Hydra's own files
-    (resolved config, log) in ``hydra_dir`` rather than the repository's ``outputs/``."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.run", *overrides, f"hydra.run.dir={hydra_dir}"],
-        cwd=REPO_ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    """``python -m benchmarks.run`` in a subprocess, its output discarded but for stderr (in
+    :func:`cli_stderr`: a crash's stacks), Hydra's own files (resolved config, log) in
+    ``hydra_dir`` rather than the repository's ``outputs/``."""
+    hydra_dir.mkdir(parents=True, exist_ok=True)
+    with (hydra_dir / "stderr.log").open("wb") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.run", *overrides, f"hydra.run.dir={hydra_dir}"],
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+
+def cli_stderr(hydra_dir: Path) -> str:
+    """The end of what a :func:`start_cli` run wrote to stderr: an assertion's message."""
+    return (hydra_dir / "stderr.log").read_text(errors="replace")[-4000:]
 
 
 def kill_when(

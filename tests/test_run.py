@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from run_helpers import (
     CONF,
+    cli_stderr,
     compose_config,
     fixture_overrides,
     kill_when,
@@ -178,7 +179,7 @@ def test_a_terminated_invocation_logs_its_cost_and_the_resumed_run_covers_every_
     run_dir = kill_when(
         process, tmp_path / "runs", two_answers_logged, signal_number=signal.SIGTERM
     )
-    assert process.returncode == 128 + signal.SIGTERM
+    assert process.returncode == 128 + signal.SIGTERM, cli_stderr(tmp_path / "hydra")
     (terminated,) = [json.loads(line) for line in (run_dir / "invocations.jsonl").open()]
     logged = len((run_dir / "predictions.jsonl").read_text().splitlines())
     assert 2 <= terminated["questions"] == logged < 6 and terminated["wall_s"] > 0
