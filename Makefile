@@ -125,6 +125,7 @@ reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 
 
 reproduce-libraries: SUBSET = $(LIB_SUBSET)
 reproduce-libraries:  ## Mem0 and LangMem beside Table 1's grid on LIB_SUBSET (default: the two_sessions sample)
+	@if [ "$(origin SUBSET)" = "command line" ]; then echo "error: reproduce-libraries takes LIB_SUBSET=..., not SUBSET=..." >&2; exit 2; fi
 	@echo "NOTE: offline $(LIB_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting$(if $(filter smoke,$(LIB_SUBSET)),: Mem0 and LangMem take about 10 hours here)"
 	$(PY) -m benchmarks.run -m +experiment=libraries $(TABLE1_SETTING)
 	$(PY) -m benchmarks.run -m +experiment=table1 $(TABLE1_SETTING)

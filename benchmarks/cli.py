@@ -8,6 +8,7 @@ the user's to fix; a traceback would only bury the message. Anything else is a b
 from __future__ import annotations
 
 import faulthandler
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -50,6 +51,7 @@ def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T:
     that a segfault names where it happened.
     """
     faulthandler.enable()
+    os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # the same in spawned worker processes
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

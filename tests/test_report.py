@@ -357,10 +357,10 @@ def test_the_header_names_the_methods_whose_reader_never_got_context(tmp_path: P
     write_run(runs, "turns", config(TURN_RAG), scored([1.0, 0.0]))
     notes = [line for line in build_report(runs).header if line.startswith("NO CONTEXT")]
     assert notes == [
-        "NO CONTEXT: ES-Mem · tiny-llm · llm (tiny-llm) handed the reader nothing for every "
-        "question: the memory stored nothing retrievable (its construction stats in the memory "
-        "cache say why, e.g. unparseable LLM replies), so the row scores answering without "
-        "history, not the method"
+        "NO CONTEXT: ES-Mem · tiny-llm · llm (tiny-llm) handed over no context for any question "
+        "(an empty memory, or nothing within the budget; a memory's construction stats in the "
+        "cache say why, e.g. unparseable LLM replies): the row scores having no history, not "
+        "the method"
     ]
     (runs / "esmem" / "predictions.jsonl").write_text(
         "".join(json.dumps(line) + "\n" for line in scored([0.0, 0.0]))

@@ -245,18 +245,18 @@ def stale_rows_line(rows: Sequence[Row]) -> str | None:
 
 
 def no_context_line(rows: Sequence[Row]) -> str | None:
-    """The header note naming the methods whose reader got no context for any question (None
-    when there are none): their memory held nothing to retrieve, so their scores are those of
-    answering without history, whatever the method would do with a working construction model.
-    Baselines are left out (ZeroHistory hands over nothing by design)."""
+    """The header note naming the methods that handed over no context for any question (None
+    when there are none): an empty memory (or nothing within the budget), so their scores are
+    those of having no history, whatever the method would do with a working construction model.
+    The rows of ``memsys.methods.baselines`` are left out (ZeroHistory hands over nothing by
+    design); the libraries, whose registry role is baseline too, are not."""
     empty = [row.key.label() for row in rows if row.context_tokens == 0 and not row.key.baseline]
     if not empty:
         return None
     return (
-        f"NO CONTEXT: {'; '.join(empty)} handed the reader nothing for every question: the "
-        "memory stored nothing retrievable (its construction stats in the memory cache say why, "
-        "e.g. unparseable LLM replies), so the row scores answering without history, not the "
-        "method"
+        f"NO CONTEXT: {'; '.join(empty)} handed over no context for any question (an empty "
+        "memory, or nothing within the budget; a memory's construction stats in the cache say "
+        "why, e.g. unparseable LLM replies): the row scores having no history, not the method"
     )
 
 
