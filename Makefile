@@ -115,7 +115,8 @@ bench:  ## performance report -> results/bench.md (every scripts/bench_*.py, wit
 	$(PY) scripts/bench.py
 
 # Table 1's report, written after the runs of either target that adds rows to it.
-TABLE1_REPORT = $(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) --out results/table1
+TABLE1_OUT = results/table1
+TABLE1_REPORT = $(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) $(TABLE1_TITLE) --out $(TABLE1_OUT)
 TABLE1_SETTING = backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) 'judge.protocols=$(PROTOCOLS)' progress=$(PROGRESS)
 
 reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 reader and judge)
@@ -124,12 +125,14 @@ reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 
 	$(TABLE1_REPORT)
 
 reproduce-libraries: SUBSET = $(LIB_SUBSET)
+reproduce-libraries: TABLE1_OUT = $(LIB_TABLE)
+reproduce-libraries: TABLE1_TITLE = $(if $(filter-out smoke,$(LIB_SUBSET)),--title "Table 1 with Mem0 and LangMem ($(LIB_SUBSET) sample)")
 reproduce-libraries:  ## Mem0 and LangMem beside Table 1's grid on LIB_SUBSET (default: the two_sessions sample)
 	@if [ "$(origin SUBSET)" = "command line" ]; then echo "error: reproduce-libraries takes LIB_SUBSET=..., not SUBSET=..." >&2; exit 2; fi
 	@echo "NOTE: offline $(LIB_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting$(if $(filter smoke,$(LIB_SUBSET)),: Mem0 and LangMem take about 10 hours here)"
 	$(PY) -m benchmarks.run -m +experiment=libraries $(TABLE1_SETTING)
 	$(PY) -m benchmarks.run -m +experiment=table1 $(TABLE1_SETTING)
-	$(PY) -m benchmarks.report --dataset locomo --subset $(LIB_SUBSET) --where answer.context_budget=$(BUDGET) $(if $(filter-out smoke,$(LIB_SUBSET)),--title "Table 1 with Mem0 and LangMem ($(LIB_SUBSET) sample)") --out $(LIB_TABLE)
+	$(TABLE1_REPORT)
 
 reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 reader and judge)
 	@if [ "$(LME_SUBSET)" != full ]; then echo "NOTE: offline $(LME_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting"; fi

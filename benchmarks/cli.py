@@ -2,7 +2,8 @@
 
 A wrong key, a config folder edited under a running sweep, a missing dataset, a backbone that
 is down, a replay that diverged from its recording, a full results disk or a damaged run log is
-the user's to fix; a traceback would only bury the message. Anything else is a bug and keeps its traceback.
+the user's to fix; a traceback would only bury the message. Anything else is a bug and keeps its
+traceback.
 """
 
 from __future__ import annotations

@@ -86,8 +86,7 @@ def main() -> None:
             f"  fit: prompt processing {1 / per_prompt:.0f} tokens/s ({prompt_s:.0f} s), "
             f"generation {1 / per_completion:.0f} tokens/s ({completion_s:.0f} s)"
         )
-    outside_construction = llm - stages["construction"][3] if "construction" in stages else llm
-    other = wall - construction - outside_construction
+    other = wall - construction - (llm - stages.get("construction", [0, 0, 0, 0.0])[3])
     print(f"other (loading, retrieval, scoring, reports): {other:.0f} s")
 
 
