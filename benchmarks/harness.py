@@ -23,7 +23,7 @@ from benchmarks.data.paths import REPO_ROOT
 from benchmarks.memory_store import MemoryStore
 from benchmarks.metrics.judge import Judge, Verdict, judging_entry, judgings
 from benchmarks.metrics.qa import QAPrediction, score_prediction
-from benchmarks.metrics.ranking import ranking_metrics
+from benchmarks.metrics.ranking import OfficialIds
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.settings import ConfigError, RunSettings, check_method_options
 from benchmarks.summary import OTHER_JUDGE_PREFIX
@@ -135,12 +135,15 @@ def instantiate_method(method: DictConfig, services: Services) -> MemorySystem[A
 
 
 def answer_batch(
-    harness: Harness, memory: Any, questions: Sequence[Question], session_of: dict[str, str]
+    harness: Harness,
+    memory: Any,
+    questions: Sequence[Question],
+    official_ids: OfficialIds | None = None,
 ) -> list[dict[str, Any]]:
     """Retrieve, answer, judge and score a batch of questions; one record each, in order.
 
-    ``session_of`` maps the conversation's turn ids to session ids (LongMemEval's session-level
-    retrieval metrics).
+    ``official_ids`` (LongMemEval) maps the conversation's turns to the official corpus ids
+    each record's ``ranking`` is stored in (:mod:`benchmarks.metrics.ranking`).
     """
     settings = harness.settings
     harness.system.prepare_queries(questions)
@@ -166,8 +169,8 @@ def answer_batch(
     records = []
     for i, p in enumerate(prepared):
         record = build_record(p, replies[i], verdicts.get(i))
-        if settings.spec.longmemeval_scores:
-            record["ranking"] = ranking_metrics(p.question, p.retrieval, session_of)
+        if official_ids is not None:
+            record["ranking"] = official_ids.rankings(p.retrieval)
         records.append(record)
     return records
 
@@ -342,7 +345,9 @@ def answer_conversation(
 ) -> Iterator[list[dict[str, Any]]]:
     """The records of ``pending`` (questions of ``conversation``), one batch at a time, so the
     caller can log each batch as soon as it is answered."""
-    session_of = {turn.turn_id: turn.session_id for turn in conversation.turns}
+    official_ids = (
+        OfficialIds.of(conversation) if harness.settings.spec.longmemeval_scores else None
+    )
     batch_size = harness.settings.batch_size
     for start in range(0, len(pending), batch_size):
-        yield answer_batch(harness, memory, pending[start : start + batch_size], session_of)
+        yield answer_batch(harness, memory, pending[start : start + batch_size], official_ids)

@@ -50,6 +50,7 @@ from benchmarks.metrics.judge_probes import (
     probes_settled,
     read_probes,
 )
+from benchmarks.metrics.ranking import load_corpora
 from benchmarks.provenance import code_versions, provenance
 from benchmarks.runlog import (
     RecordLog,
@@ -263,7 +264,16 @@ def run_in(
         # on a full disk the line goes to stderr, and the error under way is not buried
         log_invocation(invocations, invocation, unwinding=sys.exc_info()[1] is not None)
     records = log.records()
-    summary = summarize_run(records, settings)
+    corpora = (
+        load_corpora(
+            settings.variant or "s",
+            (r["question_id"] for r in records),
+            resolve_data_dir(cfg.data_dir),
+        )
+        if settings.spec.longmemeval_scores
+        else None
+    )
+    summary = summarize_run(records, settings, corpora=corpora)
     summary["run_dir"] = shown_path(run_dir)
     summary["construction"] = {
         **construction.to_json(),

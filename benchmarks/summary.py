@@ -18,7 +18,7 @@ header).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,11 +26,13 @@ import numpy as np
 
 from benchmarks.data.specs import dataset_spec
 from benchmarks.metrics.judge import PROTOCOLS
+from benchmarks.metrics.longmemeval_official import Corpus, metric_names
+from benchmarks.metrics.ranking import record_scores
 from benchmarks.metrics.stats import MIN_CLUSTERS, bootstrap_ci, resampling_unit
 from benchmarks.settings import RunSettings
 
 SCORE_NAMES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
-#: The levels LongMemEval ranks retrieved items at (``ranking`` of a record).
+#: The levels LongMemEval scores a record's stored ``ranking`` at.
 RANKING_LEVELS = ("session", "turn")
 #: The score of an answer under a judge protocol other than the dataset's own (``judge_acc``).
 OTHER_JUDGE_PREFIX = "judge_acc_"
@@ -192,10 +194,16 @@ def failure_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
 
 
 def summarize_run(
-    records: Sequence[dict[str, Any]], settings: RunSettings, *, unit: str = "conversation"
+    records: Sequence[dict[str, Any]],
+    settings: RunSettings,
+    *,
+    unit: str = "conversation",
+    corpora: Mapping[str, Corpus] | None = None,
 ) -> dict[str, Any]:
     """Overall and per-category means of every score, evidence recall and context size, with
-    intervals resampling ``unit`` (``interval`` says which unit the run's questions allowed)."""
+    intervals resampling ``unit`` (``interval`` says which unit the run's questions allowed);
+    on LongMemEval, the stored rankings scored against ``corpora`` (the questions' official
+    corpora, :func:`benchmarks.metrics.ranking.load_corpora`)."""
     categories = sorted({record["category"] for record in records})
     cells = cells_by_scope(
         records,
@@ -234,7 +242,9 @@ def summarize_run(
         },
     }
     if dataset_spec(settings.dataset).longmemeval_scores:
-        summary["longmemeval"] = longmemeval_summary(records, settings.seed, unit=unit)
+        summary["longmemeval"] = longmemeval_summary(
+            records, settings.seed, unit=unit, corpora=corpora or {}
+        )
     summary["context_tokens"] = {
         "mean": mean_or_none(tokens),
         "median": float(np.median(tokens)) if tokens else None,
@@ -266,20 +276,32 @@ class LongMemEvalScores:
         return float(np.mean(type_means)) if type_means else None
 
 
-def longmemeval_scores(records: Sequence[dict[str, Any]]) -> LongMemEvalScores:
+def longmemeval_scores(
+    records: Sequence[dict[str, Any]], corpora: Mapping[str, Corpus]
+) -> LongMemEvalScores:
     """Judge verdicts per question type, overall and on abstention questions, and each ranking
-    metric per level, in record order (the order the bootstrap sees them)."""
+    metric per level (LongMemEval's official definition on the stored rankings, over the
+    questions it scores and ``corpora`` holds), in record order (the order the bootstrap sees
+    them)."""
     judged = [r for r in records if r["scores"].get("judge_acc") is not None]
     verdict = score_of("judge_acc")
     categories = sorted({record["category"] for record in judged})
-    retrieval: dict[str, dict[str, Scores]] = {}
-    for level in RANKING_LEVELS:
-        ranked = [r for r in records if r.get("ranking") and r["ranking"].get(level)]
-        names = ranked[0]["ranking"][level] if ranked else {}
-        retrieval[level] = {
-            name: Scores.of(ranked, lambda r, level=level, name=name: r["ranking"][level][name])
-            for name in names
+    ranked = [
+        (record, found)
+        for record in records
+        if record["question_id"] in corpora
+        and (found := record_scores(record, corpora[record["question_id"]]))
+    ]
+    retrieval = {
+        level: {
+            name: Scores(
+                [levels[level][name] for _, levels in ranked],
+                [record["conversation_id"] for record, _ in ranked],
+            )
+            for name in metric_names()
         }
+        for level in RANKING_LEVELS
+    }
     return LongMemEvalScores(
         per_type={
             category: Scores.of((r for r in judged if r["category"] == category), verdict)
@@ -308,11 +330,12 @@ def longmemeval_cells(
     *,
     unit: str,
     seed: int,
+    corpora: Mapping[str, Corpus],
     ranking: Sequence[str] = (),
 ) -> LongMemEvalCells:
     """:func:`longmemeval_scores` with intervals resampling ``unit``; the ranking metrics
-    ``ranking`` at every level (a metric no question has: no cell), or those the records carry."""
-    scores = longmemeval_scores(records)
+    ``ranking`` at every level (a metric no question has: no cell), or every one."""
+    scores = longmemeval_scores(records, corpora)
     none = Scores([], [])
 
     def cell(found: Scores) -> Cell | None:
@@ -331,11 +354,15 @@ def longmemeval_cells(
 
 
 def longmemeval_summary(
-    records: Sequence[dict[str, Any]], seed: int, *, unit: str = "conversation"
+    records: Sequence[dict[str, Any]],
+    seed: int,
+    *,
+    unit: str = "conversation",
+    corpora: Mapping[str, Corpus],
 ) -> dict[str, Any]:
     """LongMemEval's own aggregates: per-type, task-averaged, overall and abstention accuracy,
-    and the session/turn retrieval metrics averaged over the questions that have them."""
-    cells = longmemeval_cells(records, unit=unit, seed=seed)
+    and the session/turn retrieval metrics (official definition) over the questions it scores."""
+    cells = longmemeval_cells(records, unit=unit, seed=seed, corpora=corpora)
     return {
         "accuracy_per_type": {
             category: cell_json(found) for category, found in cells.per_type.items()
@@ -347,6 +374,7 @@ def longmemeval_summary(
             level: {name: cell_json(found) for name, found in metrics.items()}
             for level, metrics in cells.retrieval.items()
         },
+        "retrieval_definition": "official",
     }
 
 

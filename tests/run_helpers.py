@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import lzma
 import os
 import signal
 import subprocess
@@ -157,6 +158,22 @@ def longmemeval_item(question_id: str, question: str, answer_session: list[dict]
 def write_longmemeval_oracle(data_dir: Path, items: dict[str, dict]) -> Path:
     """``items`` (file name: instance) as the oracle variant's archive under ``data_dir``, which
     a run then reads with ``data_dir=<data_dir> dataset=longmemeval_oracle``."""
+    return write_longmemeval(data_dir, items, "longmemeval_oracle_lme_jsons.tar.xz")
+
+
+def write_longmemeval_s(data_dir: Path, items: dict[str, dict]) -> Path:
+    """``items`` as LongMemEval-S under ``data_dir``, beside a stand-in for the reconstructed
+    item the loader merges in (``7e00a6cb``, the first item again under that id)."""
+    first = dict(next(iter(items.values())), question_id="7e00a6cb")
+    write_longmemeval(data_dir, items, "longmemeval_s_cleaned_lme_jsons.tar.xz")
+    (data_dir / "longmemeval" / "62_7e00a6cb.reconstructed.json.xz").write_bytes(
+        lzma.compress(json.dumps(first).encode())
+    )
+    return data_dir
+
+
+def write_longmemeval(data_dir: Path, items: dict[str, dict], archive: str) -> Path:
+    """``items`` (file name: instance) as the archive ``longmemeval/<archive>`` of ``data_dir``."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:xz") as tar:
         for name, item in items.items():
@@ -165,7 +182,5 @@ def write_longmemeval_oracle(data_dir: Path, items: dict[str, dict]) -> Path:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     (data_dir / "longmemeval").mkdir(parents=True, exist_ok=True)
-    (data_dir / "longmemeval" / "longmemeval_oracle_lme_jsons.tar.xz").write_bytes(
-        buffer.getvalue()
-    )
+    (data_dir / "longmemeval" / archive).write_bytes(buffer.getvalue())
     return data_dir

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 from report_helpers import (
     NEW_METHOD,
     TURN_RAG,
@@ -18,8 +19,9 @@ from report_helpers import (
     record,
     write_run,
 )
-from run_helpers import compose_with_hydra, sweep_values
+from run_helpers import compose_with_hydra, longmemeval_item, sweep_values, write_longmemeval_s
 
+from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.report import LONGMEMEVAL_TYPES, build_report, main
 from benchmarks.summary import longmemeval_summary
@@ -27,44 +29,64 @@ from memsys.types import LONGMEMEVAL_CATEGORIES
 
 LME_DATASET = {"name": "longmemeval", "variant": "s"}
 LME30 = {"name": "lme30", "conversations": None, "max_questions": 30}
-RANKING_NAMES = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10")
+RANKING_NAMES = (
+    "recall_all@5",
+    "ndcg_any@5",
+    "recall_all@10",
+    "ndcg_any@10",
+    "recall_any@1",
+    "mrr",
+)
+#: The questions of these tests, and whether the answer is on the user's side (the official
+#: retrieval definition skips a question whose only has_answer turn is the assistant's).
+USER_SIDE = {"ssu1": False} | dict.fromkeys(
+    ["tr1", "tr2", "tr3_abs", "ms1", "ms2", "ku1", "ku2", *(f"q{i}" for i in range(6))], True
+)
+
+
+@pytest.fixture(autouse=True)
+def haystacks(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LongMemEval-S archive holding every question above (a filler session, then the answer
+    session ``answer_1``), which the report scores the stored rankings against."""
+    data_dir = tmp_path_factory.mktemp("data")
+    items = {}
+    for question_id, user_side in USER_SIDE.items():
+        evidence = [
+            {"role": "user", "content": "I moved to Lisbon.", "has_answer": user_side},
+            {"role": "assistant", "content": "Nice!", "has_answer": not user_side},
+        ]
+        items[f"2_{question_id}.json"] = longmemeval_item(question_id, "Where?", evidence)
+    monkeypatch.setenv("MEMBENCH_DATA", str(write_longmemeval_s(data_dir, items)))
 
 
 def lme_record(
-    question_id: str,
-    category: str,
-    correct: float | None,
-    *,
-    session: float | None = 1.0,
-    turn: float | None = 1.0,
+    question_id: str, category: str, correct: float | None, *, found: bool = True
 ) -> dict:
-    """One LongMemEval line: a verdict (None = failed), and every ranking metric of a level
-    equal to ``session`` / ``turn`` (None = no evidence at that level); ``_abs`` ids have none."""
-    abstention = question_id.endswith("_abs")
+    """One LongMemEval line: a verdict (None = failed), and a stored ranking that puts the
+    answer turn first (``found``) or only the filler's turn."""
     line = record(0, category, None) | {
         "question_id": question_id,
         "conversation_id": question_id,
-        "is_abstention": abstention,
-        "ranking": None
-        if abstention
-        else {
-            level: None if value is None else dict.fromkeys(RANKING_NAMES, value)
-            for level, value in (("session", session), ("turn", turn))
+        "is_abstention": question_id.endswith("_abs"),
+        "ranking": {
+            "turn": ["answer_1_1" if found else "filler_1_1"],
+            "session": ["answer_1" if found else "filler_1"],
         },
     }
     line["scores"] = {"f1_set": 0.5, "f1_locomo": 0.5, "bleu1": 0.25, "judge_acc": correct}
     return line
 
 
-# Four types out of order; a failed verdict (ku2); an abstention question; a turn-level gap (ssu1).
+# Four types out of order; a failed verdict (ku2); an abstention question; a question the
+# retrieval definition skips (ssu1: its answer is on the assistant's side).
 LME_RECORDS = [
-    lme_record("ssu1", "single_session_user", 1.0, turn=None),
+    lme_record("ssu1", "single_session_user", 1.0),
     lme_record("tr1", "temporal_reasoning", 1.0),
-    lme_record("tr2", "temporal_reasoning", 0.0, session=0.0, turn=0.0),
+    lme_record("tr2", "temporal_reasoning", 0.0, found=False),
     lme_record("tr3_abs", "temporal_reasoning", 1.0),
     lme_record("ms1", "multi_session", 1.0),
-    lme_record("ms2", "multi_session", 1.0, turn=0.0),
-    lme_record("ku1", "knowledge_update", 0.0, session=0.0, turn=0.0),
+    lme_record("ms2", "multi_session", 1.0, found=False),
+    lme_record("ku1", "knowledge_update", 0.0, found=False),
     lme_record("ku2", "knowledge_update", None),
 ]
 
@@ -95,7 +117,7 @@ def test_longmemeval_table_2_by_hand(tmp_path: Path) -> None:
     assert markdown.startswith("# Table 2\n")
     assert "Dataset: longmemeval_s (LongMemEval-S" in markdown
     assert "lme30 (30 questions, stratified by question type, deterministic — offline" in markdown
-    assert "LongMemEval's per-type yes/no instructions" in markdown
+    assert "LongMemEval's official per-type yes/no prompts verbatim" in markdown
     assert "Judge model: same as answering backbone" in markdown
     assert "## Per category" not in markdown and "Adversarial" not in markdown
 
@@ -124,13 +146,12 @@ def test_longmemeval_table_2_by_hand(tmp_path: Path) -> None:
     ]
 
     header, answered, retrieval_only = markdown_section(markdown, "LongMemEval retrieval")
-    assert header[3:8] == [*(f"Session {name}" for name in RANKING_NAMES), "Session n"]
-    session = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]  # every question but tr3_abs
-    turn = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0]  # and not ssu1, which has no has_answer turn
-    assert answered[3:13] == [*[shown(session)] * 4, "7", *[shown(turn)] * 4, "6"]
+    assert header[3:10] == [*(f"Session {name}" for name in RANKING_NAMES), "Session n"]
+    found = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0]  # every question but tr3_abs and ssu1
+    assert answered[3:17] == [*[shown(found)] * 6, "6"] * 2
     assert (
         retrieval_only[:3] == ["TurnRAG (dense)", "—", "—"]
-        and retrieval_only[3:13] == answered[3:13]
+        and retrieval_only[3:17] == answered[3:17]
     )
 
     assert table.loc["turn", "task_averaged_judge_acc"] == round(2 / 3, 4)
@@ -138,10 +159,10 @@ def test_longmemeval_table_2_by_hand(tmp_path: Path) -> None:
     assert table.loc["turn", "knowledge_update_judge_acc_n"] == 1
     assert table.loc["turn", "abstention_judge_acc_mean"] == 1.0
     assert table.loc["turn", "abstention_judge_acc_n"] == 1
-    assert table.loc["turn", "session_recall_all@10_mean"] == round(5 / 7, 4)
-    assert table.loc["turn", "turn_ndcg_any@5_mean"] == 0.5
+    assert table.loc["turn", "session_recall_all@10_mean"] == 0.5
+    assert table.loc["turn", "turn_mrr_mean"] == 0.5
     assert table.loc["turn", "turn_ndcg_any@5_n"] == 6
-    assert table.loc["bm25", "session_recall_all@5_n"] == 7
+    assert table.loc["bm25", "session_recall_all@5_n"] == 6
     assert pd.isna(table.loc["bm25", "task_averaged_judge_acc"])
     assert r"Temporal (n=3)" in (tmp_path / "table2.tex").read_text()
 
@@ -150,7 +171,8 @@ def test_longmemeval_numbers_match_the_run_summary(tmp_path: Path) -> None:
     """metrics.json and the report group the records through the same function."""
     write_run(tmp_path, "turn", lme_config(TURN_RAG), LME_RECORDS)
     row = build_report(tmp_path, dataset="longmemeval", subset="lme30").rows[0]
-    summary = longmemeval_summary(LME_RECORDS, seed=0)
+    corpora = load_corpora("s", (r["question_id"] for r in LME_RECORDS))
+    summary = longmemeval_summary(LME_RECORDS, seed=0, corpora=corpora)
     cells = row.longmemeval
     assert cells is not None and cells.task_averaged == summary["task_averaged_accuracy"]
     pairs = [(cells.overall, summary["overall_accuracy"])]

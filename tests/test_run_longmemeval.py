@@ -53,12 +53,19 @@ def test_retrieval_metrics_per_question(
             json.loads, (Path(summary["run_dir"]) / "predictions.jsonl").read_text().splitlines()
         )
     }
-    assert records["q2_abs"]["ranking"] is None  # abstention questions are skipped
-    session = records["q1"]["ranking"]["session"]
-    assert session["recall_any@5"] == 1.0 and session["recall_all@5"] == 1.0
-    assert records["q1"]["ranking"]["turn"]["recall_all@5"] == 1.0
+    # The ranking is stored in the official corpus's ids (user turns only), for every question.
+    assert records["q1"]["ranking"] == {"turn": ["answer_1_1"], "session": ["answer_1"]}
+    assert records["q2_abs"]["ranking"]["turn"] == ["answer_1_1"]
     retrieval = summary["longmemeval"]["retrieval"]
-    assert retrieval["session"]["recall_all@5"]["n"] == 1
+    assert summary["longmemeval"]["retrieval_definition"] == "official"
+    assert retrieval["session"]["recall_all@5"] == {  # q2_abs is skipped by the definition
+        "mean": 1.0,
+        "ci95": [1.0, 1.0],
+        "n": 1,
+        "unit": "question",
+        "conversations": 1,
+    }
+    assert retrieval["turn"]["mrr"]["mean"] == 1.0
 
 
 def test_longmemeval_accuracies() -> None:
@@ -77,7 +84,7 @@ def test_longmemeval_accuracies() -> None:
         record("k1", "knowledge_update", 1.0),
         record("k2_abs", "knowledge_update", 1.0, abstention=True),
     ]
-    summary = longmemeval_summary(records, seed=0)
+    summary = longmemeval_summary(records, seed=0, corpora={})
     assert summary["accuracy_per_type"]["temporal_reasoning"]["mean"] == 0.5
     assert summary["task_averaged_accuracy"] == 0.75
     assert summary["overall_accuracy"]["mean"] == 0.75

@@ -7,7 +7,11 @@ inserted at its name's place. The S haystack of ``gpt4_7a0daae1`` is missing ups
 reported by :func:`longmemeval_notes`, never invented.
 
 Each instance becomes a :class:`Conversation` holding one :class:`Question`; turn ids are
-``<session_id>:<index>``; haystack sessions are sorted by date (oracle files are not).
+``<session_id>:<index>``; haystack sessions are sorted by date (oracle files are not). A haystack
+that repeats a session id (13 S questions do) keeps each copy as its own session: the n-th copy
+(n >= 2, in haystack order) is ``<session_id>#<n>``, so its turns do not collide with the first
+copy's; :func:`dataset_session_id` gives the dataset's id back (LongMemEval's official corpus
+holds both copies under it).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ ARCHIVES: dict[str, str] = {
 RECONSTRUCTED_S = "longmemeval/62_7e00a6cb.reconstructed.json.xz"
 MISSING_UPSTREAM = {"s": ("gpt4_7a0daae1",), "oracle": ()}
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
+#: Separates a repeated session's dataset id from its copy number (no dataset id contains it).
+COPY_MARK = "#"
 
 
 def iter_longmemeval(
@@ -116,7 +122,9 @@ def parse_instance(item: Any, *, source: str | Path, reconstructed: bool = False
         sessions = sorted(
             (
                 _parse_session(source, record, sid, date, body)
-                for sid, date, body in zip(ids, dates, bodies, strict=True)
+                for sid, date, body in zip(
+                    _copy_ids(source, record, ids), dates, bodies, strict=True
+                )
             ),
             key=lambda session: session.timestamp,
         )
@@ -136,6 +144,29 @@ def parse_instance(item: Any, *, source: str | Path, reconstructed: bool = False
         raise DatasetError(source, record, f"missing or malformed field {error}") from error
     metadata = {"reconstructed": "true"} if reconstructed else {}
     return Conversation(question_id, tuple(sessions), (question,), ("user", "assistant"), metadata)
+
+
+def _copy_ids(source: str | Path, record: str, ids: Iterable[Any]) -> list[str]:
+    """Haystack session ids, each repeat numbered (``sid``, ``sid#2``, ...)."""
+    seen: dict[str, int] = {}
+    numbered = []
+    for raw in ids:
+        session_id = str(raw)
+        if COPY_MARK in session_id:
+            raise DatasetError(source, record, f"session id {session_id!r} contains {COPY_MARK!r}")
+        seen[session_id] = seen.get(session_id, 0) + 1
+        copy = seen[session_id]
+        numbered.append(session_id if copy == 1 else f"{session_id}{COPY_MARK}{copy}")
+    return numbered
+
+
+def dataset_session_id(session_id: str) -> str:
+    """The dataset's id of a haystack session (a repeated session's copy number dropped).
+
+    >>> dataset_session_id("sharegpt_x_0#2"), dataset_session_id("answer_1")
+    ('sharegpt_x_0', 'answer_1')
+    """
+    return session_id.split(COPY_MARK, 1)[0]
 
 
 def _parse_session(

@@ -50,8 +50,8 @@ class DatasetSpec:
     #: What that memory is called in the header ("haystack"); "conversation" otherwise.
     memory_name: str
     #: Whether records carry LongMemEval's official scores: accuracy per question type,
-    #: task-averaged and abstention, and retrieval ranking (recall_all@k, ndcg_any@k for sessions
-    #: and turns, as its print_retrieval_metrics.py); the tables then test judge_acc too.
+    #: task-averaged and abstention, and a stored ranking scored under LongMemEval's official
+    #: retrieval definition (sessions and turns); the tables then test judge_acc too.
     longmemeval_scores: bool
     #: Whether the dataset has LoCoMo's adversarial category, whose place in the overall means
     #: is the run's ``adversarial`` policy (the header states it).

@@ -40,9 +40,10 @@ Readings taken where the brief leaves a choice:
   type in ES-Mem's Table 2 column order, overall, task-averaged (mean of the per-type means; a
   point value, as the benchmark defines it) and on the ``_abs`` questions, grouped by
   ``benchmarks.summary.longmemeval_scores`` as ``metrics.json`` is; a p-value on judge accuracy
-  beside the one on the F1 scorer; and a retrieval section with the ranking metrics LongMemEval's
-  own ``print_retrieval_metrics.py`` prints (``recall_all`` and ``ndcg_any`` at 5 and 10) for
-  sessions and turns, over the questions that have them.
+  beside the one on the F1 scorer; and a retrieval section with LongMemEval's ranking metrics
+  under its official definition (``recall_all`` and ``ndcg_any`` at 5 and 10, ``recall_any@1``
+  and MRR) for sessions and turns, scored from each record's stored ranking over the questions
+  the definition keeps (:mod:`benchmarks.metrics.longmemeval_official`).
 
 The package, one job a module: ``runs`` reads the run folders, ``naming`` names a run's row,
 ``conditions`` checks what the runs share, ``rows`` recomputes the numbers, ``header`` states

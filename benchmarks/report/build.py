@@ -3,12 +3,16 @@ the header lines and rows every writer reads."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.data.errors import DataMissingError, DatasetError
 from benchmarks.data.specs import DatasetSpec, spec_of
 from benchmarks.judge_calibration import calibration_lines
+from benchmarks.metrics.longmemeval_official import Corpus
+from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import INTERVAL_UNITS
 from benchmarks.report.conditions import check_one_run_per_row, shared_conditions, with_variants
 from benchmarks.report.header import (
@@ -18,6 +22,7 @@ from benchmarks.report.header import (
     no_context_line,
     stale_rows_line,
     statistics_line,
+    unranked_rows_line,
 )
 from benchmarks.report.rows import (
     Row,
@@ -27,7 +32,13 @@ from benchmarks.report.rows import (
     mark_stale,
     row_order,
 )
-from benchmarks.report.runs import ReportError, load_runs, run_configs, unfinished_runs_line
+from benchmarks.report.runs import (
+    ReportError,
+    Run,
+    load_runs,
+    run_configs,
+    unfinished_runs_line,
+)
 from benchmarks.summary import score_names
 
 PRIMARY_METRICS = ("f1_set", "f1_locomo")
@@ -61,6 +72,18 @@ class Report:
         return [row for row in self.rows if row.key.retrieval_only]
 
 
+def longmemeval_corpora(runs: Sequence[Run], shared: dict[str, Any]) -> dict[str, Corpus]:
+    """The official retrieval corpora of every question the runs logged, read from the dataset
+    (``MEMBENCH_DATA``): the stored rankings are scored against them."""
+    try:
+        return load_corpora(
+            shared.get("dataset", {}).get("variant") or "s",
+            {record["question_id"] for run in runs for record in run.records},
+        )
+    except (DatasetError, DataMissingError) as error:
+        raise ReportError(f"cannot score the stored rankings: {error}") from error
+
+
 def build_report(
     runs_dir: Path,
     *,
@@ -86,11 +109,10 @@ def build_report(
     categories = category_order(runs)
     spec = spec_of(shared)
     names = score_names(record for run in runs for record in run.records)
+    corpora = longmemeval_corpora(runs, shared) if spec.longmemeval_scores else None
     rows = sorted(
         (
-            build_row(
-                run, categories, spec.longmemeval_scores, max_failure_share, interval_unit, names
-            )
+            build_row(run, categories, corpora, max_failure_share, interval_unit, names)
             for run in runs
         ),
         key=row_order,
@@ -104,6 +126,7 @@ def build_report(
         unfinished_runs_line(configs, dataset, subset, where),
         invalid_rows_line(rows, max_failure_share),
         no_context_line(rows),
+        unranked_rows_line(rows),
         stale_rows_line(rows),
     ]
     return Report(

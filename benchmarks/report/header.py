@@ -11,6 +11,7 @@ from typing import Any
 
 from benchmarks.data.paths import shown_path
 from benchmarks.data.specs import DatasetSpec, dataset_spec, spec_of
+from benchmarks.metrics.ranking import stored_turn_ranking
 from benchmarks.metrics.stats import MIN_CLUSTERS
 from benchmarks.provenance import UNKNOWN
 from benchmarks.report.naming import judge_description
@@ -107,10 +108,14 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics
                 "mean of the per-type means (a point value), abstention = the _abs questions alone"
             )
         lines.append(
-            "LongMemEval retrieval: recall_all@k (all evidence in the top k) and ndcg_any@k over "
-            "the method's ranked items, for sessions (answer_session_ids) and turns (has_answer), "
-            "as LongMemEval's print_retrieval_metrics.py reports them; _abs questions, and the "
-            "turn level of questions without has_answer turns, are skipped (n = questions scored)"
+            "LongMemEval retrieval, official definition (the behaviour of LongMemEval's "
+            "run_retrieval.py and eval_utils.py, scored from each record's stored ranking: "
+            "benchmarks/metrics/longmemeval_official.py): the user turns the method's items "
+            "cover, in rank order; gold = has_answer user turns of answer sessions (the others "
+            "relabelled noans); session level from the turn ranking with k grown until k "
+            "distinct sessions are covered; recall_all@k, ndcg_any@k, recall_any@1 and MRR (the "
+            "harness's addition); _abs questions and questions without a has_answer user turn "
+            "are skipped (n = questions scored; records without a stored ranking have none)"
         )
     if spec.adversarial_category:
         lines.append(
@@ -257,6 +262,25 @@ def no_context_line(rows: Sequence[Row]) -> str | None:
         f"NO CONTEXT: {'; '.join(empty)} handed over no context for any question (an empty "
         "memory, or nothing within the budget; a memory's construction stats in the cache say "
         "why, e.g. unparseable LLM replies): the row scores having no history, not the method"
+    )
+
+
+def unranked_rows_line(rows: Sequence[Row]) -> str | None:
+    """The header note naming the LongMemEval rows whose records stored no ranking (logged
+    before records kept one): they have no ranking metrics, and the metric they once carried
+    was not the official definition (None when every row has its rankings)."""
+    unranked = [
+        row.key.label()
+        for row in rows
+        if row.longmemeval is not None
+        and not any(stored_turn_ranking(r) is not None for r in row.run.records)
+    ]
+    if not unranked:
+        return None
+    return (
+        f"NO RANKING: {'; '.join(unranked)} logged no ranking (runs from before records stored "
+        "one), so no official ranking metric can be computed for them; rebuild the run to get "
+        "them (docs/longmemeval-at-scale.md gives the cost)"
     )
 
 

@@ -274,6 +274,14 @@ def longmemeval_retrieval_table(report: Report) -> tuple[list[str], list[list[st
     return header, body
 
 
+def ranked(row: Row) -> bool:
+    """Whether a LongMemEval row has any ranking metric (its records stored rankings)."""
+    cells = row.longmemeval
+    return cells is not None and any(
+        cell is not None for level in cells.retrieval.values() for cell in level.values()
+    )
+
+
 def sections(report: Report) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
     """The tables of md and tex, in order, leaving out empty ones. LongMemEval's accuracy table
     takes the place of the per-category one (its F1 and BLEU-1 per type stay in the csv)."""
@@ -286,7 +294,7 @@ def sections(report: Report) -> list[tuple[str, tuple[list[str], list[list[str]]
             )
         else:
             found.append(("Per category", category_table(report)))
-    if report.dataset.longmemeval_scores:
+    if report.dataset.longmemeval_scores and any(ranked(row) for row in report.rows):
         found.append(("LongMemEval retrieval", longmemeval_retrieval_table(report)))
     if report.retrieval_only:
         found.append(("Retrieval only (answer=none)", retrieval_table(report)))
