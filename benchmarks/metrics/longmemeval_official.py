@@ -30,10 +30,11 @@ session among the distinct sessions in their order of first appearance; 0 when n
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+import numpy as np
 
 Granularity = Literal["session", "turn"]
 GRANULARITIES: tuple[Granularity, ...] = ("session", "turn")
@@ -173,9 +174,12 @@ class Corpus:
 
 
 def dcg(relevances: Sequence[float], k: int) -> float:
-    """eval_utils' DCG: rank 1 undiscounted, rank r >= 2 divided by log2(r)."""
-    top = relevances[:k]
-    return sum(value / (math.log2(rank) if rank > 1 else 1.0) for rank, value in enumerate(top, 1))
+    """eval_utils' DCG: rank 1 undiscounted, rank r >= 2 divided by log2(r), summed in the same
+    order of float operations (numpy's), so the values are equal to the last bit."""
+    top = np.asarray(relevances[:k], dtype=np.float64)
+    if not top.size:
+        return 0.0
+    return float(top[0] + np.sum(top[1:] / np.log2(np.arange(2, top.size + 1))))
 
 
 def evaluate(
