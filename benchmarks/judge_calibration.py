@@ -113,7 +113,7 @@ def calibration_lines(runs: Sequence[Any], scores: Sequence[str]) -> list[str]:
         "Judges: each answer graded under "
         + "; ".join(
             f"{protocol} ({'Judge' if protocol == own else f'Judge {protocol}'}: "
-            f"{PROTOCOLS[protocol][1]})"
+            f"{PROTOCOLS[protocol].description})"
             for protocol in protocols
         )
         + f"; {ABSTENTION_RULE}. Judge = the dataset's own protocol"

@@ -281,7 +281,23 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
         identity.pop("judge", None)
         if construction_key != "backbone":
             identity.pop("backbone", None)
+    add_judge_prompt_versions(identity)
     return identity
+
+
+def add_judge_prompt_versions(identity: dict[str, Any]) -> None:
+    """A judged run's identity holds each of its judge protocols' prompt version
+    (:meth:`benchmarks.metrics.judge.Protocol.version`): a run graded under a protocol whose
+    prompt has since changed (``mem0`` and ``longmemeval`` were paraphrases before they became
+    their evaluators' own texts) is not resumed as if it were the same run."""
+    judge = identity.get("judge")
+    if not isinstance(judge, dict) or "protocols" not in judge:
+        return
+    own = identity.get("dataset", {}).get("judge_protocol")
+    names = dict.fromkeys([own, *judge["protocols"]] if own else judge["protocols"])
+    judge["prompt_versions"] = {
+        name: PROTOCOLS[name].version() for name in names if name in PROTOCOLS
+    }
 
 
 def drop_unused_judge_settings(identity: dict[str, Any]) -> None:

@@ -77,8 +77,8 @@ def judge_requests(count: int) -> list[LLMRequest]:
     questions = load_locomo()[0].questions[:count]
     requests = []
     for question in questions:
-        prompt, schema = judge_prompt(question, question.answer, "mem0")
-        requests.append(ladder_request(prompt, schema, 1, "", 32))
+        prompt = judge_prompt(question, question.answer, "mem0")
+        requests.append(ladder_request(prompt, 1, "", 32))
     return requests
 
 

@@ -13,7 +13,7 @@ from run_helpers import (
     read_ledger,
 )
 
-from benchmarks.metrics.judge import LOCOMO_INSTRUCTION
+from benchmarks.metrics.official_prompts import mem0_accuracy_prompt
 from memsys.llm.fake_server import FakeChatServer
 
 #: One llama.cpp thread: on shared cores, more threads spin against each other and run slower.
@@ -35,7 +35,8 @@ def memory_payloads(cache: Path) -> dict[str, Any]:
 # A backbone that fails in the middle of a run: an OpenAI-compatible fake server, scripted per
 # question, stands in for vLLM or OpenAI.
 
-JUDGE = LOCOMO_INSTRUCTION.splitlines()[0]
+#: The first line of mem0's judge prompt (LoCoMo's protocol), read from the evaluator's file.
+JUDGE = mem0_accuracy_prompt().strip().splitlines()[0]
 QUESTIONS = {
     "dog": "What is the name of Ana's dog?",
     "bowl": "When did Ben make his first bowl?",

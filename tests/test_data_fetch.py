@@ -106,3 +106,27 @@ def test_longmemeval_archive_is_packed_from_verified_members(
     assert set(fetch.fetch_all(target, base, prefix).values()) == {"downloaded and packed"}
     assert set(fetch.fetch_all(target, base, prefix).values()) == {"verified"}
     assert sum(1 for _ in iter_longmemeval("oracle", target)) == 500
+
+
+def test_evaluator_files_come_from_their_pinned_commits(
+    mirror, tmp_path: Path, data_dir: Path
+) -> None:
+    """The evaluators' source files (the judge protocols' prompts) are fetched like the
+    datasets, from the repository, commit and path the data folder's README pins, and verified
+    against the sha256 it lists."""
+    readme = (data_dir / "evaluators" / "README.md").read_text()
+    pinned = {}
+    for line in readme.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 6 and cells[0].endswith(".py"):
+            local, repository, commit, path, _, digest = cells
+            pinned[f"evaluators/{local}"] = (f"{repository}/{commit}/{path.split(' (')[0]}", digest)
+    checksums = fetch.read_checksums(fetch.CHECKSUMS)
+    assert pinned == {
+        source.local: (source.remote, checksums[source.local]) for source in sources.EVALUATOR_FILES
+    }
+    root, base = mirror
+    for source in sources.EVALUATOR_FILES:
+        _publish(root, source.remote, (data_dir / source.local).read_bytes())
+    outcome = fetch.fetch_all(tmp_path / "data", base, ["evaluators/"])
+    assert outcome == {source.local: "downloaded" for source in sources.EVALUATOR_FILES}

@@ -9,10 +9,9 @@ from reliability_helpers import CORRECT, JUDGE, server_backbone
 from run_helpers import FIXTURE, compose_config, fixture_overrides, read_records
 
 from benchmarks.data import load_locomo
+from benchmarks.metrics import official_prompts
 from benchmarks.metrics.judge import (
-    LME_ABSTENTION,
     LME_STANDARD,
-    LOCOMO_INSTRUCTION,
     STRICT_INSTRUCTION,
     Judge,
     judge_prompt,
@@ -112,16 +111,17 @@ def test_probe_counts_deduplicate_and_count_failures() -> None:
 
 def test_each_protocol_has_its_prompt_and_abstention_has_one() -> None:
     question = Question("q", "c", "How many days?", "18", "temporal_reasoning")
-    assert judge_prompt(question, "19", "strict")[0].startswith(STRICT)
-    longmemeval = judge_prompt(question, "19", "longmemeval")[0]
-    assert longmemeval.startswith(LME_STANDARD[:40]) and "off-by-one" in longmemeval
+    assert judge_prompt(question, "19", "strict").text.startswith(STRICT)
+    reworded = judge_prompt(question, "19", "longmemeval_json").text
+    assert reworded.startswith(LME_STANDARD) and "off-by-one" in reworded
+    by_type, abstention = official_prompts.longmemeval_templates()
+    official = judge_prompt(question, "19", "longmemeval").text
+    assert official == by_type["temporal-reasoning"].format("How many days?", "18", "19")
     unanswerable = Question(
         "q_abs", "c", "?", "not mentioned", "temporal_reasoning", is_abstention=True
     )
-    prompts = {judge_prompt(unanswerable, "I don't know", p)[0] for p in ("mem0", "strict")}
-    assert prompts == {
-        LME_ABSTENTION.format(question="?", gold="not mentioned", prediction="I don't know")
-    }
+    prompts = {judge_prompt(unanswerable, "I don't know", p).text for p in ("mem0", "strict")}
+    assert prompts == {abstention.format("?", "not mentioned", "I don't know")}
 
 
 def test_a_bad_protocol_names_the_key(tmp_path: Path) -> None:
@@ -180,16 +180,16 @@ def test_a_run_scores_every_protocol_and_grades_the_probes_once(
 def test_protocols_with_one_prompt_share_one_call(server: FakeChatServer, tmp_path: Path) -> None:
     """An abstention question has one rule under every protocol: one request, its cost booked
     once, the same verdict for each protocol."""
-    server.on("unanswerable", reply='{"answer": "yes"}')
+    server.on("unanswerable", reply="Yes.")
     cfg = compose_config([*fixture_overrides(tmp_path, tmp_path), *server_backbone(server)])
     cache = ResponseCache(tmp_path / "responses.sqlite")
     backbone = build_backbone(cfg.backbone, cache=cache, accounting=Accounting())
-    judge = Judge(backbone, protocols=("longmemeval", "mem0", "strict"))
+    judge = Judge(backbone, protocols=("longmemeval", "mem0", "strict", "longmemeval_json"))
     unanswerable = Question("q_abs", "c", "?", "not mentioned", "multi_session", is_abstention=True)
     (verdicts,) = judge.grade_many([(unanswerable, "I cannot tell")])
     assert server.request_count == 1
     assert {p: v.correct for p, v in verdicts.items()} == dict.fromkeys(verdicts, True)
-    assert [v.shared for v in verdicts.values()] == [False, True, True]
+    assert [v.shared for v in verdicts.values()] == [False, True, True, True]
     assert sum(v.prompt_tokens for v in verdicts.values()) == verdicts["longmemeval"].prompt_tokens
 
 
@@ -207,8 +207,8 @@ def test_judge_settings_that_change_no_record_leave_the_run_identity(tmp_path: P
 
 
 def test_each_instruction_is_a_shared_prefix_and_is_graded_in_one_run() -> None:
-    """Every judge request declares its instruction as the shared prefix (what an in-process
-    model evaluates once), and the requests go out grouped by instruction."""
+    """Every judge request declares its template's text before the first field as the shared
+    prefix (what an in-process model evaluates once), and the requests go out grouped by it."""
     sent: list[LLMRequest] = []
 
     class Recorder:
@@ -219,8 +219,9 @@ def test_each_instruction_is_a_shared_prefix_and_is_graded_in_one_run() -> None:
     judge = Judge(Recorder(), protocols=("mem0", "strict"))  # type: ignore[arg-type]
     items = [(Question(f"q{i}", "c", f"Who is {i}?", "Anna", "single_hop"), "Anna") for i in (1, 2)]
     judge.grade_many(items)
+    mem0 = official_prompts.mem0_accuracy_prompt()
     heads = [r.messages[0]["content"][: r.shared_prefix] for r in sent]
-    firsts = [head.splitlines()[0] for head in heads]
-    assert sorted(firsts) == sorted([LOCOMO_INSTRUCTION.splitlines()[0], STRICT] * 2)
-    assert firsts[0] == firsts[1] and firsts[2] == firsts[3]  # one run per instruction
-    assert all(r.messages[0]["content"][r.shared_prefix :].startswith("Question: ") for r in sent)
+    expected = [mem0[: mem0.index("{question}")], STRICT_INSTRUCTION.split("{question}")[0]]
+    assert sorted(heads) == sorted(expected * 2)
+    assert heads[0] == heads[1] and heads[2] == heads[3]  # one run per instruction
+    assert all(r.messages[0]["content"][r.shared_prefix :].startswith("Who is ") for r in sent)

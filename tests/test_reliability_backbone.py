@@ -71,7 +71,7 @@ def test_failing_backbone_gives_failure_lines_and_counts(
     assert summary["failures"] == expected
     assert json.loads((run_dir / "metrics.json").read_text())["failures"] == expected
     assert summary["scores"]["judge_acc"]["n"] == 1  # 5k only: cat is adversarial, excluded
-    parse = summary["judge_parse"]["locomo"]
+    parse = summary["judge_parse"]["mem0_label"]
     assert parse["unparseable"] + parse["invalid"] == 3  # beach twice, cat once
     answering = summary["accounting"]["stages"]["answering"]
     assert (answering["failed"], answering["retries"]) == (3, 4)

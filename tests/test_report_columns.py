@@ -39,7 +39,9 @@ def test_every_judge_protocol_gets_a_column_and_its_probe_figures(tmp_path: Path
     markdown = out.with_suffix(".md").read_text()
     assert "| Judge | Judge strict | p vs best baseline |" in markdown
     assert "| 1.000 [1.00, 1.00] | 0.500 [0.00, 1.00] |" in markdown
-    assert "Judges: each answer graded under mem0 (Judge: mem0-style" in markdown
+    assert (
+        "Judges: each answer graded under mem0 (Judge: mem0's ACCURACY_PROMPT verbatim" in markdown
+    )
     assert "Judge model tiny-llm is also the reader of its rows (tiny-llm)" in markdown
     assert (
         "Judge tiny-llm · mem0 probes: accepted 2/2 gold answers (rejected 0% of known-right); "

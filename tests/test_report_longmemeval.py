@@ -117,7 +117,7 @@ def test_longmemeval_table_2_by_hand(tmp_path: Path) -> None:
     assert markdown.startswith("# Table 2\n")
     assert "Dataset: longmemeval_s (LongMemEval-S" in markdown
     assert "lme30 (30 questions, stratified by question type, deterministic — offline" in markdown
-    assert "LongMemEval's official per-type yes/no prompts verbatim" in markdown
+    assert "LongMemEval's per-type yes/no prompts, verbatim" in markdown
     assert "Judge model: same as answering backbone" in markdown
     assert "## Per category" not in markdown and "Adversarial" not in markdown
 

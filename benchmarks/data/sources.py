@@ -3,7 +3,9 @@
 The provenance of each file (and of the one reconstructed LongMemEval item) is written up in the
 data folder's README; this table is what ``make data`` downloads. The LongMemEval archives are not
 published as such: they are packed here from the per-question files one repository committed,
-and verified member by member.
+and verified member by member. The evaluators' own source files (``evaluators/``) are data too:
+the judge protocols named after an evaluator read their prompts out of them
+(:mod:`benchmarks.metrics.official_prompts`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ SUPERDIALSEG_MIRROR = (
 )
 TIAGE = "HuiyuanXie/tiage/08f98dfa066a5f2fba2bbd1d6ed6ee9a783a2b1d"
 MEMORIA = "hussainzs/Memoria/959167b875ddc992661da1cf1a3263821e6831ed"
+LONGMEMEVAL_CODE = "xiaowu0162/LongMemEval/9e0b455f4ef0e2ab8f2e582289761153549043fc"
+#: The last commit before mem0 retired its ``evaluation/`` folder.
+MEM0_CODE = "mem0ai/mem0/b3ede5b7c0ac0e847b03786a603c107ac943b3ee"
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,24 @@ class Source:
 
     local: str
     remote: str
+
+
+#: LongMemEval's QA judge (``get_anscheck_prompt``) and mem0's (``ACCURACY_PROMPT``).
+LONGMEMEVAL_JUDGE = Source(
+    "evaluators/longmemeval/evaluate_qa.py", f"{LONGMEMEVAL_CODE}/src/evaluation/evaluate_qa.py"
+)
+MEM0_JUDGE = Source("evaluators/mem0/llm_judge.py", f"{MEM0_CODE}/evaluation/metrics/llm_judge.py")
+EVALUATOR_FILES: tuple[Source, ...] = (
+    LONGMEMEVAL_JUDGE,
+    Source(
+        "evaluators/longmemeval/eval_utils.py", f"{LONGMEMEVAL_CODE}/src/retrieval/eval_utils.py"
+    ),
+    Source(
+        "evaluators/longmemeval/run_retrieval.py",
+        f"{LONGMEMEVAL_CODE}/src/retrieval/run_retrieval.py",
+    ),
+    MEM0_JUDGE,
+)
 
 
 def _tiage(name: str) -> Source:
@@ -75,6 +98,7 @@ PLAIN_FILES: tuple[Source, ...] = (
         Source(f"superdialseg/superseg/{name}", f"{SUPERDIALSEG_MIRROR}/lib/data/superseg/{name}")
         for name in ("segmentation_file_test.txt", "segmentation_file_validation.txt", "README.md")
     ),
+    *EVALUATOR_FILES,
 )
 
 #: Per-question LongMemEval files, ``<n_sessions>_<question_id>.json``, oracle and S alike.

@@ -57,7 +57,7 @@ def judge_difference(cell: PublishedCell, run: Run) -> str | None:
     if cell.score != "judge_acc":
         return None
     judge = judge_description(run.config.get("judge"))
-    instruction = PROTOCOLS[own_protocol(run.config)][1]
+    instruction = PROTOCOLS[own_protocol(run.config)].description
     return f"judge {judge}, {instruction} (paper: {cell.judge})"
 
 

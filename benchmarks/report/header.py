@@ -277,10 +277,12 @@ def unranked_rows_line(rows: Sequence[Row]) -> str | None:
     ]
     if not unranked:
         return None
+    which = "none of these runs" if len(unranked) == len(rows) else "; ".join(unranked)
     return (
-        f"NO RANKING: {'; '.join(unranked)} logged no ranking (runs from before records stored "
-        "one), so no official ranking metric can be computed for them; rebuild the run to get "
-        "them (docs/longmemeval-at-scale.md gives the cost)"
+        f"NO RANKING: {which} logged its ranking (runs from before records stored one), so no "
+        "official LongMemEval ranking metric can be computed for them (the metric they carried "
+        "then was not LongMemEval's definition and is not shown); rebuilding the run gives them "
+        "(docs/longmemeval-at-scale.md gives the cost)"
     )
 
 
