@@ -2,7 +2,9 @@
 
 Published memory papers report "F1" from at least three incompatible codes, so each definition
 here is implemented exactly as METRICS.md states it and carries its own name; a table says which
-one it uses. Run ``python -m benchmarks.metrics.qa --pred PRED.jsonl`` for all three at once.
+one it uses. Run ``python -m benchmarks.metrics.qa --pred PRED.jsonl`` for all three at once;
+``--judge PROTOCOL`` grades the answers with the harness's LLM judge instead
+(:mod:`benchmarks.metrics.judged_answers`).
 
 Readings taken where the sources leave a choice:
 
@@ -37,6 +39,7 @@ from nltk.tokenize import NLTKWordTokenizer
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
 from benchmarks.metrics.jsonl import InputError, read_jsonl, require
+from benchmarks.metrics.judge import PROTOCOLS as JUDGE_PROTOCOLS
 from memsys.types import LOCOMO_CATEGORIES
 
 AdversarialPolicy = Literal["exclude", "include"]
@@ -45,6 +48,10 @@ ADVERSARIAL = "adversarial"
 #: A category-5 prediction scores 1 under ``f1_locomo`` when it contains one of these.
 REFUSAL_PHRASES = ("no information available", "not mentioned")
 METRIC_NAMES = ("f1_locomo", "f1_set", "bleu1")
+#: What ``--dataset`` names for judged answers: LoCoMo, or a LongMemEval variant.
+JUDGED_DATASETS = ("locomo", "longmemeval_s", "longmemeval_oracle")
+#: The judge model when ``--judge-backbone`` names none: the harness's default backbone.
+DEFAULT_JUDGE_BACKBONE = "embedded"
 
 _DROPPED_WORDS = re.compile(r"\b(a|an|the|and)\b")
 _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -290,8 +297,9 @@ def score_predictions(
     return report
 
 
-def _text_field(record: dict[str, Any], key: str, path: Path, line: int) -> str:
-    """A string field; numbers (int answers in the data) are ``str()``-ed, anything else fails."""
+def text_field(record: dict[str, Any], key: str, path: Path, line: int) -> str:
+    """A string field; numbers (int answers in the data) are ``str()``-ed, anything else is an
+    :class:`InputError` naming the file and line (the judged reader's fields too)."""
     value = require(record, key, path, line)
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise InputError(path, line, f"{key!r} must be a string or a number, got {value!r}")
@@ -326,7 +334,7 @@ def read_predictions(path: Path | str) -> list[QAPrediction]:
     seen: dict[str, int] = {}
     for line, record in read_jsonl(path):
         # A run's own predictions.jsonl names it ``question_id``: it is scored as it stands.
-        question_id = _text_field(record, "question_id" if "id" not in record else "id", path, line)
+        question_id = text_field(record, "question_id" if "id" not in record else "id", path, line)
         if question_id in seen:
             raise InputError(path, line, f"id {question_id!r} repeats line {seen[question_id]}")
         seen[question_id] = line
@@ -336,17 +344,17 @@ def read_predictions(path: Path | str) -> list[QAPrediction]:
             raise InputError(path, line, str(exc)) from None
         adversarial_answer = None
         if record.get("adversarial_answer") is not None:
-            adversarial_answer = _text_field(record, "adversarial_answer", path, line)
+            adversarial_answer = text_field(record, "adversarial_answer", path, line)
         # LoCoMo's own category-5 rows carry only ``adversarial_answer``: it is their gold.
         lone_adversarial = category == ADVERSARIAL and record.get("answer") is None
         items.append(
             QAPrediction(
                 question_id=question_id,
                 category=category,
-                prediction=_text_field(record, "prediction", path, line),
+                prediction=text_field(record, "prediction", path, line),
                 answer=adversarial_answer
                 if lone_adversarial and adversarial_answer is not None
-                else _text_field(record, "answer", path, line),
+                else text_field(record, "answer", path, line),
                 adversarial_answer=adversarial_answer,
             )
         )
@@ -354,7 +362,8 @@ def read_predictions(path: Path | str) -> list[QAPrediction]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: print one JSON object with every QA metric's overall and per-category means."""
+    """CLI: print one JSON object with every QA metric's overall and per-category means, or with
+    ``--judge``, judge accuracy (:mod:`benchmarks.metrics.judged_answers`)."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.metrics.qa", description=__doc__.splitlines()[0]
     )
@@ -363,9 +372,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--adversarial",
         choices=ADVERSARIAL_POLICIES,
         default="exclude",
-        help="category-5 items in the overall f1_set/bleu1 means (default: exclude, as mem0)",
+        help="category-5 items in the overall means, lexical or judged (default: exclude, as mem0)",
+    )
+    judging = parser.add_argument_group("judged answers (with --judge)")
+    judging.add_argument(
+        "--judge", choices=JUDGE_PROTOCOLS, help="grade every answer under this judge protocol"
+    )
+    judging.add_argument(
+        "--judge-backbone",
+        help=f"the judge model: a conf/backbone/ config name (default: {DEFAULT_JUDGE_BACKBONE})",
+    )
+    judging.add_argument(
+        "--dataset",
+        choices=JUDGED_DATASETS,
+        help="take question, answer and category from this dataset by id "
+        "(LongMemEval's hypothesis files: {question_id, hypothesis})",
+    )
+    judging.add_argument("--out", type=Path, help="write one JSON line per verdict here")
+    judging.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="Hydra overrides of the judge's config, e.g. backbone.provider.model=NAME",
     )
     args = parser.parse_args(argv)
+    if args.judge is not None:
+        # Imported here: the lexical scores need neither Hydra nor a model.
+        from benchmarks.metrics import judged_answers
+
+        return judged_answers.run(args)
+    given = [
+        option
+        for option, value in (
+            ("--judge-backbone", args.judge_backbone),
+            ("--dataset", args.dataset),
+            ("--out", args.out),
+            ("OVERRIDE", args.overrides),
+        )
+        if value
+    ]
+    if given:
+        parser.error(f"{', '.join(given)} need --judge")
     try:
         items = read_predictions(args.pred)
     except (InputError, OSError) as exc:
