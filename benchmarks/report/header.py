@@ -267,22 +267,30 @@ def no_context_line(rows: Sequence[Row]) -> str | None:
 
 def unranked_rows_line(rows: Sequence[Row]) -> str | None:
     """The header note naming the LongMemEval rows whose records stored no ranking (logged
-    before records kept one): they have no ranking metrics, and the metric they once carried
-    was not the official definition (None when every row has its rankings)."""
-    unranked = [
-        row.key.label()
-        for row in rows
-        if row.longmemeval is not None
-        and not any(stored_turn_ranking(r) is not None for r in row.run.records)
-    ]
-    if not unranked:
+    before records kept one), in whole or in part: those records have no ranking metric, and
+    the metric they carried then was not LongMemEval's definition (None when every record has
+    its ranking)."""
+    unranked, partly = [], []
+    for row in rows:
+        if row.longmemeval is None:
+            continue
+        missing = sum(stored_turn_ranking(r) is None for r in row.run.records)
+        if missing == len(row.run.records):
+            unranked.append(row.key.label())
+        elif missing:
+            partly.append(f"{row.key.label()} ({missing} of {len(row.run.records)} records)")
+    if not unranked and not partly:
         return None
-    which = "none of these runs" if len(unranked) == len(rows) else "; ".join(unranked)
+    which = (
+        "none of these runs stored its rankings"
+        if len(unranked) == len(rows)
+        else "records without a stored ranking in " + "; ".join(unranked + partly)
+    )
     return (
-        f"NO RANKING: {which} logged its ranking (runs from before records stored one), so no "
-        "official LongMemEval ranking metric can be computed for them (the metric they carried "
-        "then was not LongMemEval's definition and is not shown); rebuilding the run gives them "
-        "(docs/longmemeval-at-scale.md gives the cost)"
+        f"NO RANKING: {which} (records from before records kept one), so no official "
+        "LongMemEval ranking metric can be computed for them (the metric they carried then was "
+        "not LongMemEval's definition and is not shown; n counts the others); rebuilding the "
+        "run gives them (docs/longmemeval-at-scale.md gives the cost)"
     )
 
 
