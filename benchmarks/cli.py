@@ -1,28 +1,50 @@
 """What the runners' command lines do with an error a user can act on: one line, exit status 2.
 
 A wrong key, a config folder edited under a running sweep, a missing dataset, a backbone that
-is down, a replay that diverged from its recording, a full results disk or a damaged run log is
-the user's to fix; a traceback would only bury the message. Anything else is a bug and keeps its
-traceback.
+is down, a replay that diverged from its recording, a full or read-only results or cache disk,
+a damaged run log or rows that are not the run's own is the user's to fix; a traceback would
+only bury the message (credentials in it masked: :func:`memsys.llm.redact.redact`). Anything
+else is a bug and keeps its traceback. Ctrl-C and SIGTERM print one line saying how to resume.
+
+In a multirun whose config installs :class:`RunnerCallback` (``conf/config.yaml`` does), a
+job that fails does not stop the sweep: its error is printed, noted in ``failed_jobs.jsonl``
+under the sweep's folder, and the next job runs; the sweep ends with one line per failed job
+and exit status 2.
 """
 
 from __future__ import annotations
 
 import faulthandler
+import json
 import os
+import shlex
 import signal
 import sys
+import traceback
 from collections.abc import Callable
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from benchmarks.data.errors import DataMissingError, DatasetError
-from benchmarks.runlog import DamagedLogError, ResultsWriteError, RunInProgressError
+from benchmarks.runlog import (
+    DamagedLogError,
+    ForeignRowsError,
+    ResultsWriteError,
+    RunInProgressError,
+)
 from benchmarks.settings import ConfigError
+from memsys.kvstore import CacheError
 from memsys.llm.errors import BackboneUnavailableError, CacheMissError, ProviderUnavailableError
+from memsys.llm.redact import redact
 
 T = TypeVar("T")
+#: Where a multirun notes its failed jobs, in its sweep folder.
+FAILED_JOBS_FILE = "failed_jobs.jsonl"
 
 
 class ConfChangedError(RuntimeError):
@@ -40,23 +62,124 @@ CLEAR_ERRORS = (
     RunInProgressError,
     ResultsWriteError,
     DamagedLogError,
+    ForeignRowsError,
+    CacheError,
 )
 
 
-def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T:
-    """``run(cfg)``; on a clear error, print ``error: <message>`` to stderr and exit 2.
+class Terminated(SystemExit):
+    """SIGTERM: exits like Ctrl-C, through the run's cleanup."""
 
-    SIGTERM exits like Ctrl-C, through the run's cleanup (caches closed, cost logged); so does
-    SIGINT sent to a run started in the background, where the shell had it ignored. A crash in
-    native code (llama.cpp, torch, onnxruntime) prints every thread's Python stack to stderr, so
-    that a segfault names where it happened.
+
+def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T | None:
+    """``run(cfg)``; on a clear error, print ``error: <message>`` to stderr and exit 2 (in a
+    multirun that goes on past failed jobs, note the job and return None).
+
+    SIGTERM exits like Ctrl-C, through the run's cleanup (caches closed, cost logged), with one
+    line saying how to resume; so does SIGINT sent to a run started in the background, where the
+    shell had it ignored. A crash in native code (llama.cpp, torch, onnxruntime) prints every
+    thread's Python stack to stderr, so that a segfault names where it happened.
     """
     faulthandler.enable()
     os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # the same in spawned worker processes
-    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    failures = _failed_jobs_file()
     try:
         return run(cfg)
     except CLEAR_ERRORS as error:
-        print(f"error: {error}", file=sys.stderr)
+        print_error(str(error))
+        if failures is None:
+            sys.exit(2)
+        _note_failed_job(failures, str(error))
+    except (KeyboardInterrupt, Terminated) as stop:
+        command = shlex.join(getattr(sys, "orig_argv", sys.argv))
+        masked = "" if redact(command) == command else " (with the credentials masked here)"
+        print(
+            "interrupted: what was logged is kept; run the same command again to resume"
+            f"{masked}: {redact(command)}",
+            file=sys.stderr,
+        )
+        sys.exit(stop.code if isinstance(stop, Terminated) else 130)
+    except Exception as error:  # a bug: its traceback, and the sweep goes on
+        if failures is None:
+            raise
+        traceback.print_exc()
+        _note_failed_job(failures, f"{type(error).__name__}: {error}")
+    return None
+
+
+def print_error(message: str) -> None:
+    """``error: <message>`` on stderr, each line of it, credentials masked."""
+    for line in redact(message).splitlines() or [""]:
+        print(f"error: {line}", file=sys.stderr)
+
+
+def _terminate(number: int, frame: Any) -> None:
+    raise Terminated(128 + number)
+
+
+def _failed_jobs_file() -> Path | None:
+    """Where this job notes its failure, when it runs in a multirun that goes on past failed
+    jobs (:class:`RunnerCallback` installed); None otherwise."""
+    if not HydraConfig.initialized():
+        return None
+    hydra = HydraConfig.get()
+    installed = any(
+        str(callback.get("_target_", "")).endswith("cli.RunnerCallback")
+        for callback in (hydra.callbacks or {}).values()
+    )
+    if hydra.mode != RunMode.MULTIRUN or not installed:
+        return None
+    return Path(hydra.runtime.cwd) / hydra.sweep.dir / FAILED_JOBS_FILE
+
+
+def _note_failed_job(path: Path, message: str) -> None:
+    hydra = HydraConfig.get()
+    entry = {"job": hydra.job.num, "overrides": list(hydra.overrides.task), "error": message}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:  # one append per line: jobs may run at once
+        handle.write(redact(json.dumps(entry)) + "\n")
+
+
+class RunnerCallback(Callback):
+    """Hydra callback of the runners: Hydra's own folder (under the results folder) is made
+    before Hydra would, so an unwritable one is one ``error:`` line, not Hydra's error; a
+    multirun clears its failed-job notes when it starts, and when it ends prints one line per
+    failed job and exits with status 2."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _make_folder(Path(config.hydra.run.dir))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _make_folder(Path(config.hydra.sweep.dir))
+        _sweep_file(config).unlink(missing_ok=True)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        path = _sweep_file(config)
+        if not path.exists():
+            return
+        failed = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        print(
+            f"error: {len(failed)} job(s) of this sweep failed (the others ran; run the sweep "
+            f"again to retry them, finished runs resume; list: {path}):",
+            file=sys.stderr,
+        )
+        for entry in sorted(failed, key=lambda entry: entry["job"]):
+            first = entry["error"].splitlines()[0] if entry["error"] else ""
+            print(
+                f"error:   #{entry['job']} {' '.join(entry['overrides'])}: {first}", file=sys.stderr
+            )
         sys.exit(2)
+
+
+def _make_folder(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        print_error(str(ResultsWriteError(path, error)))
+        sys.exit(2)
+
+
+def _sweep_file(config: DictConfig) -> Path:
+    return Path(config.hydra.runtime.cwd) / config.hydra.sweep.dir / FAILED_JOBS_FILE

@@ -6,7 +6,15 @@ reuses memories and any change to what builds them rebuilds. Files are JSON (no 
 payload's sha256 beside it; a file that fails to parse or whose checksum does not match is
 rebuilt, never trusted. Writes go to a temporary ``.part`` file renamed into place (atomic on
 POSIX); a write that fails (a full disk) removes its ``.part`` and the run goes on with the memory
-in RAM. A ``.part`` left by a killed writer is removed when a store opens, once it is older than
+in RAM.
+
+A file's name is made of hashes only (``<method>/<id hash>-<key>.json``), never of the
+conversation's id, which comes from a dataset and may hold ``../``, a ``/`` or a NUL byte; the id
+is kept inside the file and checked on reading. Memories cached under the older name
+(``<conversation id>-<key>.json``) are still found for ids that are plain file names, and copied
+to the new name; others are a miss and are built again.
+
+A ``.part`` left by a killed writer is removed when a store opens, once it is older than
 :data:`STALE_PART_S`: younger ones may belong to a live writer in another process of the sweep.
 """
 
@@ -15,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +37,9 @@ log = logging.getLogger(__name__)
 
 #: Age after which a ``.part`` file is taken for a dead writer's: a live one writes in seconds.
 STALE_PART_S = 3600.0
+#: An id that the older file names could hold as it is (LoCoMo's ``conv-26``, LongMemEval's
+#: ``gpt4_7a0daae1``): the only ids whose older memory files are looked for.
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
 def canonical_json(value: Any) -> str:
@@ -70,29 +82,48 @@ class MemoryStore:
         return hashlib.sha256(identity.encode()).hexdigest()
 
     def path(self, system: MemorySystem[Any], conversation: Conversation) -> Path:
-        method = type(system).__name__.lower()
+        """Where the memory is stored: a name of hashes, whatever the conversation's id."""
+        named = hashlib.sha256(conversation.conversation_id.encode(errors="surrogatepass"))
         return (
-            self.root
-            / method
-            / f"{conversation.conversation_id}-{self.key(system, conversation)[:16]}.json"
+            self._folder(system)
+            / f"{named.hexdigest()[:16]}-{self.key(system, conversation)[:16]}.json"
         )
+
+    def _folder(self, system: MemorySystem[Any]) -> Path:
+        return self.root / type(system).__name__.lower()
+
+    def _older_path(self, system: MemorySystem[Any], conversation: Conversation) -> Path | None:
+        """The name an older version stored the memory under, for a plain id only."""
+        if not _PLAIN_ID.fullmatch(conversation.conversation_id):
+            return None
+        key = self.key(system, conversation)[:16]
+        return self._folder(system) / f"{conversation.conversation_id}-{key}.json"
 
     def load_or_build(
         self, system: MemorySystem[Any], conversation: Conversation
     ) -> tuple[Any, bool]:
         """The memory and whether it came from disk."""
         path = self.path(system, conversation)
-        payload = self._read(path)
+        payload = self._read(path, conversation.conversation_id)
+        if payload is None and (older := self._older_path(system, conversation)) is not None:
+            payload = self._read(older, None)
+            if payload is not None:
+                self._store(path, conversation.conversation_id, payload)
         if payload is not None:
             return system.load_memory(payload), True
         memory = system.construct(conversation)
-        try:
-            self._write(path, system.dump_memory(memory))
-        except OSError as error:
-            log.warning("could not store memory file %s (%s); keeping it in RAM only", path, error)
+        self._store(path, conversation.conversation_id, system.dump_memory(memory))
         return memory, False
 
-    def _read(self, path: Path) -> Any:
+    def _store(self, path: Path, conversation_id: str, payload: dict[str, Any]) -> None:
+        try:
+            self._write(path, conversation_id, payload)
+        except OSError as error:
+            log.warning("could not store memory file %s (%s); keeping it in RAM only", path, error)
+
+    def _read(self, path: Path, conversation_id: str | None) -> Any:
+        """The payload of ``path``; None when absent, corrupt, or (with ``conversation_id``)
+        another conversation's."""
         if not path.exists():
             return None
         try:
@@ -100,15 +131,18 @@ class MemoryStore:
             payload_text = canonical_json(envelope["payload"])
             if hashlib.sha256(payload_text.encode()).hexdigest() != envelope["sha256"]:
                 raise ValueError("checksum mismatch")
+            if conversation_id is not None and envelope["conversation_id"] != conversation_id:
+                raise ValueError(f"holds conversation {envelope['conversation_id']!r}")
         except (ValueError, KeyError, TypeError) as error:
             log.warning("memory file %s is corrupt (%s); rebuilding", path, error)
             self.rebuilt_corrupt += 1
             return None
         return envelope["payload"]
 
-    def _write(self, path: Path, payload: dict[str, Any]) -> None:
+    def _write(self, path: Path, conversation_id: str, payload: dict[str, Any]) -> None:
         digest = hashlib.sha256(canonical_json(payload).encode()).hexdigest()
-        document = json.dumps({"sha256": digest, "payload": payload}, ensure_ascii=False)
+        envelope = {"conversation_id": conversation_id, "sha256": digest, "payload": payload}
+        document = json.dumps(envelope, ensure_ascii=False)
         replace_file(path, document.encode("utf-8"))
 
 

@@ -5,9 +5,11 @@ question not yet in the run's log, or logged as failed (:func:`benchmarks.harnes
 retrieve, render the context, answer, judge, score, and append one JSON line (a failed
 question's new line supersedes its old one). The run directory is named by a hash of the config
 (minus locations), so running the same config again resumes; ``metrics.json`` is rewritten from
-the log at the end, and the judge's probe set is graded once (``judge_probes.json``,
-:mod:`benchmarks.metrics.judge_probes`). With ``workers=N`` (retrieval-only runs of lite methods) N processes
-construct and answer, and this one logs their records in the same order
+the log at the end, beside ``questions.json`` (the ids of the run's question set, all its log
+may hold: a resumed run refuses a row for any other question, or a second record for a settled
+one, before any new work), and the judge's probe set is graded once (``judge_probes.json``,
+:mod:`benchmarks.metrics.judge_probes`). With ``workers=N`` (retrieval-only runs of lite methods)
+N processes construct and answer, and this one logs their records in the same order
 (:mod:`benchmarks.workers`).
 """
 
@@ -21,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -53,13 +55,23 @@ from benchmarks.metrics.judge_probes import (
 from benchmarks.metrics.ranking import load_corpora
 from benchmarks.provenance import code_versions, provenance
 from benchmarks.runlog import (
+    QUESTIONS_FILE,
     RecordLog,
+    ResultsWriteError,
     exclusive,
     log_invocation,
     summarize_invocations,
     write_atomically,
 )
-from benchmarks.settings import CONF, RunSettings, run_id, run_identity, validate
+from benchmarks.settings import (
+    CONF,
+    ConfigError,
+    RunSettings,
+    check_method_options,
+    run_id,
+    run_identity,
+    validate,
+)
 from benchmarks.subsets import select
 from benchmarks.summary import format_summary, summarize_run
 from benchmarks.workers import Task, WorkerPool, WorkerUsage, peak_rss_mb
@@ -211,11 +223,49 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     """Run (or resume) one configuration; return its metrics summary."""
     redact_run_outputs()
     settings = validate(cfg)
+    check_method_options(cfg.method)
     identity = run_identity(cfg)
     run_dir = resolve_path(cfg.results_dir) / run_id(identity)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with exclusive(run_dir):
-        return run_in(run_dir, cfg, settings, identity)
+    created = not run_dir.exists()
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ResultsWriteError(run_dir, error) from error
+    try:
+        with exclusive(run_dir):
+            return run_in(run_dir, cfg, settings, identity)
+    except ConfigError:  # the method refused its options: no run directory left behind
+        if created:
+            remove_new_run_dir(run_dir)
+        raise
+
+
+#: The files a run writes before it builds its method (all a refused option leaves behind).
+STARTING_FILES = ("config.yaml", ".lock")
+
+
+def remove_new_run_dir(run_dir: Path) -> None:
+    """Remove a run directory this invocation made and wrote nothing in but
+    :data:`STARTING_FILES` (left as it is if anything else is in it)."""
+    for name in STARTING_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    with suppress(OSError):  # something else is in it: not ours to remove
+        run_dir.rmdir()
+
+
+def question_ids(settings: RunSettings, data_dir: Path) -> list[str]:
+    """The ids of a run's questions, in the dataset's order: what its log may hold."""
+    conversations = select(conversations_source(settings, data_dir), settings.subset)
+    return [question.question_id for c in conversations for question in c.questions]
+
+
+def noting_questions(
+    conversations: Iterable[Conversation], seen: list[str]
+) -> Iterator[Conversation]:
+    """``conversations``, appending their question ids to ``seen`` as they go by."""
+    for conversation in conversations:
+        seen.extend(question.question_id for question in conversation.questions)
+        yield conversation
 
 
 def run_in(
@@ -223,11 +273,16 @@ def run_in(
 ) -> dict[str, Any]:
     """:func:`run` once ``run_dir`` is held by this process."""
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat()
-    (run_dir / "config.yaml").write_text(redact(OmegaConf.to_yaml(OmegaConf.create(identity))))
-    harness = build_harness(cfg, settings, run_dir)
+    write_atomically(run_dir / "config.yaml", redact(OmegaConf.to_yaml(OmegaConf.create(identity))))
+    data_dir = resolve_data_dir(cfg.data_dir)
     log = RecordLog(run_dir / "predictions.jsonl", retryable=failed)
-    conversations: Iterable[Conversation] = select(
-        conversations_source(settings, resolve_data_dir(cfg.data_dir)), settings.subset
+    if len(log):  # resuming: the rows logged must be this run's own
+        owner = f"this run's question set ({settings.dataset}, subset {settings.subset.name})"
+        log.check_ids(question_ids(settings, data_dir), owner)
+    harness = build_harness(cfg, settings, run_dir)
+    seen: list[str] = []
+    conversations: Iterable[Conversation] = noting_questions(
+        select(conversations_source(settings, data_dir), settings.subset), seen
     )
     answered_before = len(log)
     construction = ConstructionCounts()
@@ -263,6 +318,7 @@ def run_in(
         }
         # on a full disk the line goes to stderr, and the error under way is not buried
         log_invocation(invocations, invocation, unwinding=sys.exc_info()[1] is not None)
+    write_atomically(run_dir / QUESTIONS_FILE, json.dumps(seen))
     records = log.records()
     corpora = (
         load_corpora(
@@ -347,7 +403,9 @@ def guarded_run(cfg: DictConfig) -> dict[str, Any]:
 def main(cfg: DictConfig) -> None:
     """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error
     (signals: :func:`benchmarks.cli.run_or_exit`)."""
-    print(format_summary(run_or_exit(guarded_run, cfg)))
+    summary = run_or_exit(guarded_run, cfg)
+    if summary is not None:  # None: a multirun's job failed, and the sweep goes on
+        print(format_summary(summary))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ complete line that is not a record is damage, :class:`DamagedLogError`, never sk
 
 A log may name records worth another try (``retryable``: a question whose answer or verdict
 failed): those ids stay pending, and the record a later run appends for one supersedes it. The
-file stays append-only; readers keep each id's last line (:func:`latest_records`).
+file stays append-only; readers keep each id's last line (:func:`latest_records`). A line for an
+id whose earlier record was not retryable is a duplicate (run folders merged or copied into each
+other), as is, for a run, a line for an id outside its question set: opening the log notes them
+and :meth:`RecordLog.check_ids` refuses them, one line each, before any new work.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ from typing import Any
 from benchmarks.data.paths import shown_path
 from memsys.files import replace_file, write_all
 
+#: A run's question ids (a JSON list, in the dataset's order), written when it finishes: the rows
+#: its log may hold, checked by the report too.
+QUESTIONS_FILE = "questions.json"
+
 
 class RunInProgressError(RuntimeError):
     """Another process is writing the same run directory."""
@@ -39,7 +46,11 @@ class ResultsWriteError(RuntimeError):
 
     def __init__(self, path: Path, cause: OSError) -> None:
         self.path = path
-        remedy = "free space" if cause.errno in (errno.ENOSPC, errno.EDQUOT) else "fix that"
+        remedy = "fix that"
+        if cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            remedy = "free space"
+        elif cause.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            remedy = "make its folder writable (or set results_dir=... to a writable folder)"
         super().__init__(
             f"cannot write {shown_path(path)}: {cause.strerror or cause}; {remedy} and rerun: "
             "the records already written are kept and the run resumes"
@@ -68,11 +79,34 @@ class DamagedLogError(ValueError):
         )
 
 
+class ForeignRowsError(ValueError):
+    """Lines of a run's log that the run does not own: a question outside its question set, or
+    a second record for a question already settled. One line per row (file, line, why)."""
+
+    def __init__(self, path: Path, problems: Sequence[tuple[int, str]]) -> None:
+        self.path, self.problems = path, list(problems)
+        shown = shown_path(path)
+        lines = [f"{shown}:{line}: {why}" for line, why in problems[:MAX_NAMED_ROWS]]
+        if len(problems) > MAX_NAMED_ROWS:
+            lines.append(f"{shown}: {len(problems) - MAX_NAMED_ROWS} more such lines")
+        super().__init__(
+            "\n".join(lines) + "\nthe run refuses rows that are not its own (run folders merged "
+            "or copied?): delete those lines, or move the file away to start the run over"
+        )
+
+
+#: Rows a :class:`ForeignRowsError` names one by one (the rest are counted).
+MAX_NAMED_ROWS = 10
+
+
 @contextmanager
 def exclusive(run_dir: Path) -> Iterator[None]:
     """Hold ``run_dir`` for one process: two runs of one config would both answer the pending
     questions and log them twice. The lock dies with its process, ``kill -9`` included."""
-    handle = (run_dir / ".lock").open("a")
+    try:
+        handle = (run_dir / ".lock").open("a")
+    except OSError as error:
+        raise ResultsWriteError(run_dir / ".lock", error) from error
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as error:
@@ -101,9 +135,45 @@ class RecordLog:
         self.key = key
         self.retryable = retryable or (lambda record: False)
         self.superseded = 0  # records this instance replaced by appending another for the id
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.repaired_bytes = _drop_partial_tail(path)
-        self._records = latest_records(_read_lines(path, key), key) if path.exists() else {}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.repaired_bytes = _drop_partial_tail(path)
+        except OSError as error:
+            raise ResultsWriteError(path, error) from error
+        self._records: dict[str, dict[str, Any]] = {}
+        #: The line of each id's record, and the lines that repeat an id already settled.
+        self._lines: dict[str, int] = {}
+        self.duplicates: list[tuple[int, str]] = []
+        self._line_count = 0
+        if path.exists():
+            for self._line_count, record in enumerate(_read_lines(path, key), start=1):
+                self._load(self._line_count, record)
+
+    def _load(self, line: int, record: dict[str, Any]) -> None:
+        """Take a logged record: the latest for its id, unless the one before is settled (not
+        retryable): then it is a duplicate, noted and left out."""
+        item_id = str(record[self.key])
+        logged = self._records.get(item_id)
+        if logged is not None and not self.retryable(logged):
+            first = self._lines[item_id]
+            self.duplicates.append((line, f"{self.key} {item_id!r} is settled on line {first}"))
+            return
+        self._records[item_id] = record
+        self._lines[item_id] = line
+
+    def check_ids(self, ids: Iterable[str], owner: str) -> None:
+        """Refuse the log unless its records are for ``ids`` only (``owner`` names them, for
+        the message), one settled record each: a :class:`ForeignRowsError` naming every line
+        that is not."""
+        known = set(ids)
+        foreign = [
+            (line, f"{self.key} {item_id!r} is not in {owner}")
+            for item_id, line in self._lines.items()
+            if item_id not in known
+        ]
+        problems = sorted([*foreign, *self.duplicates])
+        if problems:
+            raise ForeignRowsError(self.path, problems)
 
     def __contains__(self, item_id: str) -> bool:
         return item_id in self._records
@@ -141,6 +211,8 @@ class RecordLog:
                 _append_line(fd, self.path, line.encode("utf-8"))
                 self.superseded += logged is not None
                 self._records[item_id] = record
+                self._line_count += 1
+                self._lines[item_id] = self._line_count
         finally:
             os.close(fd)
 

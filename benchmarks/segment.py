@@ -340,6 +340,8 @@ def write_references(path: Path, dialogues: Sequence[SegmentationDialogue]) -> N
 def main(cfg: DictConfig) -> None:
     """Hydra entry point: run, print the metrics JSON, exit 2 on a clear configuration error."""
     summary = run_or_exit(run, cfg)
+    if summary is None:  # a multirun's job failed, and the sweep goes on
+        return
     shown = ("dataset", "split", "segmenter", "extraction", *METRIC_NAMES, "n", "ci95", "run_dir")
     print(json.dumps({key: summary[key] for key in shown}, indent=2))
 

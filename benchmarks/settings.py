@@ -9,8 +9,11 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.utils import get_class
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -27,6 +30,16 @@ from memsys.llm.retry import RetryPolicy
 
 #: The runners' Hydra configs.
 CONF = REPO_ROOT / "conf"
+
+
+def repo_path(path: str) -> str:
+    """``path`` as the runners resolve it: relative paths are relative to the repository root.
+    Registered as the config resolver ``repo_path`` (Hydra's folders under ``results_dir``)."""
+    candidate = Path(path).expanduser()
+    return str(candidate if candidate.is_absolute() else REPO_ROOT / candidate)
+
+
+OmegaConf.register_new_resolver("repo_path", repo_path, replace=True)
 #: Keys that say where things live, how to display them or how many processes do the work: not
 #: part of a run's identity.
 LOCATION_KEYS = (
@@ -174,6 +187,7 @@ def _choice(cfg: DictConfig, key: str, choices: tuple[Any, ...]) -> Any:
 
 def validate(cfg: DictConfig) -> RunSettings:
     """Check every key the runner reads; raise :class:`ConfigError` naming the first bad one."""
+    check_known_keys(cfg)
     dataset = _choice(cfg, "dataset.name", tuple(DATASET_SPECS))
     spec = DATASET_SPECS[dataset]
     variant = (
@@ -233,6 +247,38 @@ def validate(cfg: DictConfig) -> RunSettings:
             "already, batch_size at a time",
         )
     return settings
+
+
+def check_known_keys(cfg: DictConfig, primary: Path = CONF / "config.yaml") -> None:
+    """Refuse a top-level key that no config under ``conf/`` declares (``+batchsize=4`` for
+    ``batch_size``): it would change the run id and nothing would read it."""
+    known = declared_keys(primary)
+    for key in cfg:
+        if key not in known:
+            raise ConfigError(
+                str(key),
+                "unknown key: no config under conf/ declares it, and the runner reads none "
+                f"such (a typo? the top-level keys are {sorted(known - {'hydra'})})",
+            )
+
+
+@cache
+def declared_keys(primary: Path) -> frozenset[str]:
+    """The top-level keys of a runner's config: those of its primary config file, its config
+    groups, and those that ``# @package _global_`` overlays beside it set (experiments)."""
+    config = yaml.safe_load(primary.read_text(encoding="utf-8")) or {}
+    keys = {"hydra", *(key for key in config if key != "defaults")}
+    for entry in config.get("defaults", []):
+        if isinstance(entry, dict):
+            for group in entry:
+                name = str(group).removeprefix("override ").split("@", 1)[0]
+                if "/" not in name:
+                    keys.add(name)
+    for overlay in primary.parent.rglob("*.yaml"):
+        text = overlay.read_text(encoding="utf-8")
+        if text.startswith("# @package _global_"):
+            keys.update(key for key in (yaml.safe_load(text) or {}) if key != "defaults")
+    return frozenset(keys)
 
 
 def judge_protocols(cfg: DictConfig) -> tuple[str, ...]:

@@ -16,7 +16,9 @@ just reopens it, as every process does before its next operation. Every row carr
 row that fails it is deleted and read as a miss, so the caller recomputes it. Rows written before
 digests existed (``NULL``) are still served; callers check that values decode and
 :meth:`SQLiteKV.discard` those that do not. A full disk is no error either: the values are
-not cached (one warning) and the run goes on. Locked, busy and other I/O errors are raised.
+not cached (one warning) and the run goes on. Other errors of the file (a read-only or unwritable
+folder, an I/O error, a lock held past the busy timeout) are raised as :class:`CacheError`, which
+names the file and what to do.
 
 WAL needs a local filesystem (not NFS): on a cluster, put the file on node-local or shared
 storage that supports POSIX locks.
@@ -47,6 +49,21 @@ _SALVAGE_BATCH = 500
 _KEY_WIDTH = 64
 
 T = TypeVar("T")
+
+
+class CacheError(RuntimeError):
+    """A cache file cannot be opened or written (not damage, which is repaired): the message
+    names the file and what to do."""
+
+    def __init__(self, path: Path, cause: BaseException) -> None:
+        self.path = path
+        super().__init__(
+            f"cache file {path}: {cause}; check that {path.parent} is writable and its disk has "
+            "room (or set cache_dir=..., MEMSYS_CACHE_DIR, to another folder) and rerun: the "
+            "run resumes"
+        )
+
+
 #: ``(device, inode)`` of a file: tells whether another process has replaced it.
 Identity = tuple[int, int]
 
@@ -107,12 +124,19 @@ class SQLiteKV:
         on the fresh file that replaces it."""
         with self._lock:
             try:
+                try:
+                    return operation(self._connect())
+                except sqlite3.DatabaseError as error:
+                    if not _is_damage(error):
+                        raise
+                    self._quarantine(self._identity, error)
                 return operation(self._connect())
-            except sqlite3.DatabaseError as error:
-                if not _is_damage(error):
+            except sqlite3.OperationalError as error:
+                if _is_full(error) or _is_damage(error):
                     raise
-                self._quarantine(self._identity, error)
-            return operation(self._connect())
+                raise CacheError(self.path, error) from error
+            except OSError as error:  # its folder cannot be made
+                raise CacheError(self.path, error) from error
 
     def _quarantine(self, damaged: Identity | None, error: sqlite3.DatabaseError) -> None:
         """Move the damaged file aside and salvage its readable rows into a fresh one, unless

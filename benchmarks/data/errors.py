@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 FETCH_HINT = "run `make data` (or point MEMBENCH_DATA at a folder that has it)"
+#: Characters no record id may hold: control characters (NUL included) and lone surrogates.
+_UNPRINTABLE_ID = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 class DatasetError(ValueError):
     """A dataset file exists but one of its records cannot be read as the format promises."""
 
     def __init__(self, path: Path | str, record: str | int | None, message: str) -> None:
-        where = f"{path}" if record is None else f"{path}: record {record}"
+        shown = repr(record) if _UNPRINTABLE_ID.search(str(record)) else record
+        where = f"{path}" if record is None else f"{path}: record {shown}"
         super().__init__(f"{where}: {message}")
         self.path = Path(path)
         self.record = record
@@ -23,3 +28,21 @@ class DataMissingError(FileNotFoundError):
     def __init__(self, path: Path | str) -> None:
         super().__init__(f"dataset file not found: {path}; {FETCH_HINT}")
         self.path = Path(path)
+
+
+def checked_id(path: Path | str, record: str | int | None, field: str, value: Any) -> str:
+    """``value`` as a record's id: a non-empty string without control characters (a NUL byte)
+    or lone surrogates; anything else is a :class:`DatasetError` naming the record.
+
+    Ids name results, log lines and (hashed) cache files, so one that is not plain text is
+    refused here rather than met later as an unreadable file name or a log line cut short.
+    """
+    if not isinstance(value, str) or not value:
+        raise DatasetError(
+            path, record, f"field {field!r}: expected a non-empty string, got {value!r:.60}"
+        )
+    if (bad := _UNPRINTABLE_ID.search(value)) is not None:
+        raise DatasetError(
+            path, record, f"field {field!r}: {value!r:.60} holds the character {bad.group()!r}"
+        )
+    return value

@@ -6,6 +6,8 @@ Readings taken where the file is irregular (all visible in the notes this loader
 * Image turns keep their caption: ``text`` becomes ``"<utterance> [shares an image: <caption>]"``.
 * Category-5 (adversarial) items usually have no ``answer``; their gold ``answer`` is the
   ``adversarial_answer``. The two items that have both keep the other in ``original_answer``.
+* Ids are strict: a ``sample_id`` is a non-empty string without control characters, unique in
+  the file (a repeat names both records); a category is an integer code (``true`` is not 1).
 * Evidence strings are split on ``;``/``,``/spaces and read as ``D<session>:<turn>`` with leading
   zeros dropped and a stray colon after ``D`` tolerated; ids that still do not name a turn of the
   conversation are dropped and reported, never fatal.
@@ -19,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.data.errors import DatasetError
+from benchmarks.data.errors import DatasetError, checked_id
 from memsys.types import LOCOMO_CATEGORIES, Conversation, Question, Session, Turn
 
 LOCOMO_FILE = "locomo/locomo10.json"
@@ -38,13 +40,23 @@ def read_locomo(path: Path) -> tuple[list[Conversation], list[str]]:
         raise DatasetError(path, None, "expected a JSON list of conversations")
     notes: list[str] = []
     conversations = [_read_conversation(path, index, item, notes) for index, item in enumerate(raw)]
+    first_record: dict[str, int] = {}
+    for index, conversation in enumerate(conversations):
+        first = first_record.setdefault(conversation.conversation_id, index)
+        if first != index:
+            raise DatasetError(
+                path,
+                f"#{index}",
+                f"sample_id {conversation.conversation_id!r} repeats record #{first}: ids must "
+                "be unique (a results line names its conversation by it); rename one of the two",
+            )
     return conversations, notes
 
 
 def _read_conversation(path: Path, index: int, item: Any, notes: list[str]) -> Conversation:
     record = f"#{index}"
     try:
-        sample_id = _text(path, record, item, "sample_id")
+        sample_id = checked_id(path, record, "sample_id", _text(path, record, item, "sample_id"))
         record = sample_id
         body = item["conversation"]
         speakers = (_text(path, record, body, "speaker_a"), _text(path, record, body, "speaker_b"))
@@ -108,8 +120,10 @@ def _read_question(
 ) -> Question:
     question_id = f"{sample_id}:q{number}"
     code = qa["category"]
-    if code not in LOCOMO_CATEGORIES:
-        raise DatasetError(path, question_id, f"unknown category {code!r}")
+    # By type too: True == 1 and 1.0 == 1, but neither is a category code.
+    if type(code) is not int or code not in LOCOMO_CATEGORIES:
+        expected = f"one of the integer codes {sorted(LOCOMO_CATEGORIES)}"
+        raise DatasetError(path, question_id, f"category: expected {expected}, got {code!r}")
     category = LOCOMO_CATEGORIES[code]
     adversarial = qa.get("adversarial_answer")
     if category == "adversarial":

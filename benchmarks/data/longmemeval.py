@@ -12,6 +12,11 @@ that repeats a session id (13 S questions do) keeps each copy as its own session
 (n >= 2, in haystack order) is ``<session_id>#<n>``, so its turns do not collide with the first
 copy's; :func:`dataset_session_id` gives the dataset's id back (LongMemEval's official corpus
 holds both copies under it).
+
+Types are strict: a ``question_id`` is a non-empty string without control characters, unique in
+the variant (a repeat names both archive members); ``question`` and each turn's ``role`` and
+``content`` are strings and ``answer`` a string or a number, so a ``null`` is an error naming
+its record, never the text ``"None"``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from benchmarks.data.errors import DatasetError
+from benchmarks.data.errors import DatasetError, checked_id
 from benchmarks.data.paths import data_file
 from memsys.types import LONGMEMEVAL_CATEGORIES, Conversation, Question, Session, Turn
 
@@ -53,15 +58,35 @@ def iter_longmemeval(
     wanted = None if question_ids is None else set(question_ids)
     archive = data_file(ARCHIVES[variant], data_dir)
     extra = _reconstructed_member(data_dir) if variant == "s" else None
+    members: dict[str, str] = {}  # question id (from a file name, then a record) -> member
     for name, content, source in _members(archive, extra):
         question_id = Path(name).stem.split("_", 1)[1]
+        _check_unique(members, question_id, name, source)
         if wanted is not None and question_id not in wanted:
             continue
         try:
             item = json.loads(content)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise DatasetError(source, name, f"not valid JSON ({error})") from error
-        yield parse_instance(item, source=f"{source}:{name}", reconstructed=source != archive)
+        conversation = parse_instance(
+            item, source=f"{source}:{name}", reconstructed=source != archive
+        )
+        if conversation.conversation_id != question_id:
+            _check_unique(members, conversation.conversation_id, name, source)
+        yield conversation
+
+
+def _check_unique(members: dict[str, str], question_id: str, name: str, source: Path) -> None:
+    """Remember that archive member ``name`` holds ``question_id``; a second member holding it
+    is an error naming both."""
+    first = members.setdefault(question_id, name)
+    if first != name:
+        raise DatasetError(
+            source,
+            name,
+            f"question_id {question_id!r} repeats member {first}: ids must be unique (a results "
+            "line names its question by it); remove one of the two",
+        )
 
 
 def longmemeval_notes(variant: Variant) -> list[str]:
@@ -108,7 +133,7 @@ def parse_instance(item: Any, *, source: str | Path, reconstructed: bool = False
     raw_id = item.get("question_id") if isinstance(item, dict) else None
     record = "?" if raw_id is None else str(raw_id)
     try:
-        question_id = str(item["question_id"])
+        question_id = checked_id(source, record, "question_id", item["question_id"])
         question_type = str(item["question_type"])
         if question_type not in LONGMEMEVAL_CATEGORIES:
             raise DatasetError(source, record, f"unknown question_type {question_type!r}")
@@ -132,8 +157,8 @@ def parse_instance(item: Any, *, source: str | Path, reconstructed: bool = False
         question = Question(
             question_id=question_id,
             conversation_id=question_id,
-            question=str(item["question"]),
-            answer=str(item["answer"]),
+            question=_text(source, record, item, "question"),
+            answer=_text(source, record, item, "answer", numbers=True),
             category=LONGMEMEVAL_CATEGORIES[question_type],
             evidence=evidence,
             evidence_sessions=tuple(str(s) for s in item["answer_session_ids"]),
@@ -179,8 +204,8 @@ def _parse_session(
             turn_id=f"{session_id}:{index}",
             session_id=session_id,
             index=index,
-            speaker=str(turn["role"]),
-            text=str(turn["content"]),
+            speaker=_text(source, f"{record} session {session_id} turn {index}", turn, "role"),
+            text=_text(source, f"{record} session {session_id} turn {index}", turn, "content"),
             timestamp=timestamp,
             has_answer=turn.get("has_answer"),
         )
@@ -194,3 +219,14 @@ def _parse_date(source: str | Path, record: str, text: Any) -> datetime:
         return datetime.strptime(str(text), DATE_FORMAT)
     except ValueError as error:
         raise DatasetError(source, record, f"bad date {text!r}") from error
+
+
+def _text(source: str | Path, record: str, mapping: Any, key: str, *, numbers: bool = False) -> str:
+    """``mapping[key]`` as text: a string (or, with ``numbers``, a number: 32 oracle answers are
+    counts), never ``null`` or a container read as ``"None"`` or ``"[...]"``."""
+    value = mapping[key]
+    kinds = (str, int, float) if numbers else (str,)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        expected = "a string or a number" if numbers else "a string"
+        raise DatasetError(source, record, f"field {key!r}: expected {expected}, got {value!r:.60}")
+    return str(value)

@@ -1,6 +1,12 @@
 """Reading run folders: which runs under a folder pass the dataset, subset and ``--where``
 filters, what each finished one holds (config, metrics, per-question records), and the messages
-for the runs left out (unfinished) or not found."""
+for the runs left out (unfinished) or not found.
+
+A run's records are its own rows only (:func:`own_records`): one settled record per question of
+its question set (``questions.json``, which runs write since issue 48). A row for a question
+outside it, or a second row for a question already settled (run folders merged or copied into
+each other), is left out of the table with a warning naming the file, the line and why.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +20,10 @@ from typing import Any
 import yaml
 
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.harness import failed
 from benchmarks.provenance import recorded_method_source
 from benchmarks.report.naming import row_key
-from benchmarks.runlog import latest_records, summarize_invocations
+from benchmarks.runlog import QUESTIONS_FILE, latest_records, summarize_invocations
 from benchmarks.summary import dataset_name as named_dataset
 
 _MISSING = object()
@@ -111,8 +118,7 @@ def load_runs(
         logged = read_records(ledger) if ledger.exists() else []
         if ledger.exists():  # summed anew: metrics.json holds the sums of the code that wrote it
             metrics["invocations"] = summarize_invocations(logged)
-        predictions = read_records(directory / "predictions.jsonl")
-        records = list(latest_records(predictions, "question_id").values())
+        records = own_records(directory)
         runs.append(
             Run(directory, config, metrics, records, method_source=recorded_method_source(logged))
         )
@@ -120,6 +126,38 @@ def load_runs(
         found = configs.values()
         raise ReportError(no_match_message(runs_dir, dataset, subset, where or {}, found))
     return runs
+
+
+def own_records(directory: Path) -> list[dict[str, Any]]:
+    """Each question's latest record in a run's ``predictions.jsonl``, as the runner keeps
+    them, leaving out (with one ``warning:`` line each) the rows that are not the run's own: a
+    question outside its ``questions.json`` (runs without the file are not checked for this),
+    or a row after the question's settled (not failed) one."""
+    path = directory / "predictions.jsonl"
+    questions_file = directory / QUESTIONS_FILE
+    question_set = (
+        set(json.loads(questions_file.read_text(encoding="utf-8")))
+        if questions_file.exists()
+        else None
+    )
+    kept: dict[str, dict[str, Any]] = {}
+    settled_on: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        numbered = [(n, json.loads(text)) for n, text in enumerate(handle, 1) if text.strip()]
+    for line, record in numbered:
+        question_id = str(record.get("question_id"))
+        why = None
+        if question_set is not None and question_id not in question_set:
+            why = f"question {question_id!r} is not in the run's question set ({QUESTIONS_FILE})"
+        elif question_id in settled_on:
+            why = f"question {question_id!r} is settled on line {settled_on[question_id]}"
+        if why is not None:
+            print(f"warning: {path}:{line}: {why}; row left out of the table", file=sys.stderr)
+            continue
+        kept[question_id] = record
+        if not failed(record):
+            settled_on[question_id] = line
+    return list(kept.values())
 
 
 def run_configs(runs_dir: Path) -> dict[Path, dict[str, Any]]:

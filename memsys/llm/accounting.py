@@ -28,7 +28,8 @@ class CallRecord:
     """One backbone call: ``attempts`` includes retries; ``ok`` is False when it failed.
 
     ``request_id`` matches the call's ``sent`` line (None for cache hits); ``interrupted`` marks a
-    sent request that never finished (made up when a ledger is read).
+    sent request that never finished (made up when a ledger is read); ``cut`` a reply the
+    provider cut at its length cap (a server that ignored ``max_tokens``).
     """
 
     stage: str
@@ -41,6 +42,7 @@ class CallRecord:
     ok: bool
     request_id: str | None = None
     interrupted: bool = False
+    cut: bool = False
 
 
 class Accounting:
@@ -126,6 +128,7 @@ class Accounting:
 
         ``calls`` counts every request; ``cache_hits`` those answered from the cache;
         ``interrupted`` those sent and never finished (killed; counted in ``failed`` too);
+        ``cut`` replies cut at the provider's length cap;
         ``provider_*_tokens`` only tokens actually sent to a provider in this run (what it
         cost now), while ``prompt_tokens``/``completion_tokens`` include cached replies (what the
         method costs). ``latency_s`` sums wall time over calls.
@@ -156,6 +159,7 @@ def _aggregate(records: list[CallRecord]) -> dict[str, Any]:
         "cache_hits": sum(call.cached for call in records),
         "failed": sum(not call.ok for call in records),
         "interrupted": sum(call.interrupted for call in records),
+        "cut": sum(call.cut for call in records),
         "retries": sum(call.attempts - 1 for call in records if call.attempts > 0),
         "prompt_tokens": sum(call.prompt_tokens for call in records),
         "completion_tokens": sum(call.completion_tokens for call in records),
@@ -170,10 +174,13 @@ def _aggregate(records: list[CallRecord]) -> dict[str, Any]:
 
 
 def _without_defaults(call: CallRecord) -> dict[str, Any]:
-    """A ledger line: the call's fields, leaving out ``interrupted`` (only made up on reading)
-    and a missing ``request_id`` (cache hits), so ledgers stay as they were for them."""
+    """A ledger line: the call's fields, leaving out ``interrupted`` (only made up on reading),
+    a ``cut`` that is False and a missing ``request_id`` (cache hits), so ledgers stay as they
+    were for them."""
     fields = dataclasses.asdict(call)
     fields.pop("interrupted")
+    if not fields["cut"]:
+        fields.pop("cut")
     if fields["request_id"] is None:
         fields.pop("request_id")
     return fields

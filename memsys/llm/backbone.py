@@ -14,6 +14,7 @@ so several memories built at once share the server's slots instead of multiplyin
 from __future__ import annotations
 
 import copy
+import logging
 import random
 import threading
 import time
@@ -37,6 +38,8 @@ from memsys.llm.pool import POLL_S, AbandonablePool, Cancelled, wait_for
 from memsys.llm.providers.base import BatchProvider, Provider
 from memsys.llm.retry import FailureBreaker, RetryPolicy
 from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, SamplingParams
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -153,9 +156,20 @@ class Backbone:
         )
         try:
             return [_outcome(future, return_exceptions) for future in pool.futures]
-        except BaseException:
-            pool.abandon(wait=getattr(self.provider, "in_process", False))
+        except BaseException as error:
+            in_process = getattr(self.provider, "in_process", False)
+            if in_process and isinstance(error, KeyboardInterrupt | SystemExit):
+                self.interrupt()
+            pool.abandon(wait=in_process)
             raise
+
+    def interrupt(self) -> None:
+        """The run is stopping: a model in this process stops its generation at the next token
+        (:meth:`LlamaCppProvider.interrupt`), rather than finishing a reply nobody will read."""
+        interrupt = getattr(self.provider, "interrupt", None)
+        if interrupt is not None:
+            log.warning("stopping: the in-process generation under way stops at its next token")
+            interrupt()
 
     def _complete(self, request: LLMRequest, stage: str, cancelled: threading.Event) -> LLMResponse:
         """One request: from the cache, or sent with retries until it succeeds, fails for
@@ -298,6 +312,7 @@ class Backbone:
                 attempts=attempts,
                 ok=completion is not None,
                 request_id=request_id,
+                cut=bool(completion and completion.cut and not cached),
             )
         )
 

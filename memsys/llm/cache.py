@@ -115,13 +115,21 @@ class ResponseCache(OptionalStore):
         if self._store is None or self.mode is not CacheMode.READWRITE:
             return
         key = request_key(model_id, request)
-        value = json.dumps(dataclasses.asdict(completion), ensure_ascii=False)
+        value = json.dumps(stored_fields(completion), ensure_ascii=False)
         self._store.put(key, value.encode("utf-8"))
         if self.journal is not None:
             self.journal.record(key, model_id, request, completion)
 
     def __len__(self) -> int:
         return 0 if self._store is None else len(self._store)
+
+
+def stored_fields(completion: Completion) -> dict[str, Any]:
+    """A completion as the cache and the replay journal store it: without ``cut``, which the
+    accounting booked when it happened (a reply served again was not cut again)."""
+    fields = dataclasses.asdict(completion)
+    fields.pop("cut")
+    return fields
 
 
 def decode_completion(raw: bytes) -> Completion | None:

@@ -4,7 +4,12 @@ For fault-injection tests and throughput benchmarks of the HTTP path (and as a s
 ``vllm serve`` when testing the launch script): it answers
 ``POST /v1/chat/completions`` with a valid completion that echoes the last message after a fixed
 latency, or, following a script of actions queued by the test, with a 400, a 429, a 500, a hang,
-a dropped connection, malformed JSON or a JSON object without choices. With ``schema_replies``
+a dropped connection, malformed JSON or a JSON object without choices; or as a hostile server
+would: trickling its reply a byte at a time (``trickle``), streaming a chunked body without end
+(``endless``), a 401 whose body echoes the request's ``Authorization`` header (``echo_auth``), a
+reply that is not UTF-8 (``bad_utf8``), token counts that are not numbers (``bad_usage``), or a
+reply of ``huge_chars`` characters whatever ``max_tokens`` says (``huge``). Each of these ends by
+itself within ``hang_s`` seconds, or when the server stops. With ``schema_replies``
 an ``ok`` reply is instead one the request's caller can use (:func:`usable_reply`): the smallest
 instance of the request's JSON schema, or for a request without one a plain reply that the
 methods' text parsers accept, so that a construction benchmark makes the requests a method makes
@@ -22,6 +27,8 @@ Run standalone (prints ``READY <base url>`` once listening)::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import re
 import threading
@@ -34,7 +41,22 @@ from typing import Any, Literal, get_args
 
 from memsys.llm.schema_reply import minimal_instance
 
-Action = Literal["ok", "400", "429", "500", "hang", "drop", "malformed", "empty"]
+Action = Literal[
+    "ok",
+    "400",
+    "429",
+    "500",
+    "hang",
+    "drop",
+    "malformed",
+    "empty",
+    "trickle",
+    "endless",
+    "echo_auth",
+    "bad_utf8",
+    "bad_usage",
+    "huge",
+]
 ACTIONS: tuple[str, ...] = get_args(Action)
 
 
@@ -76,9 +98,11 @@ class FakeChatServer:
         port: int = 0,
         *,
         schema_replies: bool = False,
+        huge_chars: int = 2_000_000,
     ) -> None:
         self.latency_s = latency_s
         self.hang_s = hang_s
+        self.huge_chars = huge_chars
         self.schema_replies = schema_replies
         self.authorization_headers: list[str] = []
         self.request_count = 0
@@ -251,6 +275,90 @@ def request_schema(request: dict[str, Any]) -> dict[str, Any] | None:
     return response_format.get("schema")
 
 
+#: Seconds between the bytes of a ``trickle`` reply and the chunks of an ``endless`` one.
+DRIP_S = 0.2
+
+
+def _trickle(handler: BaseHTTPRequestHandler, server: FakeChatServer, request: Any) -> None:
+    """A valid reply, sent a byte every :data:`DRIP_S` (headers first), for at most
+    ``hang_s``: each read returns long before any read timeout."""
+    body = json.dumps(completion_body(request)).encode()
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    _drip(handler, server, (bytes([b]) for b in head + body))
+
+
+def _endless(handler: BaseHTTPRequestHandler, server: FakeChatServer, request: Any) -> None:
+    """A 200 with a chunked body that never ends (until ``hang_s`` or the server stops)."""
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    opening = b'{"id": "chatcmpl-fake", "choices": [{"index": 0, "message": {"content": "'
+    chunks = [head, b"%x\r\n%s\r\n" % (len(opening), opening)]
+    _drip(handler, server, itertools.chain(chunks, itertools.repeat(b"4\r\nmore\r\n")))
+
+
+def _drip(handler: BaseHTTPRequestHandler, server: FakeChatServer, pieces: Any) -> None:
+    deadline = time.monotonic() + server.hang_s
+    try:
+        for piece in pieces:
+            if time.monotonic() >= deadline or server._stopping.is_set():
+                break
+            handler.wfile.write(piece)
+            handler.wfile.flush()
+            server.wait_for_stop(DRIP_S)
+    except OSError:
+        pass  # the client gave up: what a deadline is for
+    handler.close_connection = True
+
+
+def _echo_auth(handler: BaseHTTPRequestHandler, server: FakeChatServer, request: Any) -> None:
+    """A 401 whose error message repeats the ``Authorization`` header it got."""
+    echoed = handler.headers.get("Authorization", "")
+    error = {"error": {"message": f"invalid credentials: {echoed}", "type": "auth"}}
+    _send_raw(handler, 401, json.dumps(error).encode())
+
+
+def _bad_utf8(handler: BaseHTTPRequestHandler, server: FakeChatServer, request: Any) -> None:
+    """A completion whose text holds a byte that is not UTF-8."""
+    body = json.dumps(completion_body(request, "BROKEN")).encode()
+    _send_raw(handler, 200, body.replace(b"BROKEN", b"bro\xffken"))
+
+
+def _bad_usage(handler: BaseHTTPRequestHandler, server: FakeChatServer, request: Any) -> None:
+    """A completion whose ``usage`` counts are not numbers."""
+    body = completion_body(request)
+    body["usage"] = {"prompt_tokens": "n/a", "completion_tokens": "many", "total_tokens": None}
+    _send_raw(handler, 200, json.dumps(body).encode())
+
+
+def _huge(handler: BaseHTTPRequestHandler, server: FakeChatServer, request: Any) -> None:
+    """A completion of ``huge_chars`` characters, whatever the request's ``max_tokens``."""
+    text = ("word " * (server.huge_chars // 5 + 1))[: server.huge_chars]
+    _send_raw(handler, 200, json.dumps(completion_body(request, text)).encode())
+
+
+def _send_raw(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.close_connection = True  # a client that stopped reading (a size cap) resets it
+    with contextlib.suppress(OSError):
+        handler.wfile.write(body)
+
+
+HOSTILE = {
+    "trickle": _trickle,
+    "endless": _endless,
+    "echo_auth": _echo_auth,
+    "bad_utf8": _bad_utf8,
+    "bad_usage": _bad_usage,
+    "huge": _huge,
+}
+
+
 def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as real servers
@@ -286,6 +394,8 @@ def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
             elif action == "hang":
                 server.wait_for_stop(server.hang_s)
                 self.close_connection = True
+            elif action in HOSTILE:
+                HOSTILE[action](self, server, request)
             else:  # drop: close the socket without a status line
                 self.close_connection = True
 

@@ -10,7 +10,6 @@ entry is recomputed from its request, so a hand-edited or corrupted entry is cau
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import threading
@@ -18,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memsys.llm.cache import ResponseCache, request_json, request_key
+from memsys.llm.cache import ResponseCache, request_json, request_key, stored_fields
 from memsys.llm.types import Completion, LLMRequest, SamplingParams
 
 
@@ -37,7 +36,7 @@ def entry_json(key: str, model_id: str, request: LLMRequest, completion: Complet
         "key": key,
         "model": model_id,
         "request": request_json(request),
-        "completion": dataclasses.asdict(completion),
+        "completion": stored_fields(completion),
     }
     return json.dumps(entry, ensure_ascii=False, sort_keys=True)
 

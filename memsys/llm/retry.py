@@ -20,9 +20,11 @@ from memsys.llm.errors import BackboneUnavailableError
 class RetryPolicy:
     """How hard one request tries, and when the whole run gives up.
 
-    ``max_attempts`` counts the first try. ``request_timeout_s`` bounds one attempt (providers
-    that run in process cannot be interrupted and ignore it). ``max_consecutive_failures``
-    requests that fail for good, with no success in between, stop the run.
+    ``max_attempts`` counts the first try. ``request_timeout_s`` is one deadline per attempt,
+    covering connect, headers and the whole body, however the server trickles or streams
+    (:mod:`memsys.llm.http_limits`); providers that run in process ignore it.
+    ``max_consecutive_failures`` requests that fail for good, with no success in between, stop
+    the run.
     """
 
     max_attempts: int = 5

@@ -66,6 +66,9 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str | None = None
+    #: The provider cut the text at its cap (a server that ignored ``max_tokens``); booked in
+    #: the accounting when it happens, not stored in the cache.
+    cut: bool = False
 
 
 @dataclass(frozen=True)

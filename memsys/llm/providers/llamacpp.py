@@ -12,6 +12,10 @@ instruction): that is always evaluated on its own first, and the model's state a
 so the next request with the same prefix starts from there. Whether the prefix was evaluated
 now or for an earlier request, the arithmetic is the same; reusing an arbitrary common prefix of
 the previous prompt instead would not be (measured: same request, different text).
+
+A run that is told to stop (Ctrl-C, SIGTERM) does not wait out a generation: :meth:`interrupt`
+makes the model's next evaluation step (one token, or one batch of the prompt) raise
+:class:`~memsys.llm.pool.Cancelled`, and every later request is refused the same way.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 from memsys.files import available_cores
 from memsys.llm.errors import ProviderError, ProviderUnavailableError
+from memsys.llm.pool import Cancelled
 from memsys.llm.types import Completion, LLMRequest, SamplingParams
 
 BUILD_HINT = (
@@ -98,7 +103,21 @@ class LlamaCppProvider:
             n_threads_batch=threads,
             verbose=False,
         )
+        self._stopping = threading.Event()
+        evaluate = self._model.eval  # called per token by generate(): where a stop can cut in
+
+        def evaluate_unless_stopping(tokens: Any) -> None:
+            if self._stopping.is_set():
+                raise Cancelled("the run is stopping")
+            evaluate(tokens)
+
+        self._model.eval = evaluate_unless_stopping
         self._prefixes = PrefixPrimer(self._model)
+
+    def interrupt(self) -> None:
+        """Stop the generation under way at its next token, and refuse every later request:
+        the run is stopping (its reply would not be read)."""
+        self._stopping.set()
 
     def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
         """One chat completion (in process, so ``timeout_s`` cannot be enforced)."""

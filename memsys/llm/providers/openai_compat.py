@@ -7,11 +7,21 @@ that :class:`~memsys.llm.retry.RetryPolicy` is the only policy in force. The API
 from the environment variable the config names and lives only inside the client object; a
 credential in the base URL (user info, an ``api_key`` query) goes out with the requests and is
 masked in :attr:`OpenAICompatProvider.endpoint`, which messages show (:mod:`memsys.llm.redact`).
+
+What a server sends is not trusted. Each attempt has one deadline, ``timeout_s`` from its start,
+covering connect, headers and the whole body, and a cap on the bytes it may receive
+(:mod:`memsys.llm.http_limits`): a trickling or endless reply times out (retried), one over the
+cap fails. A reply's text longer than :func:`reply_char_cap` of its ``max_tokens`` is cut there
+(``Completion.cut``, counted in the accounting). A body that is not UTF-8 or JSON, a reply without
+a usable choice, and ``usage`` counts that are not counts are malformed replies (retried, then
+a counted failure), never a crash. Error text and reply text pass
+:func:`~memsys.llm.redact.redact`: the key read from ``api_key_env`` is registered there, so a
+server that echoes it leaves ``***`` in records, caches and logs.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,11 +30,41 @@ from typing import Any, Literal
 import openai
 
 from memsys.llm.errors import ProviderError, ProviderUnavailableError, TransientProviderError
-from memsys.llm.redact import redact
+from memsys.llm.http_limits import attempt_limits, limited_transport
+from memsys.llm.redact import redact, register_secret
 from memsys.llm.types import Completion, LLMRequest
+
+log = logging.getLogger(__name__)
 
 #: Placeholder key for local servers started without ``--api-key`` (the client insists on one).
 LOCAL_PLACEHOLDER_KEY = "EMPTY"
+#: Characters of reply text allowed per token of ``max_tokens`` (English averages about four a
+#: token; the slack covers long tokens and servers that count differently), plus a fixed margin.
+REPLY_CHARS_PER_TOKEN = 16
+REPLY_CHARS_MARGIN = 1024
+#: Bytes of a reply body allowed per character of the text cap (JSON escapes one character into
+#: at most six bytes), plus room for the envelope (headers, ids, usage).
+BODY_BYTES_PER_CHAR = 6
+BODY_BYTES_MARGIN = 64 * 1024
+
+
+def reply_char_cap(max_tokens: int) -> int:
+    """The longest reply text kept for a request of ``max_tokens``; longer ones are cut.
+
+    >>> reply_char_cap(256)
+    5120
+    """
+    return max(1, max_tokens) * REPLY_CHARS_PER_TOKEN + REPLY_CHARS_MARGIN
+
+
+def reply_byte_cap(max_tokens: int) -> int:
+    """The most bytes one attempt may receive for a request of ``max_tokens``: past it the
+    attempt fails (a server ignoring ``max_tokens``), rather than holding the reply in memory.
+
+    >>> reply_byte_cap(256)
+    96256
+    """
+    return reply_char_cap(max_tokens) * BODY_BYTES_PER_CHAR + BODY_BYTES_MARGIN
 
 
 @dataclass(frozen=True)
@@ -68,30 +108,48 @@ class OpenAICompatProvider:
             api_key=_api_key(config.api_key_env),
             base_url=base_url,
             max_retries=0,
+            http_client=openai.DefaultHttpxClient(
+                transport=limited_transport(openai.DEFAULT_CONNECTION_LIMITS)
+            ),
         )
 
     def generate(self, request: LLMRequest, timeout_s: float) -> Completion:
-        """One chat completion; transport and server failures become our error types."""
-        try:
-            reply = self._client.chat.completions.create(
-                model=self.config.model,
-                messages=[dict(message) for message in request.messages],
-                timeout=timeout_s,
-                **self._sampling_arguments(request),
-            )
-        except openai.APITimeoutError as error:
-            raise TransientProviderError(
-                f"{self.endpoint}: timed out after {timeout_s}s"
-            ) from error
-        except openai.APIConnectionError as error:
-            raise TransientProviderError(
-                f"{self.endpoint}: connection error: {redact(str(error))}"
-            ) from error
-        except openai.APIStatusError as error:
-            raise _status_error(self.endpoint, error) from error
-        except (openai.APIResponseValidationError, json.JSONDecodeError) as error:
-            raise TransientProviderError(f"{self.endpoint}: malformed reply: {error}") from error
-        return _completion(self.endpoint, reply)
+        """One chat completion within ``timeout_s`` (the whole attempt); transport and server
+        failures become our error types, their text without credentials."""
+        max_tokens = request.params.max_tokens
+        with attempt_limits(timeout_s, reply_byte_cap(max_tokens)) as attempt:
+            try:
+                reply = self._client.chat.completions.create(
+                    model=self.config.model,
+                    messages=[dict(message) for message in request.messages],
+                    timeout=timeout_s,
+                    **self._sampling_arguments(request),
+                )
+            except openai.APITimeoutError as error:
+                raise TransientProviderError(
+                    f"{self.endpoint}: timed out after {timeout_s}s"
+                ) from error
+            except openai.APIConnectionError as error:
+                if attempt.oversize:
+                    raise ProviderError(
+                        f"{self.endpoint}: reply larger than {attempt.max_bytes} bytes for "
+                        f"max_tokens={max_tokens} (the server ignores max_tokens?); not stored"
+                    ) from error
+                if attempt.expired:
+                    raise TransientProviderError(
+                        f"{self.endpoint}: timed out after {timeout_s}s"
+                    ) from error
+                raise TransientProviderError(
+                    f"{self.endpoint}: connection error: {redact(str(error))}"
+                ) from error
+            except openai.APIStatusError as error:
+                raise _status_error(self.endpoint, error) from error
+            except (openai.APIResponseValidationError, ValueError) as error:
+                # ValueError: JSON that does not parse, a body that is not UTF-8
+                raise TransientProviderError(
+                    f"{self.endpoint}: malformed reply: {redact(_short(error))}"
+                ) from error
+        return _completion(self.endpoint, reply, reply_char_cap(max_tokens))
 
     def _sampling_arguments(self, request: LLMRequest) -> dict[str, Any]:
         params = request.params
@@ -121,7 +179,14 @@ def _api_key(variable: str | None) -> str:
             "conf/local/ override), or set backbone.provider.api_key_env=null for a local "
             "server that needs no key"
         )
+    register_secret(key)  # masked wherever a server or an error might repeat it
     return key
+
+
+def _short(error: BaseException, limit: int = 200) -> str:
+    """An exception's message, cut to ``limit`` characters (a decoder may quote the body)."""
+    text = str(error)
+    return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 def _response_format(mode: str, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -135,7 +200,7 @@ def _response_format(mode: str, schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _status_error(endpoint: str, error: openai.APIStatusError) -> ProviderError:
-    message = f"{endpoint}: HTTP {error.status_code}: {error.message}"
+    message = f"{endpoint}: HTTP {error.status_code}: {redact(_short(error.message, 500))}"
     if error.status_code == 429 or error.status_code >= 500:
         return TransientProviderError(message, retry_after_s=_retry_after(error))
     return ProviderError(message)
@@ -149,16 +214,50 @@ def _retry_after(error: openai.APIStatusError) -> float | None:
         return None
 
 
-def _completion(endpoint: str, reply: Any) -> Completion:
-    """Our completion from the client's reply, rejecting replies with no choice in them."""
+def _completion(endpoint: str, reply: Any, char_cap: int) -> Completion:
+    """Our completion from the client's reply (built from the JSON without validation, so any
+    field may hold anything): a reply whose first choice has no text is malformed; text over
+    ``char_cap`` is cut there; token counts that are not counts make it malformed."""
     choices = getattr(reply, "choices", None)
-    if not choices:
-        raise TransientProviderError(f"{endpoint}: malformed reply without choices: {reply!r:.200}")
-    choice = choices[0]
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = getattr(choice, "message", None)
+    text = getattr(message, "content", None)
+    if choice is None or not isinstance(text, str | None):
+        shown = redact(f"{reply!r:.200}")
+        raise TransientProviderError(f"{endpoint}: malformed reply without a text choice: {shown}")
+    text = redact(text or "")
+    finish_reason = getattr(choice, "finish_reason", None)
+    cut = len(text) > char_cap
+    if cut:
+        log.warning(
+            "%s: reply of %d characters cut to %d (the cap for its max_tokens)",
+            endpoint,
+            len(text),
+            char_cap,
+        )
+        text, finish_reason = text[:char_cap], "length"
     usage = getattr(reply, "usage", None)
+    counts = [_count(getattr(usage, name, None)) for name in ("prompt_tokens", "completion_tokens")]
+    if None in counts:
+        shown = redact(f"{usage!r:.200}")
+        raise TransientProviderError(f"{endpoint}: malformed reply: token counts {shown}")
     return Completion(
-        text=choice.message.content or "",
-        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-        finish_reason=choice.finish_reason,
+        text=text,
+        prompt_tokens=counts[0] or 0,
+        completion_tokens=counts[1] or 0,
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        cut=cut,
     )
+
+
+def _count(value: Any) -> int | None:
+    """A token count from a reply's ``usage``: 0 when absent, None when it is not a count.
+
+    >>> _count(12), _count(None), _count("12"), _count(True), _count(-3)
+    (12, 0, None, None, None)
+    """
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
