@@ -40,16 +40,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from benchmarks.data import load_locomo
 from benchmarks.data.errors import DataMissingError, DatasetError
-from benchmarks.data.longmemeval import iter_longmemeval
-from benchmarks.data.paths import REPO_ROOT
+from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
+from benchmarks.data.specs import named_spec
 from benchmarks.metrics.jsonl import InputError, read_jsonl, require
 from benchmarks.metrics.judge import (
     ABSTENTION_RULE,
@@ -137,19 +136,16 @@ def _line_question(record: dict[str, Any], question_id: str, path: Path, line: i
 
 
 def dataset_questions(dataset: str, question_ids: Sequence[str]) -> dict[str, Question]:
-    """The dataset's questions among ``question_ids``, by id (data folder: ``MEMBENCH_DATA``)."""
-    if dataset == "locomo":
-        wanted = set(question_ids)
-        return {
-            question.question_id: question
-            for conversation in load_locomo()
-            for question in conversation.questions
-            if question.question_id in wanted
-        }
-    variant = cast("Any", dataset.removeprefix("longmemeval_"))
+    """The dataset's questions among ``question_ids``, by id (data folder: ``MEMBENCH_DATA``);
+    ``dataset`` as the report names it (``locomo``, ``longmemeval_s``)."""
+    spec = named_spec(dataset)
+    variant = dataset.removeprefix(spec.name).removeprefix("_") or None
+    wanted = set(question_ids)
     return {
-        conversation.conversation_id: conversation.questions[0]
-        for conversation in iter_longmemeval(variant, None, question_ids)
+        question.question_id: question
+        for conversation in spec.source(variant, None, resolve_data_dir())()
+        for question in conversation.questions
+        if question.question_id in wanted
     }
 
 
