@@ -101,7 +101,7 @@ def test_a_small_archive_parses(tmp_path: Path) -> None:
         (_item(question_date="yesterday"), r"1_q1\.json: record q1: bad date 'yesterday'"),
         (
             {k: v for k, v in _item().items() if k != "answer"},
-            r"record q1: missing or malformed field 'answer'",
+            r"record q1: missing field 'answer'",
         ),
         (_item(question_type="trivia"), r"record q1: unknown question_type 'trivia'"),
         (_item(haystack_dates=[]), r"record q1: haystack ids, dates and sessions differ"),

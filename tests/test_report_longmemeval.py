@@ -24,19 +24,13 @@ from run_helpers import compose_with_hydra, longmemeval_item, sweep_values, writ
 from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.report import LONGMEMEVAL_TYPES, build_report, main
+from benchmarks.report.rows import LONGMEMEVAL_RANKING
 from benchmarks.summary import longmemeval_summary
 from memsys.types import LONGMEMEVAL_CATEGORIES
 
 LME_DATASET = {"name": "longmemeval", "variant": "s"}
 LME30 = {"name": "lme30", "conversations": None, "max_questions": 30}
-RANKING_NAMES = (
-    "recall_all@5",
-    "ndcg_any@5",
-    "recall_all@10",
-    "ndcg_any@10",
-    "recall_any@1",
-    "mrr",
-)
+RANKING_NAMES = LONGMEMEVAL_RANKING
 #: The questions of these tests, and whether the answer is on the user's side (the official
 #: retrieval definition skips a question whose only has_answer turn is the assistant's).
 USER_SIDE = {"ssu1": False} | dict.fromkeys(

@@ -46,3 +46,22 @@ def checked_id(path: Path | str, record: str | int | None, field: str, value: An
             path, record, f"field {field!r}: {value!r:.60} holds the character {bad.group()!r}"
         )
     return value
+
+
+def text_field(
+    path: Path | str, record: str, mapping: Any, key: str, *, numbers: bool = False
+) -> str:
+    """``mapping[key]`` as text: a string (or, with ``numbers``, a number: answers include years
+    and counts), never ``null`` or a container read as ``"None"`` or ``"[...]"``.
+
+    Raises:
+        DatasetError: the field is missing or of another kind; it names file, record and field.
+    """
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise DatasetError(path, record, f"missing field {key!r}")
+    value = mapping[key]
+    kinds = (str, int, float) if numbers else (str,)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        expected = "a string or a number" if numbers else "a string"
+        raise DatasetError(path, record, f"field {key!r}: expected {expected}, got {value!r:.60}")
+    return str(value)

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.data.errors import DatasetError, checked_id
+from benchmarks.data.errors import DatasetError, checked_id, text_field
 from memsys.types import LOCOMO_CATEGORIES, Conversation, Question, Session, Turn
 
 LOCOMO_FILE = "locomo/locomo10.json"
@@ -56,10 +56,15 @@ def read_locomo(path: Path) -> tuple[list[Conversation], list[str]]:
 def _read_conversation(path: Path, index: int, item: Any, notes: list[str]) -> Conversation:
     record = f"#{index}"
     try:
-        sample_id = checked_id(path, record, "sample_id", _text(path, record, item, "sample_id"))
+        sample_id = checked_id(
+            path, record, "sample_id", text_field(path, record, item, "sample_id")
+        )
         record = sample_id
         body = item["conversation"]
-        speakers = (_text(path, record, body, "speaker_a"), _text(path, record, body, "speaker_b"))
+        speakers = (
+            text_field(path, record, body, "speaker_a"),
+            text_field(path, record, body, "speaker_b"),
+        )
         sessions = _read_sessions(path, sample_id, body)
         known_turns = {turn.turn_id for session in sessions for turn in session.turns}
         questions = tuple(
@@ -91,15 +96,15 @@ def _read_session(path: Path, sample_id: str, number: int, body: dict[str, Any])
         turn_record = f"{record} turn {index}"
         try:
             caption = raw_turn.get("blip_caption")
-            text = _text(path, turn_record, raw_turn, "text")
+            text = text_field(path, turn_record, raw_turn, "text")
             if caption:
                 text = f"{text} [shares an image: {caption}]"
             turns.append(
                 Turn(
-                    turn_id=_text(path, turn_record, raw_turn, "dia_id"),
+                    turn_id=text_field(path, turn_record, raw_turn, "dia_id"),
                     session_id=session_id,
                     index=index,
-                    speaker=_text(path, turn_record, raw_turn, "speaker"),
+                    speaker=text_field(path, turn_record, raw_turn, "speaker"),
                     text=text,
                     timestamp=timestamp,
                     image_caption=caption,
@@ -129,20 +134,20 @@ def _read_question(
     if category == "adversarial":
         if adversarial is None:
             raise DatasetError(path, question_id, "category 5 item without adversarial_answer")
-        answer = _text(path, question_id, qa, "adversarial_answer", numbers=True)
+        answer = text_field(path, question_id, qa, "adversarial_answer", numbers=True)
         original = (
             None
             if qa.get("answer") is None
-            else _text(path, question_id, qa, "answer", numbers=True)
+            else text_field(path, question_id, qa, "answer", numbers=True)
         )
     else:
-        answer, original = _text(path, question_id, qa, "answer", numbers=True), None
+        answer, original = text_field(path, question_id, qa, "answer", numbers=True), None
     evidence = _parse_evidence(question_id, qa["evidence"], known_turns, notes)
     sessions = tuple(dict.fromkeys(_session_of(turn_id) for turn_id in evidence))
     return Question(
         question_id=question_id,
         conversation_id=sample_id,
-        question=_text(path, question_id, qa, "question"),
+        question=text_field(path, question_id, qa, "question"),
         answer=answer,
         category=category,
         evidence=evidence,
@@ -177,18 +182,3 @@ def _session_of(turn_id: str) -> str:
 
 def _text_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _text(
-    path: Path, record: str, mapping: dict[str, Any], key: str, *, numbers: bool = False
-) -> str:
-    """``mapping[key]`` as text: a string (or, with ``numbers``, a number: LoCoMo's answers
-    include years and counts), never ``None`` or a container read as ``"None"`` or ``"[...]"``."""
-    if key not in mapping:
-        raise DatasetError(path, record, f"missing field {key!r}")
-    value = mapping[key]
-    kinds = (str, int, float) if numbers else (str,)
-    if isinstance(value, bool) or not isinstance(value, kinds):
-        expected = "a string or a number" if numbers else "a string"
-        raise DatasetError(path, record, f"field {key!r}: expected {expected}, got {value!r:.60}")
-    return str(value)

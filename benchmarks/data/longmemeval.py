@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from benchmarks.data.errors import DatasetError, checked_id
+from benchmarks.data.errors import DatasetError, checked_id, text_field
 from benchmarks.data.paths import data_file
 from memsys.types import LONGMEMEVAL_CATEGORIES, Conversation, Question, Session, Turn
 
@@ -157,8 +157,8 @@ def parse_instance(item: Any, *, source: str | Path, reconstructed: bool = False
         question = Question(
             question_id=question_id,
             conversation_id=question_id,
-            question=_text(source, record, item, "question"),
-            answer=_text(source, record, item, "answer", numbers=True),
+            question=text_field(source, record, item, "question"),
+            answer=text_field(source, record, item, "answer", numbers=True),
             category=LONGMEMEVAL_CATEGORIES[question_type],
             evidence=evidence,
             evidence_sessions=tuple(str(s) for s in item["answer_session_ids"]),
@@ -204,8 +204,8 @@ def _parse_session(
             turn_id=f"{session_id}:{index}",
             session_id=session_id,
             index=index,
-            speaker=_text(source, f"{record} session {session_id} turn {index}", turn, "role"),
-            text=_text(source, f"{record} session {session_id} turn {index}", turn, "content"),
+            speaker=text_field(source, f"{record} session {session_id} turn {index}", turn, "role"),
+            text=text_field(source, f"{record} session {session_id} turn {index}", turn, "content"),
             timestamp=timestamp,
             has_answer=turn.get("has_answer"),
         )
@@ -219,14 +219,3 @@ def _parse_date(source: str | Path, record: str, text: Any) -> datetime:
         return datetime.strptime(str(text), DATE_FORMAT)
     except ValueError as error:
         raise DatasetError(source, record, f"bad date {text!r}") from error
-
-
-def _text(source: str | Path, record: str, mapping: Any, key: str, *, numbers: bool = False) -> str:
-    """``mapping[key]`` as text: a string (or, with ``numbers``, a number: 32 oracle answers are
-    counts), never ``null`` or a container read as ``"None"`` or ``"[...]"``."""
-    value = mapping[key]
-    kinds = (str, int, float) if numbers else (str,)
-    if isinstance(value, bool) or not isinstance(value, kinds):
-        expected = "a string or a number" if numbers else "a string"
-        raise DatasetError(source, record, f"field {key!r}: expected {expected}, got {value!r:.60}")
-    return str(value)

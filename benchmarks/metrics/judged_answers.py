@@ -49,7 +49,7 @@ from omegaconf.errors import OmegaConfBaseException
 from benchmarks.data.errors import DataMissingError, DatasetError
 from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 from benchmarks.data.specs import named_spec
-from benchmarks.metrics.jsonl import InputError, read_jsonl, require
+from benchmarks.metrics.jsonl import InputError, require
 from benchmarks.metrics.judge import (
     ABSTENTION_RULE,
     PROTOCOLS,
@@ -58,7 +58,12 @@ from benchmarks.metrics.judge import (
     judge_prompt,
     question_category,
 )
-from benchmarks.metrics.qa import ADVERSARIAL, DEFAULT_JUDGE_BACKBONE, text_field
+from benchmarks.metrics.qa import (
+    ADVERSARIAL,
+    DEFAULT_JUDGE_BACKBONE,
+    read_lines_by_id,
+    text_field,
+)
 from benchmarks.settings import ConfigError, check_backbone, compose_config
 from benchmarks.summary import (
     Cell,
@@ -157,12 +162,7 @@ def read_answers(path: Path, dataset: str | None = None) -> list[JudgedAnswer]:
             dataset; the message names the file and line.
     """
     lines: list[tuple[int, str, str, dict[str, Any]]] = []
-    seen: dict[str, int] = {}
-    for line, record in read_jsonl(path):
-        question_id = text_field(record, "question_id" if "id" not in record else "id", path, line)
-        if question_id in seen:
-            raise InputError(path, line, f"id {question_id!r} repeats line {seen[question_id]}")
-        seen[question_id] = line
+    for line, question_id, record in read_lines_by_id(path):
         lines.append((line, question_id, _prediction(record, path, line), record))
     if dataset is None:
         return [

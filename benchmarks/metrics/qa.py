@@ -29,7 +29,7 @@ import re
 import string
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -306,6 +306,22 @@ def text_field(record: dict[str, Any], key: str, path: Path, line: int) -> str:
     return str(value)
 
 
+def read_lines_by_id(path: Path) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """``(line, question id, record)`` per line of a predictions file; the id is ``id``, or
+    ``question_id`` as a run's own ``predictions.jsonl`` names it (scored as it stands).
+
+    Raises:
+        InputError: a malformed line, a missing id, or an id that repeats an earlier line's.
+    """
+    seen: dict[str, int] = {}
+    for line, record in read_jsonl(path):
+        question_id = text_field(record, "question_id" if "id" not in record else "id", path, line)
+        if question_id in seen:
+            raise InputError(path, line, f"id {question_id!r} repeats line {seen[question_id]}")
+        seen[question_id] = line
+        yield line, question_id, record
+
+
 def read_predictions(path: Path | str) -> list[QAPrediction]:
     """Read a prediction JSONL file, one question per line.
 
@@ -331,13 +347,7 @@ def read_predictions(path: Path | str) -> list[QAPrediction]:
     """
     path = Path(path)
     items: list[QAPrediction] = []
-    seen: dict[str, int] = {}
-    for line, record in read_jsonl(path):
-        # A run's own predictions.jsonl names it ``question_id``: it is scored as it stands.
-        question_id = text_field(record, "question_id" if "id" not in record else "id", path, line)
-        if question_id in seen:
-            raise InputError(path, line, f"id {question_id!r} repeats line {seen[question_id]}")
-        seen[question_id] = line
+    for line, question_id, record in read_lines_by_id(path):
         try:
             category = normalize_category(require(record, "category", path, line))
         except ValueError as exc:
