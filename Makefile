@@ -42,8 +42,9 @@ RETRIEVAL_METHODS ?=
 # The same on LongMemEval-S, with SeCom's compression off (offline self-information compression
 # runs at ~100 tokens/s, ~20 minutes per ~115k-token haystack), scored under LongMemEval's
 # official retrieval definition from each record's stored ranking. By default the lme30 sample
-# (30 questions stratified by type); LME_RETRIEVAL_SUBSET=full for all 499 (about 40
-# machine-hours on 2 cores, measured: docs/longmemeval-at-scale.md).
+# (30 questions stratified by type; 1 h 51 min measured with WORKERS=2 on 2 cores shared with
+# other work); LME_RETRIEVAL_SUBSET=full for all 499 (about 40 machine-hours on 2 cores,
+# measured: docs/longmemeval-at-scale.md).
 # The methods: every conf/method config whose registry block lists retrieval_lme (benchmarks/registry.py).
 LME_RETRIEVAL_METHODS ?= $(shell $(PY) -m benchmarks.registry retrieval_lme)
 LME_RETRIEVAL_SUBSET ?= lme30
