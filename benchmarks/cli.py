@@ -94,10 +94,11 @@ def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T | None:
         _note_failed_job(failures, str(error))
     except (KeyboardInterrupt, Terminated) as stop:
         command = shlex.join(getattr(sys, "orig_argv", sys.argv))
-        masked = "" if redact(command) == command else " (with the credentials masked here)"
+        shown = redact(command)
+        masked = "" if shown == command else " (with the credentials masked here)"
         print(
             "interrupted: what was logged is kept; run the same command again to resume"
-            f"{masked}: {redact(command)}",
+            f"{masked}: {shown}",
             file=sys.stderr,
         )
         sys.exit(stop.code if isinstance(stop, Terminated) else 130)

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from benchmarks.answering.context import RenderedContext, render_context
 from benchmarks.answering.prompts import answer_messages
-from benchmarks.data.paths import REPO_ROOT
+from benchmarks.data.paths import resolve_path
 from benchmarks.memory_store import MemoryStore
 from benchmarks.metrics.judge import Judge, Verdict, judging_entry, judgings
 from benchmarks.metrics.qa import QAPrediction, score_prediction
@@ -64,12 +64,6 @@ class Harness:
         """What this process's embedder and parser have done so far (texts asked, texts they
         had to process, seconds), for the invocation ledger."""
         return {"embedding": self.services.embedder.counts(), "parsing": self.services.nlp.counts()}
-
-
-def resolve_path(path: str) -> Path:
-    """Relative paths are relative to the repository root (Hydra may run jobs elsewhere)."""
-    candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else REPO_ROOT / candidate
 
 
 def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harness:

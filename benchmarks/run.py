@@ -52,7 +52,8 @@ from benchmarks.metrics.judge_probes import (
     probes_settled,
     read_probes,
 )
-from benchmarks.metrics.ranking import load_corpora
+from benchmarks.metrics.longmemeval_official import Corpus
+from benchmarks.metrics.ranking import corpus_of
 from benchmarks.provenance import code_versions, provenance
 from benchmarks.runlog import (
     QUESTIONS_FILE,
@@ -60,6 +61,7 @@ from benchmarks.runlog import (
     ResultsWriteError,
     exclusive,
     log_invocation,
+    read_question_set,
     summarize_invocations,
     write_atomically,
 )
@@ -260,11 +262,17 @@ def question_ids(settings: RunSettings, data_dir: Path) -> list[str]:
 
 
 def noting_questions(
-    conversations: Iterable[Conversation], seen: list[str]
+    conversations: Iterable[Conversation],
+    seen: list[str],
+    corpora: dict[str, Corpus] | None = None,
 ) -> Iterator[Conversation]:
-    """``conversations``, appending their question ids to ``seen`` as they go by."""
+    """``conversations``, appending their question ids to ``seen`` as they go by, and (given
+    ``corpora``, on LongMemEval) each one's official retrieval corpus, which the run's summary
+    scores the stored rankings against, with no second pass over the dataset."""
     for conversation in conversations:
         seen.extend(question.question_id for question in conversation.questions)
+        if corpora is not None:
+            corpora[conversation.conversation_id] = corpus_of(conversation)
         yield conversation
 
 
@@ -278,11 +286,13 @@ def run_in(
     log = RecordLog(run_dir / "predictions.jsonl", retryable=failed)
     if len(log):  # resuming: the rows logged must be this run's own
         owner = f"this run's question set ({settings.dataset}, subset {settings.subset.name})"
-        log.check_ids(question_ids(settings, data_dir), owner)
+        # the question set a finished invocation wrote, else one pass over the dataset
+        log.check_ids(read_question_set(run_dir) or question_ids(settings, data_dir), owner)
     harness = build_harness(cfg, settings, run_dir)
     seen: list[str] = []
+    corpora: dict[str, Corpus] | None = {} if settings.spec.longmemeval_scores else None
     conversations: Iterable[Conversation] = noting_questions(
-        select(conversations_source(settings, data_dir), settings.subset), seen
+        select(conversations_source(settings, data_dir), settings.subset), seen, corpora
     )
     answered_before = len(log)
     construction = ConstructionCounts()
@@ -320,15 +330,6 @@ def run_in(
         log_invocation(invocations, invocation, unwinding=sys.exc_info()[1] is not None)
     write_atomically(run_dir / QUESTIONS_FILE, json.dumps(seen))
     records = log.records()
-    corpora = (
-        load_corpora(
-            settings.variant or "s",
-            (r["question_id"] for r in records),
-            resolve_data_dir(cfg.data_dir),
-        )
-        if settings.spec.longmemeval_scores
-        else None
-    )
     summary = summarize_run(records, settings, corpora=corpora)
     summary["run_dir"] = shown_path(run_dir)
     summary["construction"] = {

@@ -35,6 +35,13 @@ from memsys.files import replace_file, write_all
 QUESTIONS_FILE = "questions.json"
 
 
+def read_question_set(run_dir: Path) -> list[str] | None:
+    """The question ids a finished invocation of the run wrote to :data:`QUESTIONS_FILE`, or
+    None where none has (an older run, or one never finished)."""
+    path = run_dir / QUESTIONS_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
 class RunInProgressError(RuntimeError):
     """Another process is writing the same run directory."""
 

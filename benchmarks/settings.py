@@ -21,7 +21,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from benchmarks.answering.context import CONTEXT_ORDERS
 from benchmarks.answering.prompts import TEMPLATES
-from benchmarks.data.paths import REPO_ROOT
+from benchmarks.data.paths import REPO_ROOT, resolve_path
 from benchmarks.data.specs import DATASET_SPECS, DatasetSpec
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.subsets import SubsetSpec
@@ -32,14 +32,8 @@ from memsys.llm.retry import RetryPolicy
 CONF = REPO_ROOT / "conf"
 
 
-def repo_path(path: str) -> str:
-    """``path`` as the runners resolve it: relative paths are relative to the repository root.
-    Registered as the config resolver ``repo_path`` (Hydra's folders under ``results_dir``)."""
-    candidate = Path(path).expanduser()
-    return str(candidate if candidate.is_absolute() else REPO_ROOT / candidate)
-
-
-OmegaConf.register_new_resolver("repo_path", repo_path, replace=True)
+# ``${repo_path:...}``: a path as the runners resolve it (Hydra's folders under ``results_dir``).
+OmegaConf.register_new_resolver("repo_path", lambda path: str(resolve_path(path)), replace=True)
 #: Keys that say where things live, how to display them or how many processes do the work: not
 #: part of a run's identity.
 LOCATION_KEYS = (
@@ -249,10 +243,10 @@ def validate(cfg: DictConfig) -> RunSettings:
     return settings
 
 
-def check_known_keys(cfg: DictConfig, primary: Path = CONF / "config.yaml") -> None:
+def check_known_keys(cfg: DictConfig) -> None:
     """Refuse a top-level key that no config under ``conf/`` declares (``+batchsize=4`` for
     ``batch_size``): it would change the run id and nothing would read it."""
-    known = declared_keys(primary)
+    known = declared_keys(CONF / "config.yaml")
     for key in cfg:
         if key not in known:
             raise ConfigError(

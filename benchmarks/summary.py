@@ -26,14 +26,14 @@ import numpy as np
 
 from benchmarks.data.specs import dataset_spec
 from benchmarks.metrics.judge import PROTOCOLS
-from benchmarks.metrics.longmemeval_official import Corpus, metric_names
+from benchmarks.metrics.longmemeval_official import GRANULARITIES, Corpus, metric_names
 from benchmarks.metrics.ranking import record_scores
 from benchmarks.metrics.stats import MIN_CLUSTERS, bootstrap_ci, resampling_unit
 from benchmarks.settings import RunSettings
 
 SCORE_NAMES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
 #: The levels LongMemEval scores a record's stored ``ranking`` at.
-RANKING_LEVELS = ("session", "turn")
+RANKING_LEVELS = GRANULARITIES
 #: The score of an answer under a judge protocol other than the dataset's own (``judge_acc``).
 OTHER_JUDGE_PREFIX = "judge_acc_"
 

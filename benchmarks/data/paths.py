@@ -29,6 +29,12 @@ def resolve_data_dir(configured: str | os.PathLike[str] | None = None) -> Path:
     return path.resolve()
 
 
+def resolve_path(path: str) -> Path:
+    """Relative paths are relative to the repository root (Hydra may run jobs elsewhere)."""
+    candidate = Path(path).expanduser()
+    return candidate if candidate.is_absolute() else REPO_ROOT / candidate
+
+
 def shown_path(path: Path) -> str:
     """A path relative to the repository when inside it, so committed files (table headers, a
     run's ``metrics.json``) do not name a machine's home directory."""

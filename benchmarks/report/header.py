@@ -94,7 +94,8 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics
     else:
         lines.append(
             f"Retrieval only (no answer prompt), context budget "
-            f"{shared['answer.context_budget']} tokens"
+            f"{shared['answer.context_budget']} tokens (the method's items kept best first "
+            "within it; the order they would be shown in changes no number here)"
         )
     lines.append(
         f"Evidence recall: share of a question's evidence ({spec.evidence}) in the context handed "

@@ -23,7 +23,12 @@ from benchmarks.data.paths import REPO_ROOT
 from benchmarks.harness import failed
 from benchmarks.provenance import recorded_method_source
 from benchmarks.report.naming import row_key
-from benchmarks.runlog import QUESTIONS_FILE, latest_records, summarize_invocations
+from benchmarks.runlog import (
+    QUESTIONS_FILE,
+    latest_records,
+    read_question_set,
+    summarize_invocations,
+)
 from benchmarks.summary import dataset_name as named_dataset
 
 _MISSING = object()
@@ -134,12 +139,8 @@ def own_records(directory: Path) -> list[dict[str, Any]]:
     question outside its ``questions.json`` (runs without the file are not checked for this),
     or a row after the question's settled (not failed) one."""
     path = directory / "predictions.jsonl"
-    questions_file = directory / QUESTIONS_FILE
-    question_set = (
-        set(json.loads(questions_file.read_text(encoding="utf-8")))
-        if questions_file.exists()
-        else None
-    )
+    listed = read_question_set(directory)
+    question_set = None if listed is None else set(listed)
     kept: dict[str, dict[str, Any]] = {}
     settled_on: dict[str, int] = {}
     with path.open(encoding="utf-8") as handle:

@@ -52,6 +52,12 @@ class Attempt:
 _ATTEMPT: ContextVar[Attempt | None] = ContextVar("http_attempt", default=None)
 
 
+def _bounded(timeout: float | None, error: type[Exception]) -> float | None:
+    """``timeout`` cut to what the current attempt has left (unchanged outside an attempt)."""
+    attempt = _ATTEMPT.get()
+    return timeout if attempt is None else attempt.bound(timeout, error)
+
+
 @contextmanager
 def attempt_limits(timeout_s: float, max_bytes: int) -> Iterator[Attempt]:
     """Bound the requests made inside to ``timeout_s`` seconds from now and ``max_bytes``
@@ -82,9 +88,7 @@ class LimitedStream(NetworkStream):
         return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        attempt = _ATTEMPT.get()
-        if attempt is not None:
-            timeout = attempt.bound(timeout, httpcore2.WriteTimeout)
+        timeout = _bounded(timeout, httpcore2.WriteTimeout)
         self._stream.write(buffer, timeout)
 
     def close(self) -> None:
@@ -93,9 +97,7 @@ class LimitedStream(NetworkStream):
     def start_tls(
         self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
     ) -> NetworkStream:
-        attempt = _ATTEMPT.get()
-        if attempt is not None:
-            timeout = attempt.bound(timeout, httpcore2.ConnectTimeout)
+        timeout = _bounded(timeout, httpcore2.ConnectTimeout)
         return LimitedStream(self._stream.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:
@@ -116,18 +118,14 @@ class LimitedBackend(NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> NetworkStream:
-        attempt = _ATTEMPT.get()
-        if attempt is not None:
-            timeout = attempt.bound(timeout, httpcore2.ConnectTimeout)
+        timeout = _bounded(timeout, httpcore2.ConnectTimeout)
         stream = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
         return LimitedStream(stream)
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> NetworkStream:
-        attempt = _ATTEMPT.get()
-        if attempt is not None:
-            timeout = attempt.bound(timeout, httpcore2.ConnectTimeout)
+        timeout = _bounded(timeout, httpcore2.ConnectTimeout)
         return LimitedStream(self._backend.connect_unix_socket(path, timeout, socket_options))
 
     def sleep(self, seconds: float) -> None:
