@@ -69,6 +69,14 @@ SEG_LITE ?= texttiling,embedding,esmem_lite
 SEG_LLM ?= secom,esmem
 SEG_LLM_DATASET ?= tiage
 SEG_LLM_LIMIT ?= 5
+# SeCom's reflection (Appendix A.1) in the paper's transfer setting: a rubric learned on the split
+# that conf/segmenter/secom_reflection*.yaml names (TIAGE train), tested beside zero-shot SeCom on
+# the first SEG_REFLECT_LIMIT dialogues of SEG_REFLECT_DATASET's test split. The default is the
+# stated sample secom_reflection_sample; SEG_REFLECT_SEGMENTER=secom_reflection is A.1's setting.
+SEG_REFLECT_SEGMENTER ?= secom_reflection_sample
+SEG_REFLECT_DATASET ?= superdialseg
+SEG_REFLECT_LIMIT ?= 5
+SEG_REFLECT_RUNS = results/runs/segmentation_reflection
 
 # The papers' setting (docs/paper-setting.md): conf/experiment/paper_{locomo,longmemeval}.yaml, each
 # method's paper configuration (conf/paper/) and the baselines x qwen2.5-3b, llama3.2-3b and
@@ -80,7 +88,7 @@ PAPER_ENTRIES ?=
 PAPER_BACKBONES ?=
 PAPER_SWEEP = $(if $(PAPER_ENTRIES),paper=$(PAPER_ENTRIES)) $(if $(PAPER_BACKBONES),backbone=$(PAPER_BACKBONES))
 
-.PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-libraries reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-paper clean
+.PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-libraries reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -157,6 +165,11 @@ reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md
 	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=$(PROGRESS)
 	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LLM) dataset=$(SEG_LLM_DATASET) limit=$(SEG_LLM_LIMIT) backbone=$(BACKBONES) progress=$(PROGRESS)
 	$(PY) -m benchmarks.segmentation_table --out results/table_segmentation
+
+reproduce-segmentation-reflection:  ## SeCom's reflection: rubric learned on TIAGE train, tested with and without it -> results/table_segmentation_reflection.{md,csv}
+	@echo "NOTE: $(SEG_REFLECT_SEGMENTER) on the first $(SEG_REFLECT_LIMIT) $(SEG_REFLECT_DATASET) test dialogues, backbone $(BACKBONES): not the paper's setting (GPT-4, 100 hard examples in 10 rounds of 10)"
+	$(PY) -m benchmarks.segment -m segmenter=secom,$(SEG_REFLECT_SEGMENTER) dataset=$(SEG_REFLECT_DATASET) limit=$(SEG_REFLECT_LIMIT) backbone=$(BACKBONES) results_dir=$(SEG_REFLECT_RUNS) progress=$(PROGRESS)
+	$(PY) -m benchmarks.segmentation_table --runs $(SEG_REFLECT_RUNS) --out results/table_segmentation_reflection --title "SeCom segmentation with and without reflection (Appendix A.1)"
 
 reproduce-paper:  ## the papers' setting, published numbers beside -> results/paper_{locomo,longmemeval}.md
 	$(PY) -m benchmarks.run -m +experiment=paper_locomo $(PAPER_SWEEP) progress=$(PROGRESS)

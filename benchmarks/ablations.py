@@ -9,8 +9,11 @@ the ``ablations`` grid: :mod:`benchmarks.registry`) retrieval only, as
 reader's context as turn ids in the order shown, its tokens, evidence recall) in
 ``results/ablations/<config>.jsonl.gz``, and from those alone writes ``results/ablations.json``
 and ``results/ablations.md`` (so a test can rebuild the committed table from committed records).
+A change is told apart as a change of the context's turn *set* or of its *order* alone: evidence
+recall counts a set, so an order-only change (CAST's episodic half, which Algorithm 2 lets only
+reorder the semantic top-k) cannot move it, and only a reader can show its effect.
 
-    python -m benchmarks.ablations run [--methods cast,fracom] [--workers 2]
+    python -m benchmarks.ablations run [--methods cast,fracom] [--configs fracom_theta08] [--workers 2]
     python -m benchmarks.ablations table
 """
 
@@ -31,12 +34,17 @@ import yaml
 from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.runlog import latest_records
-from benchmarks.settings import CONF, compose_config
+from benchmarks.settings import CONF, compose_config, context_order
 
 SPEC = CONF / "ablations.yaml"
 OUT = REPO_ROOT / "results"
-#: Below this share of changed contexts an ablation needs a written explanation.
+#: Below this share of changed contexts (set or order) an ablation needs a written explanation.
 EXPLAIN_BELOW = 0.05
+#: The note on a row whose changes are all of order: what evidence recall cannot show.
+ORDER_ONLY_NOTE = (
+    "Order only: every changed context holds the method's own turns in another order; evidence "
+    "recall counts a set and cannot show it (only a reader can)"
+)
 
 
 @dataclass(frozen=True)
@@ -84,11 +92,23 @@ def compose_run(variant: Variant, extra: Sequence[str] = ()) -> Any:
     return compose_config([*variant.overrides, *extra])
 
 
-def run_all(spec: dict[str, Any], methods: Sequence[str] | None, extra: Sequence[str]) -> None:
-    """Run (or resume) every variant that can run here; write its compact records."""
+def run_all(
+    spec: dict[str, Any],
+    methods: Sequence[str] | None,
+    extra: Sequence[str],
+    configs: Sequence[str] | None = None,
+) -> None:
+    """Run (or resume) every variant that can run here (or only ``configs``); write its compact
+    records."""
     from benchmarks.run import run  # the runner pulls in every service; only `run` needs it
 
-    for variant in variants(spec, methods):
+    chosen = variants(spec, methods)
+    unknown = set(configs or ()) - {variant.config for variant in chosen}
+    if unknown:
+        raise SystemExit(f"error: --configs names no ablation row: {', '.join(sorted(unknown))}")
+    for variant in chosen:
+        if configs and variant.config not in configs:
+            continue
         if variant.config in spec.get("skip", {}):
             print(f"skip {variant.config}: {spec['skip'][variant.config]}", file=sys.stderr)
             continue
@@ -113,6 +133,7 @@ def write_records(variant: Variant, run_dir: Path, folder: Path) -> Path:
                 "context": record["retrieved_turn_ids"],
                 "context_tokens": record["context_tokens"],
                 "evidence_recall": record["evidence_recall"],
+                "evidence_recall_all_retrieved": record.get("evidence_recall_all_retrieved"),
                 **({"trace": record["trace"]} if record.get("trace") else {}),
             }
             out.write(json.dumps(compact) + "\n")
@@ -126,8 +147,51 @@ def read_records(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]
     return header, {row["question_id"]: row for row in rows}
 
 
+def context_changes(
+    records: dict[str, dict[str, Any]], base: dict[str, dict[str, Any]]
+) -> tuple[float, float] | None:
+    """Over the questions both record sets hold: the share whose context holds other turns than
+    ``base``'s (a set change), and the share holding the same turns in another order (order
+    only); None when they share no question.
+
+    >>> base = {"q1": {"context": ["D1", "D2"]}, "q2": {"context": ["D3"]}}
+    >>> context_changes({"q1": {"context": ["D2", "D1"]}, "q2": {"context": ["D4"]}}, base)
+    (0.5, 0.5)
+    """
+    shared = [q for q in records if q in base]
+    if not shared:
+        return None
+    mine = [(records[q]["context"], base[q]["context"]) for q in shared]
+    moved = sum(set(a) != set(b) for a, b in mine)
+    reordered = sum(set(a) == set(b) and a != b for a, b in mine)
+    return moved / len(shared), reordered / len(shared)
+
+
+def row_note(changes: tuple[float, float] | None, explanation: str | None) -> str | None:
+    """The explanation a row owes (below :data:`EXPLAIN_BELOW` of contexts changed, set or
+    order) or carries, after :data:`ORDER_ONLY_NOTE` where its changes are all of order."""
+    notes = []
+    if changes is not None and changes[0] == 0 and changes[1] > 0:
+        notes.append(ORDER_ONLY_NOTE)
+    if changes is not None and sum(changes) < EXPLAIN_BELOW:
+        notes.append(explanation or "UNEXPLAINED: changes fewer than 5% of contexts")
+    elif explanation:
+        notes.append(explanation)
+    return ". ".join(notes) or None
+
+
+def method_orders(spec: dict[str, Any]) -> dict[str, str]:
+    """The order each method's contexts are shown in, as its own config's run resolves it
+    (``answer.order=method``: the order its class declares)."""
+    return {
+        method: context_order(compose_config([*spec["overrides"], f"method={method}", *extra]))
+        for method, extra in spec["methods"].items()
+    }
+
+
 def summarize(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Per variant: evidence recall, context tokens, and the share of contexts changed."""
+    """Per variant: evidence recall, context tokens, and the shares of contexts whose turn set
+    changed or whose order alone did."""
     rows = []
     own: dict[str, dict[str, dict[str, Any]]] = {}
     for variant in variants(spec):
@@ -146,32 +210,35 @@ def summarize(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
         header, records = read_records(path)
         if variant.config == variant.method:
             own[variant.method] = records
-        base = own.get(variant.method, {})
-        recalls = [
-            r["evidence_recall"] for r in records.values() if r["evidence_recall"] is not None
-        ]
-        shared = [q for q in records if q in base]
-        changed = sum(records[q]["context"] != base[q]["context"] for q in shared)
-        share = changed / len(shared) if shared and variant.config != variant.method else None
+        changes = (
+            None
+            if variant.config == variant.method
+            else context_changes(records, own.get(variant.method, {}))
+        )
+        recalls = known(r["evidence_recall"] for r in records.values())
+        before_budget = known(r.get("evidence_recall_all_retrieved") for r in records.values())
         row.update(
             status="run",
             run=header["run"],
             overrides=header["overrides"],
             questions=len(records),
-            evidence_recall=round(sum(recalls) / len(recalls), 4) if recalls else None,
+            evidence_recall=mean_or_none(recalls),
+            # records written before the field was kept have none: "—", not a partial mean
+            evidence_recall_all_retrieved=mean_or_none(before_budget)
+            if len(before_budget) == len(recalls)
+            else None,
             context_tokens=round(
                 sum(r["context_tokens"] for r in records.values()) / len(records), 1
             ),
-            contexts_changed=None if share is None else round(share, 4),
+            set_changed=None if changes is None else round(changes[0], 4),
+            order_only=None if changes is None else round(changes[1], 4),
         )
         depth = trace_summary(records.values())
         if depth:
             row["depth"] = depth
-        explanation = spec.get("explanations", {}).get(variant.config)
-        if share is not None and share < EXPLAIN_BELOW:
-            row["note"] = explanation or "UNEXPLAINED: changes fewer than 5% of contexts"
-        elif explanation:
-            row["note"] = explanation
+        note = row_note(changes, spec.get("explanations", {}).get(variant.config))
+        if note:
+            row["note"] = note
         rows.append(row)
     counts = {row.get("questions") for row in rows if row.get("status") == "run"}
     return {
@@ -179,8 +246,18 @@ def summarize(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
         "sample": spec["sample"],
         "questions": "/".join(str(c) for c in sorted(counts)) or "0",
         "explain_below": EXPLAIN_BELOW,
+        "context_orders": method_orders(spec),
         "rows": rows,
     }
+
+
+def known(values: Iterable[float | None]) -> list[float]:
+    """The values that are not None (a question without evidence has no recall)."""
+    return [value for value in values if value is not None]
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
 
 
 def _distribution(values: Sequence[float]) -> dict[str, float]:
@@ -251,6 +328,19 @@ def depth_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def orders_line(orders: dict[str, str]) -> str:
+    """The header's context-order line: which methods' contexts are shown in which order."""
+    by_order: dict[str, list[str]] = {}
+    for method, order in orders.items():
+        by_order.setdefault(order, []).append(method)
+    shown = "; ".join(f"{order} for {', '.join(methods)}" for order, methods in by_order.items())
+    return (
+        f"- Context order: each method's own (`answer.order=method`, its class declares it): "
+        f"{shown}. In time order a context with the same turns is shown the same way; only a "
+        "rank-ordered context can change in order alone"
+    )
+
+
 def to_markdown(summary: dict[str, Any]) -> str:
     """The table a reader checks: one block per method, its own config first."""
     lines = [
@@ -258,27 +348,38 @@ def to_markdown(summary: dict[str, Any]) -> str:
         "",
         f"- Sample: {summary['questions']} questions ({summary['sample']}); not the papers' "
         "setting (lite extraction, no reader)",
-        f"- Runs: `{' '.join(summary['overrides'])}` plus each config's own overrides (CAST: "
-        "`answer.order=rank`, its fused order reaches the reader)",
+        f"- Runs: `{' '.join(summary['overrides'])}` plus each config's own overrides",
+        orders_line(summary["context_orders"]),
         "- Evidence recall: share of a question's evidence turns in the reader's context (adversarial "
-        "questions included: this is retrieval, not answering)",
-        "- Contexts changed: share of questions whose reader context (turn ids in the order the reader "
-        "sees them) differs from the method's own config; an ablation below "
-        f"{summary['explain_below']:.0%} must say why",
+        "questions included: this is retrieval, not answering). It counts a set of turns: a "
+        "change of order alone cannot move it",
+        "- All retrieved: evidence recall of everything the method retrieved, before the context "
+        "budget cut it (— for records written before it was kept); where it exceeds Evidence "
+        "recall, the budget, not the method's retrieval, decided what the reader got",
+        "- Set changed: share of questions whose reader context holds other turns than the "
+        "method's own config's; Order only: share whose context holds the same turns in another "
+        "order (the reader sees a difference, evidence recall cannot). An ablation changing "
+        f"fewer than {summary['explain_below']:.0%} of contexts (set and order together) must "
+        "say why",
         "- Records: `results/ablations/<config>.jsonl.gz`; rebuild with `python -m benchmarks.ablations table`",
         "",
-        "| Method | Config | What it is | Evidence recall | Context tokens | Contexts changed | Note |",
-        "|---|---|---|---|---|---|---|",
+        "| Method | Config | What it is | Evidence recall | All retrieved | Context tokens "
+        "| Set changed | Order only | Note |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in summary["rows"]:
         if row["status"] != "run":
-            cells = ["—", "—", "—", f"{row['status']}: {row['note']}"]
+            cells = ["—", "—", "—", "—", "—", f"{row['status']}: {row['note']}"]
         else:
-            changed = row["contexts_changed"]
+            reference = row["set_changed"] is None
             cells = [
-                f"{row['evidence_recall']:.3f}" if row["evidence_recall"] is not None else "—",
+                *(
+                    "—" if row.get(key) is None else f"{row[key]:.3f}"
+                    for key in ("evidence_recall", "evidence_recall_all_retrieved")
+                ),
                 f"{row['context_tokens']:.1f}",
-                "(reference)" if changed is None else f"{changed:.1%}",
+                "(reference)" if reference else f"{row['set_changed']:.1%}",
+                "(reference)" if reference else f"{row['order_only']:.1%}",
                 row.get("note", ""),
             ]
         lines.append(
@@ -304,13 +405,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("command", choices=("run", "table"))
     parser.add_argument("--methods", default="", help="comma-separated methods (default: all)")
+    parser.add_argument(
+        "--configs", default="", help="comma-separated rows to (re)run (default: all)"
+    )
     parser.add_argument("--workers", type=int, default=1, help="processes constructing memories")
     parser.add_argument("overrides", nargs="*", help="extra config overrides for every run")
     args = parser.parse_intermixed_args(argv)
     spec = load_spec()
     methods = [m for m in args.methods.split(",") if m] or None
     if args.command == "run":
-        run_all(spec, methods, [f"workers={args.workers}", "progress=false", *args.overrides])
+        configs = [c for c in args.configs.split(",") if c] or None
+        extra = [f"workers={args.workers}", "progress=false", *args.overrides]
+        run_all(spec, methods, extra, configs)
     build_table(spec, OUT / "ablations", OUT / "ablations")
     return 0
 

@@ -38,6 +38,7 @@ from benchmarks.runlog import (
     RunInProgressError,
 )
 from benchmarks.settings import ConfigError
+from memsys.compression import CompressorUnavailableError
 from memsys.kvstore import CacheError
 from memsys.llm.errors import BackboneUnavailableError, CacheMissError, ProviderUnavailableError
 from memsys.llm.redact import redact
@@ -64,6 +65,7 @@ CLEAR_ERRORS = (
     DamagedLogError,
     ForeignRowsError,
     CacheError,
+    CompressorUnavailableError,
 )
 
 

@@ -2,6 +2,7 @@
 
     python -m benchmarks.regression check      # replay the committed LLM replies, compare metrics
     python -m benchmarks.regression refresh    # re-record replies and rewrite the expectations
+    python -m benchmarks.regression refresh --case 'locomo_qa/method=cast*'   # only these cases
 
 Cases come from ``conf/regression.yaml``. ``check`` runs each in a fresh temporary cache seeded
 only with ``results/regression/replay.jsonl`` and ``llm_cache_mode=replay``: any request that
@@ -23,6 +24,7 @@ CPU; a replay miss on a prompt built from a dense ranking, with nothing changed,
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import itertools
 import json
 import math
@@ -243,7 +245,7 @@ def check(cases: Sequence[Case], tolerance: float) -> int:
 def refresh(cases: Sequence[Case], source_cache: Path, *, partial: bool) -> None:
     """Re-record the replay file and the expectations from a copy of ``source_cache``.
 
-    A ``partial`` refresh (some groups only) adds to both files instead of rewriting them, so
+    A ``partial`` refresh (some groups or cases only) adds to both files instead of rewriting them, so
     replies that no case uses any more stay until the next full refresh.
     """
     with tempfile.TemporaryDirectory(prefix="regression-cache-") as folder:
@@ -270,15 +272,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("command", choices=("check", "refresh"))
     parser.add_argument("--group", action="append", help="only these groups (repeatable)")
     parser.add_argument(
+        "--case", action="append", help="only cases whose name matches this glob (repeatable)"
+    )
+    parser.add_argument(
         "--source-cache", type=Path, default=REPO_ROOT / ".cache", help="refresh: LLM cache to copy"
     )
     args = parser.parse_args(argv)
     cases, tolerance = load_cases()
     if args.group:
         cases = [case for case in cases if case.name.split("/")[0] in args.group]
+    if args.case:
+        cases = [c for c in cases if any(fnmatch.fnmatchcase(c.name, p) for p in args.case)]
+    if not cases:
+        parser.error("no case matches --group/--case")
     if args.command == "check":
         return check(cases, tolerance)
-    refresh(cases, args.source_cache, partial=bool(args.group))
+    refresh(cases, args.source_cache, partial=bool(args.group or args.case))
     return 0
 
 

@@ -189,6 +189,12 @@ def summarize(
     return summary
 
 
+def fell_back(record: dict[str, Any]) -> bool:
+    """Whether a dialogue's labels are (partly) a non-LLM substitute's: its record counts a
+    fallback in some LLM stage. Tables mark rows where this holds for many dialogues."""
+    return any(record["cost"].get("fallbacks", {}).values())
+
+
 def total_cost(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Sum of the per-dialogue costs (fallbacks summed by kind)."""
     totals: Counter[str] = Counter()
@@ -315,6 +321,7 @@ def segment_in(
         "segmented_now": len(pending),
         "wall_s": round(time.perf_counter() - started, 3),
         "cost": total_cost(records),
+        "dialogues_with_fallback": sum(fell_back(record) for record in records),
         "embedding": embedding_counts(segmenter),
         "replies": segmenter.reply_counts(),
         "accounting": accounting.summary(),

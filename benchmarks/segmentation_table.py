@@ -15,6 +15,14 @@ Readings taken:
 * **Subsets**: a row that covers fewer dialogues than the test set is marked ``subset`` with
   its ``n``; its numbers are not comparable with full-set rows.
 * **Intervals**: 95% percentile bootstrap over dialogues, seed ``--seed`` (default 0).
+* **Fallbacks**: a dialogue fell back when its record counts a fallback in some LLM stage
+  (:func:`benchmarks.segment.fell_back`). A row where that holds for at least
+  :data:`FALLBACK_MARK_SHARE` of its dialogues has its method cell (md and csv) marked FALLBACK,
+  with the count and the substitute the records name (SeCom: fixed chunks of 3 utterances): its
+  numbers are mostly the substitute's, not the method's.
+* **Reflection** rows (SeCom, Appendix A.1) are named with the split their rubric was learned
+  on; a section after the measured tables gives each one's training sample, rounds and the
+  rubric items learned (the run's ``training.json``), beside the paper's setting.
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ from benchmarks.data import load_segmentation
 from benchmarks.data.errors import DataMissingError
 from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 from benchmarks.metrics.segmentation import METRIC_NAMES
-from benchmarks.segment import summarize
+from benchmarks.segment import fell_back, summarize
+from memsys.segment.secom_reflection import ReflectionConfig
 
 #: Table 4's dataset order and display names.
 DATASETS = {"dialseg711": "DialSeg711", "superdialseg": "SuperDialSeg", "tiage": "TIAGE"}
@@ -92,6 +101,13 @@ PUBLISHED: tuple[tuple[str, str, dict[str, tuple[float, float, float, float]]], 
         "tiage": (0.382, 0.268, 0.556, 0.616),
     }),
 )  # fmt: skip
+#: A row is marked FALLBACK when at least this share of its dialogues fell back.
+FALLBACK_MARK_SHARE = 0.5
+#: Appendix A.1's reflection setting, printed beside every measured reflection row.
+PAPER_REFLECTION = (
+    "GPT-4-0125; the whole training split segmented zero-shot, the top 100 by WindowDiff "
+    "reflected on in 10 rounds of 10, one new rubric item per round (10 items)"
+)
 SEGMENTER_NAMES = {
     "TextTilingSegmenter": "TextTiling",
     "EmbeddingSegmenter": "Embedding similarity",
@@ -129,15 +145,49 @@ class MeasuredCell:
     scores: dict[str, Any]
     cost: dict[str, float]
     run_dir: Path
+    fallback_dialogues: int = 0
+    substitutes: tuple[str, ...] = ()
+    reflection: ReflectionConfig | None = None
+    training: dict[str, Any] | None = None
+
+    @property
+    def marked(self) -> bool:
+        """Whether enough dialogues fell back that the row must say so."""
+        return self.fallback_dialogues >= FALLBACK_MARK_SHARE * self.n
+
+    @property
+    def method(self) -> str:
+        """The method cell: the row's name, or that name marked FALLBACK with the count.
+
+        The substitute is the one the records name, when they name exactly one.
+        """
+        if not self.marked:
+            return self.key.label
+        substitute = self.substitutes[0] if len(self.substitutes) == 1 else "a non-LLM substitute"
+        return (
+            f"{self.key.label} — FALLBACK on {self.fallback_dialogues}/{self.n} dialogues: "
+            f"their labels are {substitute}, not {self.key.segmenter.split(' + ')[0]}'s"
+        )
+
+
+def reflection_config(config: dict[str, Any]) -> ReflectionConfig | None:
+    """A run's reflection settings when reflection is on (``None`` otherwise)."""
+    node = config.get("segmenter", {}).get("reflection") or {}
+    if not node.get("enabled"):
+        return None
+    return ReflectionConfig(**{key: value for key, value in node.items() if key != "_target_"})
 
 
 def row_key(config: dict[str, Any]) -> RowKey:
-    """Segmenter display name (plus reflection), extraction mode, and backbone for LLM rows."""
+    """Segmenter display name (plus the split reflected on), extraction mode, and backbone for
+    LLM rows."""
     segmenter = config.get("segmenter", {})
     cls = str(segmenter.get("_target_", "?")).rsplit(".", 1)[-1]
     name = SEGMENTER_NAMES.get(cls, cls)
-    if (segmenter.get("reflection") or {}).get("enabled"):
-        name += " + reflection"
+    reflection = reflection_config(config)
+    if reflection is not None:
+        source = DATASETS.get(reflection.dataset, reflection.dataset)
+        name += f" + reflection ({source} {reflection.split})"
     mode = str(segmenter.get("extraction", "lite"))
     backbone = str(config.get("backbone", {}).get("name", "?")) if mode == "llm" else ""
     return RowKey(name, mode, backbone)
@@ -167,6 +217,8 @@ def measure_run(directory: Path, config: dict[str, Any], data_dir: Path, seed: i
         for key in ("llm_calls", "prompt_tokens", "completion_tokens")
     }
     per_dialogue["fallbacks"] = sum(sum(cost["fallbacks"].values()) for cost in costs)
+    fallen = [records[d.dialogue_id] for d in scored if fell_back(records[d.dialogue_id])]
+    training_path = directory / "training.json"
     return MeasuredCell(
         key=row_key(config),
         dataset=dataset,
@@ -175,7 +227,17 @@ def measure_run(directory: Path, config: dict[str, Any], data_dir: Path, seed: i
         scores=summarize(scored, predictions, seed),
         cost=per_dialogue,
         run_dir=directory,
+        fallback_dialogues=len(fallen),
+        substitutes=substitutes(fallen),
+        reflection=reflection_config(config),
+        training=json.loads(training_path.read_text()) if training_path.exists() else None,
     )
+
+
+def substitutes(records: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The substitutes that fallen-back records name in their details (SeCom names its chunks)."""
+    named = {str(r["details"]["fallback"]) for r in records if "fallback" in r.get("details", {})}
+    return tuple(sorted(named))
 
 
 def collect(runs_dir: Path, data_dir: Path, seed: int) -> list[MeasuredCell]:
@@ -220,19 +282,26 @@ def _cell(scores: dict[str, Any], metric: str) -> str:
     return f"{scores[metric]:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def render_markdown(cells: Sequence[MeasuredCell], seed: int) -> str:
-    """Measured sections per dataset, then the quoted Table 4 in its own section."""
+DEFAULT_TITLE = "Dialogue topic segmentation (test sets)"
+
+
+def render_markdown(cells: Sequence[MeasuredCell], seed: int, title: str = DEFAULT_TITLE) -> str:
+    """Measured sections per dataset, reflection details, then the quoted Table 4."""
     lines = [
-        "# Dialogue topic segmentation (test sets)",
+        f"# {title}",
         "",
-        "Measured rows: `make reproduce-segmentation` (`python -m benchmarks.segment`), rebuilt "
+        "Measured rows: `python -m benchmarks.segment` runs (`make reproduce-segmentation`, "
+        "`make reproduce-segmentation-reflection`), rebuilt "
         "from each run's `labels.jsonl` by `python -m benchmarks.segmentation_table`. Metrics as "
         "in SuperDialSeg (METRICS.md): per-dialogue Pk, WindowDiff (WD), boundary F1 and "
         "Score = (2·F1 + (1 − Pk) + (1 − WD)) / 4, averaged over dialogues; brackets: 95% "
         f"bootstrap interval over dialogues (seed {seed}). Mode `lite` makes no LLM call; `llm` "
         "rows name their backbone and, when they cover only the first n dialogues of a test "
         "set, are marked *subset* and are not comparable with full-set rows. LLM cost columns "
-        "are per dialogue; fallbacks count unusable LLM replies replaced by a non-LLM rule.",
+        "are per dialogue. A dialogue falls back when an LLM reply stays unusable after the retry "
+        "and a non-LLM rule decides instead; a row where at least "
+        f"{FALLBACK_MARK_SHARE:.0%} of the dialogues fell back is marked **FALLBACK** in its "
+        "Segmenter cell: its numbers are mostly the substitute's, not the method's.",
         "",
         "## Measured (this harness)",
     ]
@@ -245,7 +314,7 @@ def render_markdown(cells: Sequence[MeasuredCell], seed: int) -> str:
             f"### {title} (test, {rows[0].n_split} dialogues)",
             "",
             "| Segmenter | Mode | Backbone | n | Pk ↓ | WD ↓ | F1 ↑ | Score ↑ "
-            "| LLM calls | Tokens (in/out) | Fallbacks |",
+            "| LLM calls | Tokens (in/out) | Fell back |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for c in rows:
@@ -257,10 +326,12 @@ def render_markdown(cells: Sequence[MeasuredCell], seed: int) -> str:
                 else "—"
             )
             metrics = " | ".join(_cell(c.scores, m) for m in TABLE_METRICS)
+            method = f"**{c.method}**" if c.marked else c.method
             lines.append(
-                f"| {c.key.label} | {c.key.mode} | {c.key.backbone or '—'} | {n} | {metrics} "
-                f"| {calls} | {tokens} | {c.cost['fallbacks']} |"
+                f"| {method} | {c.key.mode} | {c.key.backbone or '—'} | {n} | {metrics} "
+                f"| {calls} | {tokens} | {c.fallback_dialogues}/{c.n} |"
             )
+    lines += reflection_section(cells)
     lines += [
         "",
         "## Published (quoted verbatim from ES-Mem, Table 4; not measured here)",
@@ -285,11 +356,63 @@ def render_markdown(cells: Sequence[MeasuredCell], seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def reflection_section(cells: Sequence[MeasuredCell]) -> list[str]:
+    """What each reflection row learned, on what, beside the paper's setting (none: no lines)."""
+    rows = [c for c in cells if c.reflection is not None]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Reflection (SeCom Appendix A.1)",
+        "",
+        f"Paper: {PAPER_REFLECTION}. Rows on another backbone or a smaller sample are not the "
+        "paper's setting; with the embedded SmolLM2-135M they say what the procedure does with a "
+        "135M model, not what it does with GPT-4. Compare each row with the zero-shot SeCom row "
+        "on the same test dialogues above.",
+        "",
+        "| Row | Tested on | n | Training dialogues (fell back) | Hard examples (fell back) "
+        "| Rounds × batch | Reflections | Rubric items learned |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in rows:
+        assert c.reflection is not None
+        training = c.training or {}
+        hard = training.get("hard_examples", {})
+        lines.append(
+            f"| {c.method} | {DATASETS[c.dataset]} | {c.n} "
+            f"| {training.get('training_dialogues', '?')} ({training.get('zero_shot_fallbacks', '?')}) "
+            f"| {len(hard)} ({training.get('hard_example_fallbacks', '?')}) "
+            f"| {training.get('rounds', '?')} × {c.reflection.batch_size} "
+            f"| {_counts(training.get('reflections', {}))} | {len(rubric_items(c))} |"
+        )
+    for c in rows:
+        lines += ["", f"Rubric learned for *{c.key.label}* on {DATASETS[c.dataset]}:"]
+        lines += [f"{k}. {_shorten(item)}" for k, item in enumerate(rubric_items(c), 1)] or [
+            "(none)"
+        ]
+    return lines
+
+
+def rubric_items(cell: MeasuredCell) -> list[str]:
+    """The rubric a reflection run learned (its ``training.json``)."""
+    return list(((cell.training or {}).get("guidance") or {}).get("rubric", []))
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{kind} {number}" for kind, number in sorted(counts.items())) or "—"
+
+
+def _shorten(text: str, limit: int = 200) -> str:
+    """One table-safe line of at most ``limit`` characters."""
+    flat = " ".join(text.split()).replace("|", "/")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 CSV_FIELDS = (
     "source", "group", "method", "mode", "backbone", "dataset", "split", "n", "n_split",
     *(f"{m}{suffix}" for m in METRIC_NAMES for suffix in ("", "_low", "_high")),
     "llm_calls_per_dialogue", "prompt_tokens_per_dialogue", "completion_tokens_per_dialogue",
-    "fallbacks", "run_dir",
+    "fallbacks", "dialogues_with_fallback", "reflection_training", "rubric_items", "run_dir",
 )  # fmt: skip
 
 
@@ -300,7 +423,7 @@ def csv_rows(cells: Sequence[MeasuredCell]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "source": "measured",
             "group": "",
-            "method": c.key.label,
+            "method": c.method,
             "mode": c.key.mode,
             "backbone": c.key.backbone,
             "dataset": c.dataset,
@@ -311,6 +434,11 @@ def csv_rows(cells: Sequence[MeasuredCell]) -> list[dict[str, Any]]:
             "prompt_tokens_per_dialogue": round(c.cost["prompt_tokens"], 1),
             "completion_tokens_per_dialogue": round(c.cost["completion_tokens"], 1),
             "fallbacks": c.cost["fallbacks"],
+            "dialogues_with_fallback": c.fallback_dialogues,
+            "reflection_training": (
+                f"{c.reflection.dataset}/{c.reflection.split}" if c.reflection else ""
+            ),
+            "rubric_items": len(rubric_items(c)) if c.reflection else "",
             "run_dir": _relative(c.run_dir),
         }
         for metric in METRIC_NAMES:
@@ -336,11 +464,13 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
-def write_tables(cells: Sequence[MeasuredCell], out: Path, seed: int) -> tuple[Path, Path]:
+def write_tables(
+    cells: Sequence[MeasuredCell], out: Path, seed: int, title: str = DEFAULT_TITLE
+) -> tuple[Path, Path]:
     """Write ``<out>.md`` and ``<out>.csv``; return their paths."""
     out.parent.mkdir(parents=True, exist_ok=True)
     markdown, table = out.with_suffix(".md"), out.with_suffix(".csv")
-    markdown.write_text(render_markdown(cells, seed), encoding="utf-8")
+    markdown.write_text(render_markdown(cells, seed, title), encoding="utf-8")
     with table.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
         writer.writeheader()
@@ -357,13 +487,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "results/table_segmentation")
     parser.add_argument("--data-dir", default=None, help="datasets (default: $MEMBENCH_DATA)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--title", default=DEFAULT_TITLE, help="the markdown table's heading")
     args = parser.parse_args(argv)
     try:
         cells = collect(args.runs, resolve_data_dir(args.data_dir), args.seed)
     except (TableError, DataMissingError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    markdown, _ = write_tables(cells, args.out, args.seed)
+    markdown, _ = write_tables(cells, args.out, args.seed, args.title)
     print(markdown.read_text(encoding="utf-8"))
     return 0
 

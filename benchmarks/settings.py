@@ -19,12 +19,12 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
-from benchmarks.answering.context import CONTEXT_ORDERS
 from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.data.paths import REPO_ROOT, resolve_path
 from benchmarks.data.specs import DATASET_SPECS, DatasetSpec
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.subsets import SubsetSpec
+from memsys.base import CONTEXT_ORDERS, MemorySystem
 from memsys.embed import BACKENDS
 from memsys.llm.retry import RetryPolicy
 
@@ -59,6 +59,9 @@ POSITIVE_RETRY_SETTINGS = ("request_timeout_s",)
 _ABSENT = object()
 MANDATORY = "missing: a mandatory value (???) that no config or override sets"
 CACHE_MODES = ("readwrite", "replay", "off")
+#: ``answer.order``: ``method``, each method's own order (:attr:`MemorySystem.context_order`), or
+#: one of :data:`CONTEXT_ORDERS` for every method.
+ANSWER_ORDERS = ("method", *CONTEXT_ORDERS)
 
 
 class ConfigError(ValueError):
@@ -79,7 +82,8 @@ class RunSettings:
     subset: SubsetSpec
     template: str | None
     context_budget: int
-    #: How the kept items reach the reader: ``time`` (oldest first) or ``rank`` (best first).
+    #: How the kept items reach the reader: ``time`` (oldest first) or ``rank`` (best first), as
+    #: :func:`context_order` resolves ``answer.order``.
     context_order: str
     answer_max_tokens: int
     judge_enabled: bool
@@ -214,7 +218,7 @@ def validate(cfg: DictConfig) -> RunSettings:
         subset=subset,
         template=template,
         context_budget=_positive_int(cfg, "answer.context_budget"),
-        context_order=_choice(cfg, "answer.order", CONTEXT_ORDERS),
+        context_order=context_order(cfg),
         answer_max_tokens=_positive_int(cfg, "answer.max_tokens", allow_zero=True),
         judge_enabled=_choice(cfg, "judge.enabled", (True, False)),
         judge_protocols=judge_protocols(cfg) if judged else (),
@@ -295,6 +299,30 @@ def construction_backbone_key(cfg: DictConfig) -> str | None:
     return "construction.backbone" if own is not None else "backbone"
 
 
+def context_order(cfg: DictConfig) -> str:
+    """The order a run shows its items in: ``answer.order``, where ``method`` (the default)
+    means the order the method's class declares, so a method whose paper hands the reader its
+    ranking (CAST) is run as its paper does unless a run says otherwise."""
+    order = _choice(cfg, "answer.order", ANSWER_ORDERS)
+    if order != "method":
+        return order
+    return declared_context_order(str(_get(cfg, "method._target_")))
+
+
+def declared_context_order(target: str) -> str:
+    """:attr:`MemorySystem.context_order` of the class at ``target``, read from the class alone:
+    resolving a run's order must not build its method (an index, a model)."""
+    try:
+        method = get_class(target)
+    except Exception as error:  # Hydra wraps the import error
+        raise ConfigError(
+            "method._target_", f"cannot import {target!r} to read its context order: {error}"
+        ) from error
+    if not issubclass(method, MemorySystem):
+        raise ConfigError("method._target_", f"expected a MemorySystem class, got {target!r}")
+    return method.context_order
+
+
 def run_identity(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config minus locations: what a run's results depend on.
 
@@ -303,14 +331,13 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
     backbone unless the method builds its memory with it (``extraction: llm``, ``construction=
     same``): one retrieval-only run of a lite method serves every backbone. ``construction=same``
     leaves the identity (runs logged before the key existed keep their ids), and so does any
-    construction model of a lite method, which calls none.
+    construction model of a lite method, which calls none. ``answer.order`` is recorded as
+    resolved (:func:`context_order`), so ``method`` and the order it stands for are one run.
     """
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     identity = {key: value for key, value in resolved.items() if key not in LOCATION_KEYS}
-    # The default order was the only one before the key existed: runs logged then keep their ids.
-    if identity.get("answer", {}).get("order") == "time":
-        identity["answer"].pop("order")
+    record_context_order(identity, context_order(cfg))
     drop_embedder_default(identity)
     drop_server_locations(identity)
     construction_key = construction_backbone_key(cfg)
@@ -323,6 +350,17 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
             identity.pop("backbone", None)
     add_judge_prompt_versions(identity)
     return identity
+
+
+def record_context_order(identity: dict[str, Any], order: str) -> None:
+    """Write the resolved ``order`` as ``answer.order``; ``time`` leaves it out, as it did when
+    time was the only order, so runs logged before the key existed keep their ids (and a rank
+    run has one id whether ``rank`` was asked for or the method declared it)."""
+    answer = identity["answer"]
+    if order == "time":
+        answer.pop("order", None)
+    else:
+        answer["order"] = order
 
 
 def add_judge_prompt_versions(identity: dict[str, Any]) -> None:

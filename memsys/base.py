@@ -26,6 +26,9 @@ MemoryT = TypeVar("MemoryT")
 
 #: How a method builds its memory: with its paper's LLM prompts, or their non-LLM substitutes.
 EXTRACTION_MODES = ("lite", "llm")
+#: How a method's kept items reach the reader: oldest first under their session dates, or in
+#: the method's own rank order, best first (:mod:`benchmarks.answering.context` renders both).
+CONTEXT_ORDERS = ("time", "rank")
 
 
 def check_choices(*options: tuple[str, Any, Sequence[Any]]) -> None:
@@ -68,6 +71,15 @@ class MemorySystem(ABC, Generic[MemoryT]):
     #: Whether ``construct`` calls the LLM (its model then becomes part of the memory's identity);
     #: methods with an ``extraction`` option set it per instance (``extraction == "llm"``).
     uses_llm: bool = False
+    #: The order its items reach the reader in (one of :data:`CONTEXT_ORDERS`): ``time`` unless
+    #: the method's paper hands the reader its ranked list. A class fact, read without building
+    #: the method, so a run's identity can record it (``answer.order=method``, the default).
+    context_order: ClassVar[str] = "time"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse an unknown :attr:`context_order` when the class is defined, not mid-run."""
+        super().__init_subclass__(**kwargs)
+        check_choices(("context_order", cls.context_order, CONTEXT_ORDERS))
 
     def __init__(self, services: Services) -> None:
         self.services = services

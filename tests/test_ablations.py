@@ -1,5 +1,5 @@
-"""The ablation-effect table: discovery of variants, the share of contexts changed, and the
-committed table rebuilt from its committed records."""
+"""The ablation-effect table: discovery of variants, the shares of contexts whose turn set or
+only whose order changed, and the committed table rebuilt from its committed records."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ from pathlib import Path
 
 from benchmarks.ablations import (
     EXPLAIN_BELOW,
+    ORDER_ONLY_NOTE,
     build_table,
+    compose_run,
     load_spec,
+    read_records,
     summarize,
     variants,
 )
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.settings import context_order, run_id, run_identity
 
 RESULTS = REPO_ROOT / "results"
 
@@ -34,20 +38,47 @@ def test_variants_are_every_lite_config_of_each_method() -> None:
     assert {"cast", "cast_no_window", "cast_speaker_only", "cast_slot3"} <= names
     assert "cast_llm" not in names and all(n.startswith("cast") for n in names)
     cast = next(v for v in variants(load_spec(), ["cast"]) if v.config == "cast")
-    assert "answer.order=rank" in cast.overrides  # the fused order reaches the reader
+    assert not any(o.startswith("answer.order") for o in cast.overrides)  # CAST declares it
+    assert context_order(compose_run(cast)) == "rank"  # the fused order reaches the reader
     assert cast.description.startswith("CAST")
 
 
-def test_share_of_changed_contexts_counts_order_too(tmp_path: Path) -> None:
+def test_cast_records_keep_their_run_ids_without_the_order_override() -> None:
+    """The committed CAST records ran with an explicit ``answer.order=rank``; its class now
+    declares rank, so the same variants, composed without the override, are the same runs."""
+    for variant in variants(load_spec(), ["cast"]):
+        path = RESULTS / "ablations" / f"{variant.config}.jsonl.gz"
+        if path.exists():
+            header, _ = read_records(path)
+            assert run_id(run_identity(compose_run(variant))) == header["run"], variant.config
+
+
+def test_set_changes_are_told_apart_from_order_only_changes(tmp_path: Path) -> None:
     spec = {"overrides": [], "sample": "toy", "methods": {"cast": []}, "skip": {}}
     spec["explanations"] = {"cast_speaker_only": "Few questions name a mentioned person."}
-    _write(tmp_path, "cast", {"q1": ["D1", "D2"], "q2": ["D3"], "q3": ["D4"]})
-    _write(tmp_path, "cast_no_window", {"q1": ["D2", "D1"], "q2": ["D3"], "q3": ["D5"]})
+    _write(tmp_path, "cast", {"q1": ["D1", "D2"], "q2": ["D3"], "q3": ["D4"], "q4": ["D6"]})
+    # q1 reordered, q3 replaced: one of four each.
+    replaced = {"q1": ["D2", "D1"], "q2": ["D3"], "q3": ["D5"], "q4": ["D6"]}
+    _write(tmp_path, "cast_no_window", replaced)
+    # q1 and q2 reordered only (q2 as a longer context of the same turns, D3 twice).
+    reordered = {"q1": ["D2", "D1"], "q2": ["D3", "D3"], "q3": ["D4"], "q4": ["D6"]}
+    _write(tmp_path, "cast_slot3", reordered)
     _write(tmp_path, "cast_speaker_only", {"q1": ["D1", "D2"], "q2": ["D3"], "q3": ["D4"]})
-    rows = {row["config"]: row for row in summarize(spec, tmp_path)["rows"]}
-    assert rows["cast"]["contexts_changed"] is None  # the reference
-    assert rows["cast_no_window"]["contexts_changed"] == round(2 / 3, 4)  # reordered, replaced
-    assert rows["cast_speaker_only"]["contexts_changed"] == 0.0
+    summary = summarize(spec, tmp_path)
+    rows = {row["config"]: row for row in summary["rows"]}
+    assert summary["context_orders"] == {"cast": "rank"}
+    assert (rows["cast"]["set_changed"], rows["cast"]["order_only"]) == (None, None)
+    assert (rows["cast_no_window"]["set_changed"], rows["cast_no_window"]["order_only"]) == (
+        0.25,
+        0.25,
+    )
+    assert "note" not in rows["cast_no_window"]  # recall can show the replaced turn
+    assert (rows["cast_slot3"]["set_changed"], rows["cast_slot3"]["order_only"]) == (0.0, 0.5)
+    assert rows["cast_slot3"]["note"] == ORDER_ONLY_NOTE
+    assert (rows["cast_speaker_only"]["set_changed"], rows["cast_speaker_only"]["order_only"]) == (
+        0.0,
+        0.0,
+    )
     assert rows["cast_speaker_only"]["note"] == spec["explanations"]["cast_speaker_only"]
     assert rows["cast_semantic_only"]["status"] == "not run"
     del spec["explanations"]["cast_speaker_only"]
@@ -62,6 +93,7 @@ def test_committed_table_is_rebuilt_from_its_records(tmp_path: Path) -> None:
         assert rebuilt == (RESULTS / "ablations").with_suffix(suffix).read_text(), suffix
     for row in summary["rows"]:
         assert row["status"] in ("run", "skipped"), f"{row['config']}: {row['status']}"
-        changed = row.get("contexts_changed")
-        if changed is not None and changed < EXPLAIN_BELOW:
-            assert not row["note"].startswith("UNEXPLAINED"), row["config"]
+        if row.get("set_changed") is not None:
+            changed = row["set_changed"] + row["order_only"]
+            if changed < EXPLAIN_BELOW:
+                assert "UNEXPLAINED" not in row["note"], row["config"]

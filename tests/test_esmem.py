@@ -207,6 +207,12 @@ def test_options_are_checked_and_top_events_is_retrieval_only() -> None:
         {"construction": {"summaries": False}},  # no S_sum: alpha must be 0
         {"construction": {"summaries": False}, "retrieval": {"anchors": "none", "alpha": 1.0}},
         {"construction": {"summary_keywords": 0}},
+        # w/o sum and w/o raw: a template boundary without its raw turns has no text left
+        {
+            "construction": {"summaries": False},
+            "retrieval": {"alpha": 0.0, "context": "boundary_summary"},
+        },
+        {"retrieval": {"context": "summary"}},  # the old name of w/o raw's context
     ):
         with pytest.raises(ValueError):
             ESMem(services, **bad)

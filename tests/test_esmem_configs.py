@@ -1,9 +1,11 @@
 """Every ES-Mem config (the method and its ablations) composed, instantiated and run: top
-events follow the backbone, and each lite ablation changes the reader's context."""
+events follow the backbone, each lite ablation changes the reader's context, and w/o raw shows
+no verbatim turn."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +34,7 @@ def test_the_paper_configs_exist() -> None:
         "esmem_no_summary",
         "esmem_no_raw",
     } <= set(ESMEM_CONFIGS)
+    assert {"esmem_no_segmentation_matched", "esmem_alpha0"} <= set(ESMEM_CONFIGS)
 
 
 @pytest.mark.parametrize(
@@ -61,8 +64,8 @@ def test_every_esmem_config_instantiates_and_runs(name: str) -> None:
     memory = system.load_memory(json.loads(payload))
     system.prepare_queries(conversation.questions)
     retrieval = system.retrieve(memory, conversation.questions[1])
-    assert 0 < len(retrieval.items) <= 5 and retrieval.turn_ids
-    if name == "esmem_no_segmentation":
+    assert 0 < len(retrieval.items) <= system.retrieval.top_events and retrieval.turn_ids
+    if name.startswith("esmem_no_segmentation"):
         assert len(memory.events) == len(conversation.turns)
     if name == "esmem_no_boundary":
         assert "boundaries" not in memory.report and not any(e.boundary for e in memory.events)
@@ -72,7 +75,33 @@ def test_every_esmem_config_instantiates_and_runs(name: str) -> None:
         assert all(item.kind == "event" for item in retrieval.items)
 
 
-LITE_ABLATIONS = ["esmem_no_boundary", "esmem_no_raw", "esmem_no_segmentation", "esmem_no_summary"]
+LITE_ABLATIONS = [
+    "esmem_alpha0",
+    "esmem_no_boundary",
+    "esmem_no_raw",
+    "esmem_no_segmentation",
+    "esmem_no_segmentation_matched",
+    "esmem_no_summary",
+]
+#: A run of this many whitespace tokens of a turn line, found in a text, is verbatim turn text.
+VERBATIM_RUN = 4
+
+
+def verbatim_runs(text: str, conversation: Conversation) -> set[tuple[str, ...]]:
+    """The runs of ``VERBATIM_RUN`` tokens of ``text`` that occur in a turn line (``speaker:
+    text``, as r_i and a template's ``Context:`` hold it) of ``conversation``. A summary's words
+    are joined by ", " and a boundary head is "<words> ended. Transitioned to <words>.", so
+    neither makes such a run; a turn quoted by either does."""
+    found = set()
+    for turn in conversation.turns:
+        tokens = f"{turn.speaker}: {turn.text}".split()
+        found |= {
+            tuple(tokens[i : i + VERBATIM_RUN]) for i in range(len(tokens) - VERBATIM_RUN + 1)
+        }
+    tokens = text.split()
+    return {
+        tuple(tokens[i : i + VERBATIM_RUN]) for i in range(len(tokens) - VERBATIM_RUN + 1)
+    } & found
 
 
 def contexts(name: str, conversation: Conversation) -> tuple[ESMem, ESMemMemory, list[str]]:
@@ -99,7 +128,7 @@ def contexts(name: str, conversation: Conversation) -> tuple[ESMem, ESMemMemory,
 @pytest.mark.parametrize("name", LITE_ABLATIONS)
 def test_every_ablation_changes_the_readers_context(name: str) -> None:
     conversation = four_session_conversation()
-    *_, reference = contexts("esmem", conversation)
+    reference_system, reference_memory, reference = contexts("esmem", conversation)
     system, memory, shown = contexts(name, conversation)
     changed = sum(a != b for a, b in zip(shown, reference, strict=True))
     assert changed >= len(reference) // 2, f"{name} changes {changed} of {len(reference)}"
@@ -117,5 +146,16 @@ def test_every_ablation_changes_the_readers_context(name: str) -> None:
         assert [j for j, _ in system.rank(memory, question)] == flat
     if name == "esmem_no_raw":
         assert all(text.startswith("Boundary: ") for text in shown)
-    if name == "esmem_no_segmentation":
+        assert not any(verbatim_runs(text, conversation) for text in shown)
+        assert all(verbatim_runs(e.boundary, conversation) for e in events)  # b_i indexed whole
+        assert [system.rank(memory, q) for q in conversation.questions] == [
+            reference_system.rank(reference_memory, q) for q in conversation.questions
+        ]
+    if name.startswith("esmem_no_segmentation"):
         assert len(events) == len(conversation.turns)
+    if name == "esmem_no_segmentation_matched":  # the plain ablation, deeper
+        plain, _, _ = contexts("esmem_no_segmentation", conversation)
+        assert system.retrieval == replace(plain.retrieval, top_events=22)
+    if name == "esmem_alpha0":  # the full method's memory, ranked by S_ctx alone
+        assert system.retrieval == replace(reference_system.retrieval, alpha=0.0)
+        assert system.construction_identity() == reference_system.construction_identity()

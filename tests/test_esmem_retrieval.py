@@ -115,7 +115,7 @@ def test_retrieve_on_a_hand_built_memory() -> None:
     assert [item.position for item in shown] == [0, 2, 3]
 
     summary_only = ESMem(
-        services, retrieval={**HAND_OPTIONS, "top_events": 1, "context": "summary"}
+        services, retrieval={**HAND_OPTIONS, "top_events": 1, "context": "boundary_summary"}
     )
     (item,) = summary_only.retrieve(memory, question).items
     assert item.text == "Boundary: boundary 3\nSummary: topic 3: word 3"
@@ -128,6 +128,40 @@ def test_retrieve_on_a_hand_built_memory() -> None:
     assert [item.score for item in flat.retrieve(memory, question).items] == pytest.approx(
         [0.95, 0.9, 0.6, 0.5, 0.4]
     )
+
+
+def test_without_raw_the_reader_sees_no_turn_by_hand() -> None:
+    """w/o raw: a template boundary loses its ``Context:`` turns, an LLM description is kept
+    whole, and a lite summary that is the event's own turns (no content word) is not shown."""
+    memory, services, _ = hand_memory()
+    system = ESMem(services, retrieval={**HAND_OPTIONS, "context": "boundary_summary"})
+    event = memory.events[0]
+    template = replace(
+        event,
+        boundary="pets ended. Transitioned to guitar. Context: Ann: my dog / Ann: line 0",
+    )
+    assert system._item(template, 0.5).text == (
+        "Boundary: pets ended. Transitioned to guitar.\nSummary: topic 0: word 0"
+    )
+    described = replace(
+        event, boundary="Talk turns from pets to music. Context: none.", boundary_source="llm"
+    )
+    assert system._item(described, 0.5).text == (
+        "Boundary: Talk turns from pets to music. Context: none.\nSummary: topic 0: word 0"
+    )
+    no_content_word = replace(
+        event,
+        topics=(),
+        keywords=(),
+        summary="Ann: line 0",  # ESMem._lite_summaries' fallback: the event's own turns
+        boundary="pets ended. Transitioned to . Context: Ann: line 0",
+    )
+    assert system._item(no_content_word, 0.5).text == "Boundary: pets ended. Transitioned to ."
+    opening = replace(no_content_word, boundary="Context: Ann: line 0", boundary_source="opening")
+    assert system._item(opening, 0.5).text == ""
+    # the full method's items and boundaries are untouched
+    raw = ESMem(services, retrieval=HAND_OPTIONS)._item(template, 0.5)
+    assert raw.text == "Ann: line 0" and raw.kind == "event"
 
 
 def test_without_summaries_the_score_is_the_context_score() -> None:

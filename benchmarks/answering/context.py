@@ -1,9 +1,11 @@
 """Render a retrieval as the reader's context: budgeted best-first, shown in time or rank order.
 
 A method ranks its items; the harness keeps them in rank order while they fit the token budget,
-then shows the kept ones oldest first under their session dates (``order="time"``, the default),
-so every method's context looks the same to the reader and differs only in what was retrieved;
-or best first (``order="rank"``), each item under its date wherever the date changes, for a method
+then shows the kept ones in the order the run resolved (:func:`benchmarks.settings.context_order`:
+the method's own, :attr:`memsys.base.MemorySystem.context_order`, unless ``answer.order``
+overrides it): oldest first under their session dates (``order="time"``, every method but
+CAST), so those contexts look the same to the reader and differ only in what was retrieved; or
+best first (``order="rank"``), each item under its date wherever the date changes, for a method
 whose paper hands the reader its ranked list (CAST's fused order, §3.3.3). Token counts are the
 sum of the memoized counts of each rendered line (headers included), which keeps a budget check
 at a few dictionary lookups per question.
@@ -17,9 +19,6 @@ from datetime import datetime
 from typing import Protocol
 
 from memsys.types import MemoryItem
-
-#: How kept items are shown: oldest first, or in the method's rank order.
-CONTEXT_ORDERS = ("time", "rank")
 
 
 class CountsTokens(Protocol):

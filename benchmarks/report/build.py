@@ -17,6 +17,7 @@ from benchmarks.metrics.stats import INTERVAL_UNITS
 from benchmarks.report.conditions import check_one_run_per_row, shared_conditions, with_variants
 from benchmarks.report.header import (
     code_line,
+    context_order_line,
     header_lines,
     invalid_rows_line,
     no_context_line,
@@ -131,7 +132,13 @@ def build_report(
     ]
     return Report(
         title or spec.table,
-        header_lines(shared, metric, runs_dir, statistics_line(shared, metric, rows, interval_unit))
+        header_lines(
+            shared,
+            metric,
+            runs_dir,
+            statistics_line(shared, metric, rows, interval_unit),
+            context_order_line(rows),
+        )
         + [note for note in notes if note],
         metric,
         categories,

@@ -1,7 +1,7 @@
 """The header lines under a table's title, in words: dataset, subset, scorers, models, answer
-prompt, evidence, what the intervals resample and the p-values test, the sources, the code
-version, the rows whose method source changed since their run and the rows that do not
-stand."""
+prompt, the order each row's context reached the reader in, evidence, what the intervals resample
+and the p-values test, the sources, the code version, the rows whose method source changed since
+their run and the rows that do not stand."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from benchmarks.metrics.stats import MIN_CLUSTERS
 from benchmarks.provenance import UNKNOWN
 from benchmarks.report.naming import judge_description
 from benchmarks.report.rows import Row
-from benchmarks.report.runs import Run
+from benchmarks.report.runs import Run, lookup
+from benchmarks.settings import ConfigError, declared_context_order
 from benchmarks.summary import Cell, plural, resampling_case, understated
 
 SCORER_DEFINITIONS = {
@@ -25,6 +26,11 @@ SCORER_DEFINITIONS = {
     "per-category rules)",
 }
 BLEU_DEFINITION = "bleu1, sentence BLEU-1 (weights (1,0,0,0), smoothing method 1)"
+#: The context orders in words (:data:`memsys.base.CONTEXT_ORDERS`).
+ORDER_WORDS = {
+    "time": "time (oldest first, under their session dates)",
+    "rank": "rank (best first, in the method's own ranking)",
+}
 ADVERSARIAL_POLICY = {
     "exclude": "adversarial questions excluded from overall means (mem0); shown per category",
     "include": "adversarial questions included in overall means (A-Mem)",
@@ -71,9 +77,11 @@ def dataset_description(dataset: dict[str, Any]) -> str:
     return f"{dataset.get('name')} ({where})" if where else str(dataset.get("name"))
 
 
-def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics: str) -> list[str]:
+def header_lines(
+    shared: dict[str, Any], metric: str, runs_dir: Path, statistics: str, order: str
+) -> list[str]:
     """What a reader needs to know to compare the table with another one; ``statistics`` is
-    :func:`statistics_line`."""
+    :func:`statistics_line`, ``order`` :func:`context_order_line`."""
     spec = spec_of(shared)
     answered = "answer.template" in shared
     lines = [
@@ -95,8 +103,12 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics
         lines.append(
             f"Retrieval only (no answer prompt), context budget "
             f"{shared['answer.context_budget']} tokens (the method's items kept best first "
-            "within it; the order they would be shown in changes no number here)"
+            "within it). The order the kept items are shown in changes no number of a "
+            "retrieval-only row except through that budget: rank order repeats a date header "
+            "wherever the date changes, which context tokens count and which can leave out an "
+            "item at the budget's edge"
         )
+    lines.append(order)
     lines.append(
         f"Evidence recall: share of a question's evidence ({spec.evidence}) in the context handed "
         "to the reader; All evidence: share of questions with all of it there"
@@ -136,6 +148,39 @@ def header_lines(shared: dict[str, Any], metric: str, runs_dir: Path, statistics
         "maximum; with worker processes, the parent's plus each worker's) over the run's "
         "invocations, and shown only where those cover every question",
     ]
+
+
+def context_order_line(rows: Sequence[Row]) -> str:
+    """The order each row's context reached the reader in (``answer.order`` as its run resolved
+    it): its method's own (:attr:`memsys.base.MemorySystem.context_order`), or, naming the rows,
+    an override. A CAST row shown in time order has its fused ranking sorted away: its semantic
+    half's items in time order, which the header must say."""
+    own: dict[str, list[str]] = {}
+    others: list[str] = []
+    for row in rows:
+        used = str(lookup(row.run.config, "answer.order", "time"))
+        target = str(lookup(row.run.config, "method._target_", ""))
+        try:
+            declared = declared_context_order(target)
+        except ConfigError:
+            others.append(
+                f"{row.key.method}: {used} ({target} does not import here: its own unknown)"
+            )
+            continue
+        if declared == used:
+            own.setdefault(used, []).append(row.key.method)
+        else:
+            lost = ": its ranking does not reach the reader" if declared == "rank" else ""
+            others.append(f"{row.key.method}: {used} by answer.order, not its own {declared}{lost}")
+    groups = sorted(own.items(), key=lambda group: -len(group[1]))
+    parts = [f"{ORDER_WORDS[o]} for {', '.join(dict.fromkeys(names))}" for o, names in groups[1:]]
+    if groups:
+        rest = "every row" if len(groups) == 1 and not others else "the other rows"
+        parts.append(f"{ORDER_WORDS[groups[0][0]]} for {rest}")
+    pieces = ["each method's own: " + "; ".join(parts)] if parts else []
+    return "Context order (how the kept items reach the reader): " + "; ".join(
+        pieces + list(dict.fromkeys(others))
+    )
 
 
 def table_cells(rows: Sequence[Row]) -> list[Cell]:

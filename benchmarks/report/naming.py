@@ -27,17 +27,32 @@ class RowKey:
         return " · ".join(part for part in parts if part)
 
 
+#: How a row names its compressor. The self-information stand-in says it is not the paper's
+#: denoiser: with it, denoising lowers SeCom's evidence recall on LoCoMo (docs/methods/secom.md).
+COMPRESSION_LABELS = {
+    "none": "no compression",
+    "self_info": "self-info stand-in, not LLMLingua-2",
+    "llmlingua2": "LLMLingua-2",
+}
+
+
 def method_name(method: dict[str, Any]) -> str:
     """Display name: the name the method configs of the class of ``_target_`` declare
-    (:mod:`benchmarks.registry`; the class name for a class no config names), plus the retriever
-    and, for methods that compress (SeCom), the compressor, e.g. ``TurnRAG (dense)``,
-    ``SeCom (dense, no compression)``, ``ES-Mem``."""
+    (:mod:`benchmarks.registry`; the class name for a class no config names), plus the retriever,
+    the memory unit where a config names one, and for methods that compress (SeCom, the denoised
+    baselines) the compressor and its rate, e.g. ``TurnRAG (dense)``, ``TurnRAG (bm25, per
+    exchange)``, ``SeCom (dense, no compression)``, ``SeCom (dense, self-info stand-in, not
+    LLMLingua-2, rate 0.75)``, ``ES-Mem``."""
     class_name = str(method.get("_target_", "?")).rsplit(".", 1)[-1]
     name = display_names().get(class_name, class_name)
     details = [str(method["retriever"])] if method.get("retriever") else []
-    if "compression" in method:
-        compressor = method["compression"]
-        details.append("no compression" if compressor == "none" else f"{compressor} compression")
+    if "unit" in method:
+        details.append(f"per {method['unit']}")
+    compressor = method.get("compression")
+    if compressor is not None:
+        details.append(COMPRESSION_LABELS.get(compressor, f"{compressor} compression"))
+        if compressor != "none" and "compression_rate" in method:
+            details.append(f"rate {method['compression_rate']:g}")
     return f"{name} ({', '.join(details)})" if details else name
 
 

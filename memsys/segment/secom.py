@@ -8,7 +8,8 @@ begin at the first exchange, end at the last, and meet without gaps or overlaps.
 fails (no usable lines, a gap, an overlap, numbers out of range, a failed call) is asked again
 once, quoting the reply and what was wrong (the retry rule every method's LLM extraction
 follows, :mod:`memsys.llm.structured`); a second failure is replaced by fixed chunks of
-``fallback_chunk`` = 3 exchanges, and the failures are counted by kind.
+``fallback_chunk`` = 3 exchanges, and the failures are counted by kind; the dialogue's details
+name the substitute (``fallback``), so that a table can say whose labels it shows.
 
 With ``reflection.enabled`` the segmenter first learns a segmentation guidance (rubric items and
 representative examples) from the worst-WindowDiff dialogues of an annotated training split, and
@@ -51,7 +52,12 @@ from memsys.segment.base import (
     TrainingRequest,
     WindowDiff,
 )
-from memsys.segment.secom_reflection import Guidance, ReflectionConfig, learn_guidance
+from memsys.segment.secom_reflection import (
+    Guidance,
+    Prediction,
+    ReflectionConfig,
+    learn_guidance,
+)
 from memsys.types import SegmentationDialogue
 
 SEGMENTATION_PROMPT = """\
@@ -291,6 +297,7 @@ class SeComSegmenter(Segmenter):
         failed = last or _failure("no_reply", "the LLM call failed")
         self.outcomes[f"fallback:{failed.problem}"] += 1
         details = {
+            "fallback": f"fixed chunks of {self.fallback_chunk} utterances",
             "problem": failed.problem,
             "message": failed.message,
             "notes": list(failed.notes),
@@ -322,8 +329,9 @@ class SeComSegmenter(Segmenter):
         trainee.backbone = self.require_backbone().with_stage("reflection")
         trainee.guidance, trainee.outcomes = Guidance(), Counter()
 
-        def predict(dialogue: SegmentationDialogue) -> tuple[int, ...]:
-            return trainee.segment(dialogue.utterances, dialogue.speakers).labels
+        def predict(dialogue: SegmentationDialogue) -> Prediction:
+            result = trainee.segment(dialogue.utterances, dialogue.speakers)
+            return Prediction(result.labels, fell_back=bool(result.cost.fallbacks))
 
         self.guidance, report = learn_guidance(
             dialogues,
@@ -337,8 +345,11 @@ class SeComSegmenter(Segmenter):
         return report
 
     def config(self) -> dict[str, Any]:
-        return {
+        """The reflection settings only when reflection is on: off, they change no label."""
+        config: dict[str, Any] = {
             "fallback_chunk": self.fallback_chunk,
             "tokens_per_exchange": self.tokens_per_exchange,
-            "reflection": self.reflection.to_json(),
         }
+        if self.reflection.enabled:
+            config["reflection"] = self.reflection.to_json()
+        return config

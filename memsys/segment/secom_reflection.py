@@ -4,9 +4,11 @@ With a few annotated dialogues, SeCom segments them zero-shot, picks the "hard e
 largest WindowDiff, splits them into mini-batches, and for each batch asks the LLM to compare its
 predictions with the ground truth, revise the existing rubric and add at most one new item, and
 pick the most representative example with a reflection on it. The rubric items and examples
-(the guidance G) are then added to the segmentation prompt. The paper reflects on the top 100
-of a training set in 10 batches (10 rubric items); the defaults here are small so that the
-embedded 135M model finishes in minutes, and are config values.
+(the guidance G) are then added to the segmentation prompt (Figure 7). Appendix A.1's numbers
+are :class:`ReflectionConfig`'s defaults: the whole training split segmented zero-shot, the top
+``hard_examples`` = 100 by WindowDiff, in mini-batches of ``batch_size`` = 10, so 10 reflection
+rounds of one new item each and ``max_rubric_items`` = 10. Smaller samples are config overlays
+(``conf/segmenter/secom_reflection_sample.yaml``).
 
 The learned guidance is stored under a hash of everything it depends on (model, reflection and
 segmenter config, prompts, the training dialogues' content), so a rerun, or another run with
@@ -14,13 +16,18 @@ the same settings, reuses it without any LLM call.
 
 Readings taken where the paper is vague:
 
-* Training dialogues are the first ``dialogues`` of the split, in file order; the hard examples
-  are the ``hard_examples`` with the largest WindowDiff (ties: file order).
+* Training dialogues are the first ``dialogues`` of the split, in file order (``None``: all of
+  it, the paper's "from the training set"); the hard examples are the ``hard_examples`` with the
+  largest WindowDiff (ties: file order).
+* A training dialogue whose zero-shot reply was unusable twice is predicted by the segmenter's
+  fallback (fixed chunks); it stays a candidate hard example (it is what the segmenter output),
+  and the report counts such dialogues (``zero_shot_fallbacks``) so that a rubric learned from
+  fallbacks is visible as such.
 * The ``<rubric>`` block's bullet lines are the model's rubric. When it lists more items than
   the current rubric, the model copied and revised the whole rubric plus its new item (what the
   prompt asks) and its list replaces the old one; otherwise its items are appended. The rubric
   is capped at ``max_rubric_items`` (first ones kept).
-* A reply without a ``<rubric>`` block, or a failed call, is asked once more (the retry rule of
+* A reply without a ``<rubric>`` block holding a bulleted item, or a failed call, is asked once more (the retry rule of
   :mod:`memsys.llm.structured`); failing twice, it leaves the rubric unchanged and is counted
   (``no_rubric``).
 """
@@ -93,26 +100,37 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)")
 
 @dataclass(frozen=True)
 class ReflectionConfig:
-    """How much annotated data to reflect on (paper: 100 hard examples in 10 batches)."""
+    """How much annotated data to reflect on; the defaults are Appendix A.1's."""
 
     enabled: bool = False
     dataset: str = "tiage"
     split: str = "train"
-    dialogues: int = 8
-    hard_examples: int = 4
-    batch_size: int = 2
+    dialogues: int | None = None
+    hard_examples: int = 100
+    batch_size: int = 10
     max_rubric_items: int = 10
     max_tokens: int = 384
     use_examples: bool = True
 
     def __post_init__(self) -> None:
         for name in ("dialogues", "hard_examples", "batch_size", "max_rubric_items", "max_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"reflection.{name} must be >= 1")
+            value = getattr(self, name)
+            if name == "dialogues" and value is None:
+                continue
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"reflection.{name} must be an integer >= 1, got {value!r}")
 
     def to_json(self) -> dict[str, Any]:
         """The settings as JSON."""
         return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A training dialogue's zero-shot labels, and whether they are the fallback's (counted)."""
+
+    labels: tuple[int, ...]
+    fell_back: bool = False
 
 
 @dataclass(frozen=True)
@@ -225,7 +243,7 @@ def guidance_key(
 def learn_guidance(
     dialogues: Sequence[SegmentationDialogue],
     *,
-    predict: Callable[[SegmentationDialogue], tuple[int, ...]],
+    predict: Callable[[SegmentationDialogue], Prediction],
     window_diff: WindowDiff,
     backbone: Backbone,
     config: ReflectionConfig,
@@ -245,14 +263,17 @@ def learn_guidance(
         return Guidance.from_json(record["guidance"]), {**record["report"], "cached": True}
 
     report = ExtractionReport()
-    predictions = [predict(dialogue) for dialogue in training]
+    zero_shot = [predict(dialogue) for dialogue in training]
+    predictions = [prediction.labels for prediction in zero_shot]
     errors = [window_diff(d.boundary_labels, p) for d, p in zip(training, predictions, strict=True)]
     ranked = sorted(range(len(training)), key=lambda i: (-errors[i], i))[: config.hard_examples]
     outcomes = Counter[str]()
     guidance = Guidance()
     params = SamplingParams(max_tokens=config.max_tokens)
-    for start in range(0, len(ranked), config.batch_size):
-        batch = ranked[start : start + config.batch_size]
+    batches = [
+        ranked[at : at + config.batch_size] for at in range(0, len(ranked), config.batch_size)
+    ]
+    for batch in batches:
         examples = "\n\n".join(
             render_example(number, training[i], predictions[i])
             for number, i in enumerate(batch, start=1)
@@ -277,7 +298,11 @@ def learn_guidance(
     report = {
         "cached": False,
         "training_dialogues": len(training),
+        "zero_shot_fallbacks": sum(prediction.fell_back for prediction in zero_shot),
         "hard_examples": {training[i].dialogue_id: round(errors[i], 6) for i in ranked},
+        "hard_example_fallbacks": sum(zero_shot[i].fell_back for i in ranked),
+        "rounds": len(batches),
+        "rubric_items": len(guidance.rubric),
         "mean_window_diff": round(sum(errors) / len(errors), 6) if errors else None,
         "reflections": dict(sorted(outcomes.items())),
         "reflection_cost": report.to_json(),
@@ -292,6 +317,6 @@ def learn_guidance(
 def _reflection(index: int, text: str) -> tuple[list[str], str | None] | Rejected:
     """A reflection reply's rubric items and example, or why it cannot be used."""
     items, example = parse_reflection(text)
-    if items is None:
+    if not items:  # no block, or an empty one (e.g. the format line of the prompt echoed)
         return Rejected("it had no <rubric> block of bulleted items")
     return items, example

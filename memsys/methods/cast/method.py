@@ -130,6 +130,9 @@ class CAST(MemorySystem[CastMemory]):
     """Character-and-scene episodic memory fused with HippoRAG2-style semantic memory."""
 
     construction_version = 2
+    #: Algorithm 2 only reorders the semantic top-k (§3.3.3: "no new candidates"), so the reader
+    #: gets the fused list best first; shown oldest first, the promotion would be sorted away.
+    context_order = "rank"
 
     def __init__(
         self,

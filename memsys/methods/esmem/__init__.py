@@ -12,6 +12,7 @@ from memsys.methods.esmem.boundary import (
     EmbedderWindow,
     fit_boundary,
     opening_boundary,
+    shown_without_raw,
     template_boundary,
 )
 from memsys.methods.esmem.events import ESMemMemory, Event, distinct
@@ -30,7 +31,7 @@ from memsys.methods.esmem.retrieval import (
     rank_events,
     rank_flat,
 )
-from memsys.methods.esmem.summary import distinctive_words, llm_summary
+from memsys.methods.esmem.summary import distinctive_words, llm_summary, summary_without_raw
 
 __all__ = [
     "ANCHOR_MODES",
@@ -54,5 +55,7 @@ __all__ = [
     "opening_boundary",
     "rank_events",
     "rank_flat",
+    "shown_without_raw",
+    "summary_without_raw",
     "template_boundary",
 ]

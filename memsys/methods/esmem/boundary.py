@@ -10,6 +10,9 @@ counted with the embedder's own tokenizer, keeping what anchors event i first: t
 event's opening turn (cut to fit if it alone is too long), the head naming both events, the
 current event's next turns, then the previous event's turns from the boundary backwards. A turn
 that does not fit whole ends its side, so the kept turns always adjoin the boundary.
+
+The template's ``Context:`` field is raw turns (level 3), so the "w/o raw" ablation shows a
+template boundary without it (:func:`shown_without_raw`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from typing import Any
 from memsys.embed import Embedder
 
 from .events import Event
+
+#: Where a template's raw boundary turns begin (:func:`render`).
+CONTEXT_FIELD = "Context: "
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,7 @@ class EmbedderWindow:
 
 def render(head: str, previous: Sequence[str], current: Sequence[str]) -> str:
     """``"<head> Context: <previous turns> / <current turns>"`` (no head: ``"Context: ..."``)."""
-    context = f"Context: {' / '.join([*previous, *current])}"
+    context = f"{CONTEXT_FIELD}{' / '.join([*previous, *current])}"
     return f"{head} {context}" if head else context
 
 
@@ -111,3 +117,18 @@ def opening_boundary(event: Event, context: int, window: EmbedderWindow) -> str:
     """b_1, for the event that starts the conversation (no predecessor), within ``window``."""
     head = f"The conversation opens with {event.label()}." if event.label() else ""
     return fit_boundary(head, (), event.lines[:context], window)
+
+
+def shown_without_raw(event: Event) -> str:
+    """b_i as the "w/o raw" reader sees it: a template (opening, lite, ``llm`` fallback) cut
+    before its ``Context:`` field, whose verbatim turns are the level 3 the ablation removes, so
+    only its head naming both events is left; an LLM description whole (it quotes no field of
+    turns, and is level 1 as the paper builds it).
+
+    >>> shown_without_raw(Event("s", None, 0, ("D1:1",), ("A: hi",), (), ("pets",),
+    ...     boundary="pets ended. Transitioned to guitar. Context: A: hi", boundary_source="template"))
+    'pets ended. Transitioned to guitar.'
+    """
+    if event.boundary_source == "llm":
+        return event.boundary
+    return event.boundary.partition(CONTEXT_FIELD)[0].strip()

@@ -50,11 +50,11 @@ from memsys.segment.base import (
 from memsys.segment.esmem import ESMemSegmenter, lite_annotation
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
 
-from .boundary import EmbedderWindow, opening_boundary, template_boundary
+from .boundary import EmbedderWindow, opening_boundary, shown_without_raw, template_boundary
 from .events import ESMemMemory, Event
 from .prompts import BOUNDARY_SYSTEM_PROMPT, boundary_messages, boundary_user_prompt, clean_boundary
 from .retrieval import RetrievalOptions, rank_events, rank_flat
-from .summary import distinctive_words, llm_summary
+from .summary import distinctive_words, llm_summary, summary_without_raw
 
 SEGMENTATION_MODES = ("dynamic", "turn", "session")
 
@@ -99,13 +99,17 @@ class ESMem(MemorySystem[ESMemMemory]):
         self.construction = ConstructionOptions(**dict(construction or {}))
         self.retrieval = RetrievalOptions(**dict(retrieval or {}))
         if not self.construction.summaries:
+            if self.retrieval.context == "boundary_summary":
+                raise ValueError(
+                    "w/o raw needs summaries: a template boundary is then all raw turns"
+                )
             if self.retrieval.anchors == "none":
                 raise ValueError("without summaries and boundary anchors nothing ranks events")
             if self.retrieval.alpha != 0.0:
                 raise ValueError("without summaries Score(j) = S_ctx(j): alpha must be 0")
         # Without boundary anchors and boundary text in the context, b_i is never read: skip it.
         self.needs_boundaries = (
-            self.retrieval.anchors == "boundary" or self.retrieval.context == "summary"
+            self.retrieval.anchors == "boundary" or self.retrieval.context == "boundary_summary"
         )
 
     # --- construction -------------------------------------------------------------------------
@@ -293,11 +297,10 @@ class ESMem(MemorySystem[ESMemMemory]):
     def _item(self, event: Event, score: float) -> MemoryItem:
         if self.retrieval.context == "raw":
             text, kind = "\n".join(event.lines), "event"
-        else:
-            parts = [f"Boundary: {event.boundary}"]
-            if event.summary:
-                parts.append(f"Summary: {event.summary}")
-            text, kind = "\n".join(parts), "event_summary"
+        else:  # w/o raw: levels 1-2 with no verbatim turn in them
+            shown = {"Boundary": shown_without_raw(event), "Summary": summary_without_raw(event)}
+            text = "\n".join(f"{name}: {value}" for name, value in shown.items() if value)
+            kind = "event_summary"
         return MemoryItem(text, event.turn_ids, event.timestamp, event.position, score, kind)
 
     # --- serialization ------------------------------------------------------------------------

@@ -8,8 +8,9 @@ import numpy as np
 
 #: ``boundary``: Eqs. 7-9 (anchors, activated intervals); ``none``: the "w/o bnd" ablation.
 ANCHOR_MODES = ("boundary", "none")
-#: What the reader gets of a retrieved event: its raw turns, or (w/o raw) boundary and summary.
-CONTEXT_KINDS = ("raw", "summary")
+#: What the reader gets of a retrieved event: its raw turns (level 3), or (w/o raw) the text of
+#: levels 1-2 with no turn in it: its boundary without the template's raw turns, and its summary.
+CONTEXT_KINDS = ("raw", "boundary_summary")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 from memsys.segment.lexical import content_words
 
-from .events import distinct
+from .events import Event, distinct
 
 
 def llm_summary(
@@ -31,6 +31,18 @@ def llm_summary(
     topics = distinct([str(note["topic"]) for note in annotations])
     keywords = distinct([str(word) for note in annotations for word in note["keywords"]])
     return topics, keywords, f"{'; '.join(topics)}: {', '.join(keywords)}"
+
+
+def summary_without_raw(event: Event) -> str:
+    """s_i as the "w/o raw" reader sees it: the summary, unless it is made of no topic and no
+    keyword, which is a lite event without a content word indexed by its own turns (verbatim
+    text the ablation removes): then nothing.
+
+    >>> summary_without_raw(Event("s", None, 0, ("D1:1",), ("A: so fun!",), (), (),
+    ...     summary="A: so fun!"))
+    ''
+    """
+    return event.summary if event.topics or event.keywords else ""
 
 
 def distinctive_words(events: Sequence[Sequence[str]], limit: int) -> list[tuple[str, ...]]:

@@ -2,7 +2,7 @@
 
 One module per step of the paper: :mod:`.prompts` (Figure 9 and its reply schema),
 :mod:`.fragment` (§3.1), :mod:`.graph` (§3.2, Algorithm 1, memory retention), :mod:`.retrieval`
-(§3.3 plausible retrieval, the §5 predicate filter) and :mod:`.method` (the
+(§3.3 plausible retrieval, the §5 predicate filter, the harness's ranking) and :mod:`.method` (the
 :class:`FraCom` memory system, whose docstring lists the readings taken where the paper is
 vague). ``docs/methods/fracom.md`` maps the paper to this code; the configs are
 ``conf/method/fracom*.yaml``.
@@ -14,11 +14,15 @@ from memsys.methods.fracom.method import CONTEXT_MODES, FraCom
 from memsys.methods.fracom.prompts import FRAGMENT_MAX_TOKENS, FRAGMENT_PROMPT, FRAGMENT_SCHEMA
 from memsys.methods.fracom.retrieval import (
     LIGHT_PREDICATES,
+    RANKINGS,
+    SPEAKER_ARGUMENTS,
     RetrievalOptions,
+    ThetaSet,
     filter_by_predicate,
     is_light,
-    rank,
-    score_propositions,
+    match_arguments,
+    order,
+    plausible_retrieval,
 )
 
 __all__ = [
@@ -27,16 +31,20 @@ __all__ = [
     "FRAGMENT_PROMPT",
     "FRAGMENT_SCHEMA",
     "LIGHT_PREDICATES",
+    "RANKINGS",
+    "SPEAKER_ARGUMENTS",
     "FraCom",
     "FraComMemory",
     "RetrievalOptions",
     "StoredProposition",
+    "ThetaSet",
     "compose",
     "filter_by_predicate",
     "fragment_with_llm",
     "is_light",
+    "match_arguments",
+    "order",
     "parse_fragments",
-    "rank",
+    "plausible_retrieval",
     "retained",
-    "score_propositions",
 ]

@@ -66,8 +66,9 @@ class StoredProposition:
 
 class FraComMemory:
     """The propositional graph, its propositions (node ``prop:i`` is ``propositions[i]``), the
-    source turns, and the construction report. Node vectors are embedded at construction (after
-    loading, on first retrieval; the embedding cache makes that a lookup)."""
+    source turns, the construction report and the speakers' names (which argument nodes are a
+    speaker: ``speaker_arguments``). Node vectors are embedded at construction (after loading,
+    on first retrieval; the embedding cache makes that a lookup)."""
 
     def __init__(
         self,
@@ -75,11 +76,13 @@ class FraComMemory:
         propositions: list[StoredProposition],
         turns: dict[str, str],
         report: dict[str, Any],
+        speakers: tuple[str, ...],
     ) -> None:
         self.graph = graph
         self.propositions = propositions
         self.turns = turns
         self.report = report
+        self.speakers = speakers
         self._vectors: dict[str, tuple[list[str], np.ndarray]] = {}
 
     def node_vectors(self, kind: str, embedder: Embedder) -> tuple[list[str], np.ndarray]:
@@ -89,6 +92,10 @@ class FraComMemory:
             texts = [self.graph.nodes[n]["text"] for n in nodes]
             self._vectors[kind] = (nodes, embedder.encode(texts))
         return self._vectors[kind]
+
+    def speaker_nodes(self) -> frozenset[str]:
+        """The argument nodes that are a speaker's name (I/you of the lite reading among them)."""
+        return frozenset(f"arg:{phrase_key(name)}" for name in self.speakers)
 
     def predicate_node(self, index: int) -> str:
         """The predicate node of proposition ``index``."""

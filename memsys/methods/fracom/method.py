@@ -24,8 +24,13 @@ Readings taken where the paper is vague (each a config value where it can vary):
   and noun phrase of the question (``query_extraction: lite``, the default), or the fragment
   prompt on the question (``llm``). An LLM reading without a usable proposition is retried
   once, then the question is read the lite way, counted in :attr:`FraCom.query_report`.
-* Ranking: the paper retrieves a set; the harness orders it (cosine × idf of the matched
-  argument, :mod:`.retrieval`) to fit the reader's token budget.
+* Ranking (``ranking``): the paper retrieves a set (the θ-set), the reader's token budget cuts
+  it, so the harness orders it: ``idf`` (the default: cosine × idf of the matched argument,
+  :mod:`.retrieval`) or ``time`` (most recent first, ``fracom_time_order``). Each question's
+  trace records the θ-set's size (``theta_set``), its share of the memory and how many of its
+  members only a speaker's name reached (``speaker_only``).
+* Speaker names (``speaker_arguments``): the paper lets every argument retrieve (``keep``, the
+  default); ``exclude`` (``fracom_no_speaker_arguments``) lets no speaker's name retrieve.
 * Predicate filter (§5, "such as 0.5"): off in the main method (``predicate_filter: false``),
   on in ``fracom_predicate``. §5 does not say what happens when a query's predicates are all
   be/have/do, as most questions' are; ``predicate_skip_light_verbs: true`` (the default) does
@@ -67,7 +72,7 @@ from memsys.methods.fracom.graph import (
     retained,
 )
 from memsys.methods.fracom.prompts import FRAGMENT_PROMPT
-from memsys.methods.fracom.retrieval import RetrievalOptions, rank
+from memsys.methods.fracom.retrieval import RetrievalOptions, order, plausible_retrieval
 from memsys.propositions import (
     Proposition,
     PropositionExtractor,
@@ -83,7 +88,8 @@ CONTEXT_MODES = ("propositions", "turns")
 class FraCom(MemorySystem[FraComMemory]):
     """Fragment-then-Compose memory with plausible retrieval."""
 
-    construction_version = 1
+    #: 2: the memory keeps its speakers' names (``speaker_arguments``, the trace).
+    construction_version = 2
 
     def __init__(
         self,
@@ -98,6 +104,8 @@ class FraCom(MemorySystem[FraComMemory]):
         retained_sessions: int | None = None,
         context: str = "propositions",
         query_extraction: str = "lite",
+        ranking: str = "idf",
+        speaker_arguments: str = "keep",
     ) -> None:
         super().__init__(services)
         check_choices(
@@ -112,7 +120,13 @@ class FraCom(MemorySystem[FraComMemory]):
         self.extraction = extraction
         self.uses_llm = extraction == "llm"
         self.retrieval = RetrievalOptions(
-            theta, plausible, predicate_filter, predicate_threshold, predicate_skip_light_verbs
+            theta,
+            plausible,
+            predicate_filter,
+            predicate_threshold,
+            predicate_skip_light_verbs,
+            ranking,
+            speaker_arguments,
         )
         self.retained_sessions = retained_sessions
         self.context = context
@@ -169,7 +183,8 @@ class FraCom(MemorySystem[FraComMemory]):
             compose(graph, new, len(propositions))
             propositions.extend(new)
         sources = {turn.turn_id: f"{turn.speaker}: {turn.text}" for turn in turns[first:]}
-        memory = FraComMemory(graph, propositions, sources, report.to_json())
+        speakers = tuple(dict.fromkeys(turn.speaker for turn in turns if turn.speaker))
+        memory = FraComMemory(graph, propositions, sources, report.to_json(), speakers)
         for kind in EMBEDDED_KINDS:  # Sentence-BERT node vectors (Eq. 5), cached
             memory.node_vectors(kind, self.services.embedder)
         return memory
@@ -221,8 +236,11 @@ class FraCom(MemorySystem[FraComMemory]):
         if question.question not in self._queries:
             self.prepare_queries([question])
         arguments, predicates = self._queries[question.question]
-        ranked = rank(memory, arguments, predicates, self.services.embedder, self.retrieval)
-        return Retrieval(self.render(memory, ranked))
+        found = plausible_retrieval(
+            memory, arguments, predicates, self.services.embedder, self.retrieval
+        )
+        ranked = order(memory, found.scores, self.retrieval.ranking)
+        return Retrieval(self.render(memory, ranked), found.trace(len(memory.propositions)))
 
     def render(
         self, memory: FraComMemory, ranked: Sequence[tuple[int, float]]
@@ -252,6 +270,7 @@ class FraCom(MemorySystem[FraComMemory]):
             "propositions": [p.to_json() for p in memory.propositions],
             "turns": memory.turns,
             "report": memory.report,
+            "speakers": list(memory.speakers),
         }
 
     def load_memory(self, payload: dict[str, Any]) -> FraComMemory:
@@ -260,4 +279,5 @@ class FraCom(MemorySystem[FraComMemory]):
             [StoredProposition.from_json(p) for p in payload["propositions"]],
             dict(payload["turns"]),
             dict(payload["report"]),
+            tuple(payload["speakers"]),
         )

@@ -2,12 +2,17 @@
 
 A proposition is retrieved when one of its argument nodes has Sentence-BERT cosine ≥ θ with an
 argument of the query (``plausible: false``, the paper's "w/o Plausible Retrieval": only an
-argument node equal to a query argument). The paper retrieves a set; the harness needs an order
-to fit the reader's token budget, so each retrieved proposition is scored Σ over query
-arguments of its best matching argument's cosine × idf, idf(a) = log(1 + propositions /
-degree(a)): a match on a rare argument outranks one on a speaker's name; ties go to the earlier
-proposition. The §5 variant ("w/ Predicate", Table 6) then keeps only propositions whose
+argument node equal to a query argument): the paper's retrieval is this *set*, the θ-set
+(:class:`ThetaSet`). The §5 variant ("w/ Predicate", Table 6) then keeps only propositions whose
 predicate has cosine ≥ ``predicate_threshold`` (0.5) with a predicate of the query.
+
+Two harness additions, each a named option: the reader's token budget cuts the set, so it needs
+an order (``ranking``): ``idf`` (the default) scores each member Σ over query arguments of its
+best matching argument's cosine × idf, idf(a) = log(1 + propositions / degree(a)), ties to the
+earlier proposition; ``time`` puts the most recent first, so the budget keeps the newest. And
+``speaker_arguments: exclude`` (a control) lets no argument node that is a speaker's name
+retrieve, where the lite reading of I/you as the speakers' names links almost every proposition
+to one of two nodes; ``keep`` (the default) is the paper's rule, every argument counts.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from memsys.base import check_choices
 from memsys.embed import Embedder
 from memsys.methods.fracom.graph import FraComMemory
 from memsys.propositions import phrase_key
@@ -32,6 +39,11 @@ LIGHT_PREDICATES = frozenset({
     "do", "does", "did", "done", "doing",
 })
 # fmt: on
+
+#: How the θ-set is ordered for the budget: cosine × idf, best first; or most recent first.
+RANKINGS = ("idf", "time")
+#: Whether an argument node that is a speaker's name may retrieve its propositions.
+SPEAKER_ARGUMENTS = ("keep", "exclude")
 
 
 def is_light(predicate: str) -> bool:
@@ -49,7 +61,8 @@ class RetrievalOptions:
 
     ``predicate_skip_light_verbs`` is the harness's reading where §5 says nothing: a query
     predicate that is a form of be/have/do (:data:`LIGHT_PREDICATES`) is not used to filter,
-    and a query without any other predicate is not filtered at all.
+    and a query without any other predicate is not filtered at all. ``ranking`` and
+    ``speaker_arguments`` are the harness's (module docstring).
     """
 
     theta: float = 0.7
@@ -57,12 +70,18 @@ class RetrievalOptions:
     predicate_filter: bool = False
     predicate_threshold: float = 0.5
     predicate_skip_light_verbs: bool = True
+    ranking: str = "idf"
+    speaker_arguments: str = "keep"
 
     def __post_init__(self) -> None:
         for name in ("theta", "predicate_threshold"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
+        check_choices(
+            ("ranking", self.ranking, RANKINGS),
+            ("speaker_arguments", self.speaker_arguments, SPEAKER_ARGUMENTS),
+        )
 
     def filtering_predicates(self, predicates: Sequence[str]) -> list[str]:
         """The query predicates the §5 filter compares with (none: no filtering)."""
@@ -73,34 +92,69 @@ class RetrievalOptions:
         return list(predicates)
 
 
-def rank(
+@dataclass(frozen=True)
+class ThetaSet:
+    """What plausible retrieval returns for one query (the paper's P̂), before any budget: each
+    member's cosine × idf score, the members reached only through a speaker's name, and the
+    size before the §5 filter (``None`` without it)."""
+
+    scores: dict[int, float]
+    speaker_only: frozenset[int]
+    before_predicate_filter: int | None = None
+
+    def trace(self, propositions: int) -> dict[str, Any]:
+        """The per-question record of how large the set is and how much of it names a speaker."""
+        size = len(self.scores)
+        trace: dict[str, Any] = {
+            "theta_set": size,
+            "theta_set_fraction": round(size / propositions, 4) if propositions else 0.0,
+            "speaker_only": len(self.speaker_only),
+        }
+        if self.before_predicate_filter is not None:
+            trace["theta_set_before_predicate_filter"] = self.before_predicate_filter
+        return trace
+
+
+def plausible_retrieval(
     memory: FraComMemory,
     arguments: Sequence[str],
     predicates: Sequence[str],
     embedder: Embedder,
     options: RetrievalOptions,
-) -> list[tuple[int, float]]:
-    """Retrieved propositions ``(index, score)``, best first, for a query's arguments and
-    predicates."""
-    scores = score_propositions(memory, arguments, embedder, options)
+) -> ThetaSet:
+    """The θ-set of a query's arguments, narrowed by the §5 predicate filter where it is on
+    (then every question records the size before it, filtered or not)."""
+    found = match_arguments(memory, arguments, embedder, options)
+    if not options.predicate_filter:
+        return found
     filtering = options.filtering_predicates(predicates)
-    if filtering and scores:
-        scores = filter_by_predicate(
-            memory, scores, filtering, embedder, options.predicate_threshold
+    kept = found.scores
+    if filtering and kept:
+        kept = filter_by_predicate(memory, kept, filtering, embedder, options.predicate_threshold)
+    return ThetaSet(kept, found.speaker_only & kept.keys(), len(found.scores))
+
+
+def order(memory: FraComMemory, scores: dict[int, float], ranking: str) -> list[tuple[int, float]]:
+    """The θ-set as ``(index, score)`` in the order the budget keeps it (``ranking``): best
+    cosine × idf first, or most recent first (latest turn, then latest proposition of it)."""
+    if ranking == "time":
+        return sorted(
+            scores.items(), key=lambda pair: (-memory.propositions[pair[0]].position, -pair[0])
         )
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
-def score_propositions(
+def match_arguments(
     memory: FraComMemory,
     arguments: Sequence[str],
     embedder: Embedder,
     options: RetrievalOptions,
-) -> dict[int, float]:
-    """Retrieved propositions (index → score): argument matches with similarity ≥ θ
-    (or equal keys without plausible retrieval), weighted by the argument's idf."""
+) -> ThetaSet:
+    """Eq. 5 and θ: every proposition with an argument node of similarity ≥ θ to a query
+    argument (or an equal key without plausible retrieval), scored Σ over query arguments of its
+    best such node's similarity × idf."""
     if not arguments or not memory.propositions:
-        return {}
+        return ThetaSet({}, frozenset())
     nodes, vectors = memory.node_vectors("argument", embedder)
     if options.plausible:
         similarity = embedder.encode(list(arguments)) @ vectors.T
@@ -109,19 +163,24 @@ def score_propositions(
         keys = [f"arg:{phrase_key(a)}" for a in arguments]
         similarity = np.array([[float(node == key) for node in nodes] for key in keys])
         threshold = 1.0
+    speakers = memory.speaker_nodes()
+    allowed = np.array([options.speaker_arguments == "keep" or n not in speakers for n in nodes])
     total = len(memory.propositions)
     scores: dict[int, float] = {}
+    through_other: set[int] = set()  # reached through an argument that is no speaker's name
     for row in similarity:
         best: dict[int, float] = {}
-        for column in np.flatnonzero(row >= threshold):
+        for column in np.flatnonzero((row >= threshold) & allowed):
             node = nodes[column]
             idf = math.log(1 + total / memory.graph.degree(node))
             for neighbour in memory.graph.neighbors(node):
                 index = int(neighbour.removeprefix("prop:"))
                 best[index] = max(best.get(index, 0.0), float(row[column]) * idf)
+                if node not in speakers:
+                    through_other.add(index)
         for index, value in best.items():
             scores[index] = scores.get(index, 0.0) + value
-    return scores
+    return ThetaSet(scores, frozenset(scores.keys() - through_other))
 
 
 def filter_by_predicate(

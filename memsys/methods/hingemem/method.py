@@ -6,9 +6,10 @@ Retrieval for Scalable Dialogues", WWW '26 (papers/hingemem.txt). The fidelity c
 reading taken where the paper is vague. Modules: :mod:`.graph` (the memory: nodes, hyperedges,
 salience, Jaccard merging; Eq. 2-5), :mod:`.extract` (the boundary-extraction and
 topic-clustering prompts; Eq. 1), :mod:`.lite` (the extractor that makes no LLM call),
-:mod:`.query` (retrieval plans), :mod:`.routing` (element routing), :mod:`.rerank` (Eq. 6) and
-:mod:`.stop` (the adaptive stop). This module builds memories and runs retrieval:
-plan → route → score (ξ = description cosine, + Q_S + Q_T) → sort → adaptive stop.
+:mod:`.query` (retrieval plans), :mod:`.routing` (candidates: semantic ∪ routed by default),
+:mod:`.rerank` (Eq. 6) and :mod:`.stop` (the adaptive stop). This module builds memories and runs retrieval:
+plan → candidates (semantic ∪ routed) → score (ξ = description cosine, + Q_S + Q_T) → sort →
+adaptive stop.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from .graph import (
 from .lite import LiteExtractor
 from .query import QUERY_SCHEMA, QueryPlan, analyse_rules, plan_from_reply, query_messages
 from .rerank import TOPIC_TERMS, priority_weights, salience_scores
-from .routing import ROUTINGS, RetrievalIndex, route
+from .routing import CANDIDATE_RULES, RetrievalIndex, candidate_set
 from .stop import adaptive_stop
 
 MEMORY_KINDS = ("boundary", "text")
@@ -61,19 +62,20 @@ class RetrievalOptions:
     """Query-adaptive retrieval settings (docs/methods/hingemem.md, "Named values").
 
     ``node_indexing``, ``rerank`` and ``adaptive_stop`` are the Table 3 ablation switches; the
-    Eq. 6 weights default to the paper's (1, 1); ``node_match_weight`` and ``max_items`` are
-    harness additions, off by default.
+    Eq. 6 weights default to the paper's (1, 1); ``candidate_rule`` is how node indexing joins
+    semantic retrieval (:mod:`.routing`); ``node_match_weight`` (read by the ``bonus`` rule only)
+    and ``max_items`` are harness additions.
     """
 
     node_indexing: bool = True
     rerank: bool = True
     adaptive_stop: bool = True
-    routing: str = "intersect"
+    candidate_rule: str = "semantic_union"
     top_k: int = 10
     semantic_top_k: int = 50
     max_items: int | None = None
     node_match_threshold: float = 0.7
-    node_match_weight: float = 0.0
+    node_match_weight: float = 1.0
     salience_weight: float = 1.0
     topic_weight: float = 1.0
     topic_term: str = "query"
@@ -88,7 +90,7 @@ class RetrievalOptions:
 
     def __post_init__(self) -> None:
         check_choices(
-            ("retrieval.routing", self.routing, ROUTINGS),
+            ("retrieval.candidate_rule", self.candidate_rule, CANDIDATE_RULES),
             ("retrieval.topic_term", self.topic_term, TOPIC_TERMS),
         )
 
@@ -96,26 +98,34 @@ class RetrievalOptions:
 @dataclass(frozen=True)
 class RetrievalTrace:
     """One retrieval explained: the plan, the ranked candidates with scores, how many were kept,
-    and whether element routing chose the candidates."""
+    how many hyperedges element routing reached, whether the stop rules (not the end of the
+    candidate list) set the depth, and whether the top candidate is not the most similar one."""
 
     plan: QueryPlan
     ranked: tuple[int, ...]
     scores: tuple[float, ...]
     kept: int
     items: tuple[MemoryItem, ...]
-    routed: bool = False
+    structural: int = 0
     hyperedges: int = 0
+    stop_decided: bool = False
+    top_moved: bool = False
+
+    def share(self, count: int) -> float:
+        """``count`` as a share of the memory's hyperedges."""
+        return round(count / self.hyperedges, 4) if self.hyperedges else 0.0
 
     def summary(self) -> dict[str, Any]:
         """What the run records per question (the ablation table's depth distributions)."""
         return {
             "group": self.plan.query_type,
-            "routed": self.routed,
+            "routed": self.structural > 0,
             "candidates": len(self.ranked),
-            "candidate_fraction": round(len(self.ranked) / self.hyperedges, 4)
-            if self.hyperedges
-            else 0.0,
+            "candidate_fraction": self.share(len(self.ranked)),
+            "routed_fraction": self.share(self.structural),
             "kept": self.kept,
+            "stop_decided": self.stop_decided,
+            "top_moved": self.top_moved,
         }
 
 
@@ -350,26 +360,56 @@ class HingeMem(MemorySystem[LongTermMemory]):
 
     def candidates(
         self, index: RetrievalIndex, plan: QueryPlan, similarity: np.ndarray
-    ) -> tuple[set[int], bool, np.ndarray]:
-        """What to retrieve: the routed hyperedges (or the semantic neighbours when nothing
-        routes), whether routing chose them, and the node-match bonus (zero by default)."""
+    ) -> tuple[set[int], set[int], np.ndarray]:
+        """What to retrieve: the candidates under ``candidate_rule``, the structural hyperedges
+        element routing reached, and the score bonus (nonzero under the ``bonus`` rule only)."""
         options = self.retrieval
         nearest = set(np.argsort(-similarity, kind="stable")[: options.semantic_top_k].tolist())
         bonus = np.zeros(len(similarity))
         if not options.node_indexing:
-            return nearest, False, bonus
+            return nearest, set(), bonus
         routes = index.match(plan, options.node_match_threshold)
-        if options.node_match_weight:
-            weights = priority_weights(plan.ranked_elements())
+        elements = plan.ranked_elements()
+        pool, structural = candidate_set(options.candidate_rule, nearest, routes, elements)
+        if options.candidate_rule == "bonus":
+            weights = priority_weights(elements)
             bonus = options.node_match_weight * index.match_scores(routes, weights)
-        if options.routing == "union":
-            return nearest | routes.all_edges(), False, bonus
-        routed = route(routes, plan.ranked_elements())
-        return (routed, True, bonus) if routed else (nearest, False, bonus)
+        return pool, structural, bonus
+
+    def rerank(self, memory: LongTermMemory, plan: QueryPlan, query: np.ndarray) -> np.ndarray:
+        """Eq. 6's Q_S + Q_T per hyperedge, with their named weights."""
+        options = self.retrieval
+        index = self.index(memory)
+        weights = priority_weights(plan.ranked_elements())
+        salience = salience_scores(memory, weights, index.mean_salience)
+        if options.topic_term == "query":
+            topic = index.contrast.query_term(query, options.topic_temperature)
+        else:
+            topic = index.contrast.hyperedge_term(
+                query, index.descriptions, options.topic_temperature
+            )
+        return options.salience_weight * salience + options.topic_weight * topic
+
+    def depth(self, ranked_scores: Sequence[float], query_type: str) -> tuple[int, bool]:
+        """How many ranked candidates to keep, and whether the stop rules set that depth (they
+        cut the list before its end and no cap cut further)."""
+        options = self.retrieval
+        cap = min(options.max_items or len(ranked_scores), len(ranked_scores))
+        if not options.adaptive_stop:
+            return min(options.top_k, cap), False
+        by_rules = adaptive_stop(
+            ranked_scores,
+            query_type,
+            delta=options.recall_delta,
+            recall_ratio=options.recall_ratio,
+            precision_ratio=options.precision_ratio,
+            judgement_ratio=options.judgement_ratio,
+            judgement_temperature=options.judgement_temperature,
+        )
+        return min(by_rules, cap), by_rules < cap
 
     def explain(self, memory: LongTermMemory, question: Question) -> RetrievalTrace:
         """Plan, candidates, scores and the stop decision for one question."""
-        options = self.retrieval
         plan = self.plan(memory, question)
         edges = memory.hyperedges
         if not edges:
@@ -377,43 +417,28 @@ class HingeMem(MemorySystem[LongTermMemory]):
         index = self.index(memory)
         query = self.services.embedder.encode([question.question])[0]
         similarity = index.descriptions @ query  # ξ, the initial score
-        candidates, routed, scores = self.candidates(index, plan, similarity)
+        candidates, structural, scores = self.candidates(index, plan, similarity)
         scores = scores + similarity
-        if options.rerank:
-            weights = priority_weights(plan.ranked_elements())
-            scores = scores + options.salience_weight * salience_scores(
-                memory, weights, index.mean_salience
-            )
-            temperature = options.topic_temperature
-            if options.topic_term == "query":
-                scores = scores + options.topic_weight * index.contrast.query_term(
-                    query, temperature
-                )
-            else:
-                scores = scores + options.topic_weight * index.contrast.hyperedge_term(
-                    query, index.descriptions, temperature
-                )
+        if self.retrieval.rerank:
+            scores = scores + self.rerank(memory, plan, query)
         ranked = sorted(candidates, key=lambda i: (-scores[i], edges[i].position))
+        most_similar = min(candidates, key=lambda i: (-similarity[i], edges[i].position))
         ranked_scores = [float(scores[i]) for i in ranked]
-        if options.adaptive_stop:
-            kept = adaptive_stop(
-                ranked_scores,
-                plan.query_type,
-                delta=options.recall_delta,
-                recall_ratio=options.recall_ratio,
-                precision_ratio=options.precision_ratio,
-                judgement_ratio=options.judgement_ratio,
-                judgement_temperature=options.judgement_temperature,
-            )
-        else:
-            kept = options.top_k
-        kept = min(kept, options.max_items or kept, len(ranked))
+        kept, stop_decided = self.depth(ranked_scores, plan.query_type)
         items = tuple(
             self._item(memory, edges[i], s)
             for i, s in zip(ranked[:kept], ranked_scores, strict=False)
         )
         return RetrievalTrace(
-            plan, tuple(ranked), tuple(ranked_scores), kept, items, routed, len(edges)
+            plan,
+            tuple(ranked),
+            tuple(ranked_scores),
+            kept,
+            items,
+            len(structural),
+            len(edges),
+            stop_decided,
+            ranked[0] != most_similar,
         )
 
     def retrieve(self, memory: LongTermMemory, question: Question) -> Retrieval:

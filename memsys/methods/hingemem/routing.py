@@ -1,14 +1,18 @@
 """HingeMem's "what to retrieve" (papers/hingemem.txt §3.3.1): the nodes a retrieval plan names,
-the hyperedges that hold them, and the candidate set they route to.
+the hyperedges that hold them, and the candidate set handed to the rerank.
 
-"Based on the query elements and their associated names, HingeMem identifies the corresponding
-nodes. This enables the system to obtain hyperedges that encompass these nodes." Read as routing:
-the candidates are the hyperedges holding a matched node of every constrained element, taken in
-the plan's priority order; an element whose nodes would leave no candidate is skipped (a
-constraint the memory cannot satisfy does not empty the answer), and a plan that matches no node
-falls back to the hyperedges whose descriptions embed nearest the query. ``union`` (every
-semantic neighbour plus every hyperedge holding any matched node) is the earlier reading, kept as
-an option: on LoCoMo it keeps nearly every hyperedge as a candidate.
+"From a structural perspective, ... HingeMem identifies the corresponding nodes. This enables the
+system to obtain hyperedges that encompass these nodes. From a semantic perspective, HingeMem
+matches the query with the similarity of the embeddings of the hyperedges' descriptions.
+Consequently, HingeMem derives a set of candidate hyperedges" (§3.3.1), and node indexing is built
+"on semantic retrieval" (§4.3.1). The structural set is routed: the hyperedges holding a matched
+node of every constrained element, taken in the plan's priority order (an element whose nodes
+would leave nothing is skipped). Candidate rules (``candidate_rule``):
+
+- ``semantic_union`` (default): the semantic neighbours ∪ the routed hyperedges;
+- ``intersect``: the routed hyperedges alone (the semantic neighbours when nothing routes);
+- ``bonus``: the semantic neighbours only; routing enters the score (``node_match_weight``);
+- ``union``: the semantic neighbours ∪ every holder of any matched node (the earliest reading).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from .graph import ELEMENTS, LongTermMemory, normalize_name, parse_time_key, tim
 from .query import QueryPlan, person_matches
 from .rerank import TopicContrast, mean_salience
 
-ROUTINGS = ("intersect", "union")
+CANDIDATE_RULES = ("semantic_union", "intersect", "bonus", "union")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,25 @@ def route(routes: Routes, elements: Iterable[str]) -> set[int] | None:
         if narrowed:
             candidates = narrowed
     return candidates
+
+
+def candidate_set(
+    rule: str, nearest: set[int], routes: Routes, elements: Iterable[str]
+) -> tuple[set[int], set[int]]:
+    """The candidates under ``rule`` and the structural hyperedges among them (empty: nothing
+    routed). ``bonus`` keeps the semantic candidates; its structure enters the score instead.
+
+    >>> routes = Routes({}, {"time": {1, 2}, "person": {2, 3}})
+    >>> [candidate_set(r, {0, 1}, routes, ["time", "person"]) for r in CANDIDATE_RULES]
+    [({0, 1, 2}, {2}), ({2}, {2}), ({0, 1}, {1, 2, 3}), ({0, 1, 2, 3}, {1, 2, 3})]
+    """
+    if rule in ("bonus", "union"):
+        structural = routes.all_edges()
+        return (nearest if rule == "bonus" else nearest | structural), structural
+    routed = route(routes, elements) or set()
+    if rule == "semantic_union":
+        return nearest | routed, routed
+    return routed or nearest, routed
 
 
 class RetrievalIndex:

@@ -29,11 +29,13 @@ Readings taken where the paper is vague (each a config value):
   ``\\n`` and ``.``), and the index text is the compressed exchanges joined by newlines
   (:mod:`memsys.compression.passages`). ``llmlingua2`` is the paper's compressor (LLMLingua-2,
   xlm-roberta-large, meetingbank; ``llmlingua2_model`` a Hub id or a directory,
-  ``compression_device`` cpu|cuda|auto), not available offline; ``self_info`` is its offline
-  stand-in (Selective Context's self-information under SmolLM2-135M, a different criterion,
-  :mod:`memsys.compression.self_info`); ``none`` is the "w/o denoising" ablation.
-  ``compression_rate`` = tokens after / tokens before: 0.75 as in the paper (the authors' code
-  defaults to 0.9). The query is not compressed (Eq. 2 compresses the memory only).
+  ``compression_device`` cpu|cuda|auto), whose model weights are not available offline;
+  ``self_info`` is its offline stand-in (Selective Context's self-information under
+  SmolLM2-135M, a different criterion, :mod:`memsys.compression.self_info`), which on LoCoMo
+  lowers recall where the paper's denoising raises it (docs/methods/secom.md); ``none`` is the
+  "w/o denoising" ablation. ``compression_rate`` = tokens after / tokens before: 0.75 as in the
+  paper (§3), 0.9 in ``secom_rate09`` as in the authors' released code. The query is not
+  compressed (Eq. 2 compresses the memory only).
 * Retrieval (``retriever``): ``bm25`` or ``dense``; dense ranks by inner product of the harness
   embedder's vectors (all-MiniLM-L6-v2, normalized: cosine) because the paper's
   ``multi-qa-mpnet-base-dot-v1`` is not available offline; ``embedder=mpnet_dot`` selects it
