@@ -247,6 +247,7 @@ def summarize(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
         "questions": "/".join(str(c) for c in sorted(counts)) or "0",
         "explain_below": EXPLAIN_BELOW,
         "context_orders": method_orders(spec),
+        "traces": spec.get("traces", {}),
         "rows": rows,
     }
 
@@ -293,38 +294,45 @@ def trace_summary(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]
     return summary
 
 
-def depth_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """The retrieval-depth block: each traced config's distributions per group."""
+def depth_markdown(rows: Sequence[dict[str, Any]], legends: dict[str, str]) -> list[str]:
+    """The retrieval-depth block: per method, its traced configs' distributions per group, under
+    the method's legend (``conf/ablations.yaml``'s ``traces``)."""
     traced = [row for row in rows if row.get("depth")]
     if not traced:
         return []
-    fields = sorted({f for row in traced for g in row["depth"].values() for f in g} - {"questions"})
     lines = [
         "",
         "## Retrieval depth (from each method's per-question trace)",
         "",
-        "Each cell: mean / median / p90 / max over the group's questions. HingeMem: `candidates` "
-        "is the candidate set routing (or, when nothing routes, the semantic neighbours) hands "
-        "the rerank, `candidate_fraction` its share of all hyperedges, `kept` what the adaptive "
-        "stop (or the fixed top-k) keeps, `routed` the share of questions routed by element "
-        "nodes; groups are the plan's query types.",
-        "",
-        "| Config | Group | Questions | " + " | ".join(fields) + " |",
-        "|---|---|---|" + "---|" * len(fields),
+        "Each cell: mean / median / p90 / max over the group's questions (a yes/no field's mean "
+        "is the share of questions).",
     ]
-    for row in traced:
-        for group, stats in row["depth"].items():
-            cells = [
-                " / ".join(f"{stats[f][k]:g}" for k in ("mean", "median", "p90", "max"))
-                if f in stats
-                else "—"
-                for f in fields
-            ]
-            lines.append(
-                f"| `{row['config']}` | {group} | {stats['questions']} | "
-                + " | ".join(cells)
-                + " |"
-            )
+    for method in dict.fromkeys(row["method"] for row in traced):
+        rows_of = [row for row in traced if row["method"] == method]
+        fields = sorted(
+            {f for row in rows_of for g in row["depth"].values() for f in g} - {"questions"}
+        )
+        lines += [
+            "",
+            f"### {method}",
+            "",
+            *([legends[method], ""] if method in legends else []),
+            "| Config | Group | Questions | " + " | ".join(fields) + " |",
+            "|---|---|---|" + "---|" * len(fields),
+        ]
+        for row in rows_of:
+            for group, stats in row["depth"].items():
+                cells = [
+                    " / ".join(f"{stats[f][k]:g}" for k in ("mean", "median", "p90", "max"))
+                    if f in stats
+                    else "—"
+                    for f in fields
+                ]
+                lines.append(
+                    f"| `{row['config']}` | {group} | {stats['questions']} | "
+                    + " | ".join(cells)
+                    + " |"
+                )
     return lines
 
 
@@ -387,7 +395,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
             + " | ".join(cells)
             + " |"
         )
-    lines += depth_markdown(summary["rows"])
+    lines += depth_markdown(summary["rows"], summary.get("traces", {}))
     return "\n".join(lines) + "\n"
 
 
