@@ -152,7 +152,7 @@ reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 r
 
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
 	$(PY) -m benchmarks.run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) workers=$(WORKERS) progress=$(PROGRESS)
-	$(PY) -m benchmarks.report --dataset locomo --subset full --where answer.template=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
+	$(PY) -m benchmarks.report --dataset locomo --subset full --where answer.template=null --where subset.conversations=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
 
 reproduce-retrieval-lme:  ## the same on LongMemEval-S (session and turn recall, nDCG)
 	$(PY) -m benchmarks.run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=$(PROGRESS)
