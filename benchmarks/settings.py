@@ -479,7 +479,7 @@ def check_method_options(method: DictConfig) -> None:
     method checks ranges itself; a value of the wrong type may pass them, ``1.5 < 1`` is False).
     """
     try:
-        constructor = get_class(str(OmegaConf.select(method, "_target_"))).__init__
+        constructor = get_class(str(OmegaConf.select(method, "_target_")))
     except Exception:  # unimportable: instantiation will say what is wrong
         constructor = None
     check_options(method, "method", constructor)
@@ -515,13 +515,40 @@ def _parameters(
     constructor: Callable[..., Any] | None,
 ) -> tuple[Mapping[str, inspect.Parameter] | None, dict[str, Any]]:
     """A constructor's parameters and type hints; ``(None, {})`` when it is unknown or its
-    annotations do not resolve (instantiation will say what is wrong)."""
+    annotations do not resolve (instantiation will say what is wrong). A class's are its
+    ``__init__``'s, followed up its bases while an ``__init__`` forwards ``**options``
+    (:func:`_class_parameters`)."""
     if constructor is None:
         return None, {}
+    if isinstance(constructor, type):
+        return _class_parameters(constructor)
     try:
         return inspect.signature(constructor).parameters, typing.get_type_hints(constructor)
     except Exception:
         return None, {}
+
+
+def _class_parameters(
+    cls: type,
+) -> tuple[Mapping[str, inspect.Parameter] | None, dict[str, Any]]:
+    """The options a class takes: its ``__init__``'s named parameters and those of each base's
+    ``__init__`` its ``**options`` reach, so a subclass that adds one option and forwards the
+    rest keeps every inherited option checked by name and type."""
+    parameters: dict[str, inspect.Parameter] = {}
+    hints: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        if klass is object or "__init__" not in vars(klass):
+            continue
+        own, own_hints = _parameters(vars(klass)["__init__"])
+        if own is None:
+            return None, {}
+        for name, parameter in own.items():
+            if parameter.kind is not inspect.Parameter.VAR_KEYWORD and name != "self":
+                parameters.setdefault(name, parameter)
+        hints = {**own_hints, **hints}
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in own.values()):
+            return parameters, hints
+    return None, {}  # every __init__ up to object forwards: the options are unknown here
 
 
 def _is_instance(value: Any, annotation: Any) -> bool:
