@@ -358,7 +358,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
         "setting (lite extraction, no reader)",
         f"- Runs: `{' '.join(summary['overrides'])}` plus each config's own overrides",
         orders_line(summary["context_orders"]),
-        "- Evidence recall: share of a question's evidence turns in the reader's context (adversarial "
+        "- Evidence recall: share of a question's evidence turns (LoCoMo's published key, its `evidence` field) in the reader's context (adversarial "
         "questions included: this is retrieval, not answering). It counts a set of turns: a "
         "change of order alone cannot move it",
         "- All retrieved: evidence recall of everything the method retrieved, before the context "
