@@ -103,10 +103,10 @@ test-full:  ## everything that runs on this machine, slow checks included
 	$(PYTEST) -m "not gpu and not api" -q
 
 ci-regression:  ## every method/segmenter on small subsets, replayed LLM replies, vs results/regression/
-	$(PY) -m benchmarks.regression check
+	$(PY) -m benchmarks.tables.regression check
 
 regression-refresh:  ## re-record results/regression/{replay.jsonl,expected.json}; review the git diff
-	$(PY) -m benchmarks.regression refresh
+	$(PY) -m benchmarks.tables.regression refresh
 
 lint:
 	$(VENV)/bin/ruff check .
@@ -127,12 +127,12 @@ bench:  ## performance report -> results/bench.md (every scripts/bench_*.py, wit
 
 # Table 1's report, written after the runs of either target that adds rows to it.
 TABLE1_OUT = results/table1
-TABLE1_REPORT = $(PY) -m benchmarks.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) $(TABLE1_TITLE) --out $(TABLE1_OUT)
+TABLE1_REPORT = $(PY) -m benchmarks.tables.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) $(TABLE1_TITLE) --out $(TABLE1_OUT)
 TABLE1_SETTING = backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) 'judge.protocols=$(PROTOCOLS)' progress=$(PROGRESS)
 
 reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 reader and judge)
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (1 LoCoMo conversation, 20 questions, backbone $(BACKBONES)): not the papers' setting"; fi
-	$(PY) -m benchmarks.run -m +experiment=table1 $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS)) $(TABLE1_SETTING)
+	$(PY) -m benchmarks.pipeline.run -m +experiment=table1 $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS)) $(TABLE1_SETTING)
 	$(TABLE1_REPORT)
 
 reproduce-libraries: SUBSET = $(LIB_SUBSET)
@@ -141,39 +141,39 @@ reproduce-libraries: TABLE1_TITLE = $(if $(filter-out smoke,$(LIB_SUBSET)),--tit
 reproduce-libraries:  ## Mem0 and LangMem beside Table 1's grid on LIB_SUBSET (default: the two_sessions sample)
 	@if [ "$(origin SUBSET)" = "command line" ]; then echo "error: reproduce-libraries takes LIB_SUBSET=..., not SUBSET=..." >&2; exit 2; fi
 	@echo "NOTE: offline $(LIB_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting$(if $(filter smoke,$(LIB_SUBSET)),: Mem0 and LangMem take about 10 hours here)"
-	$(PY) -m benchmarks.run -m +experiment=libraries $(TABLE1_SETTING)
-	$(PY) -m benchmarks.run -m +experiment=table1 $(TABLE1_SETTING)
+	$(PY) -m benchmarks.pipeline.run -m +experiment=libraries $(TABLE1_SETTING)
+	$(PY) -m benchmarks.pipeline.run -m +experiment=table1 $(TABLE1_SETTING)
 	$(TABLE1_REPORT)
 
 reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 reader and judge)
 	@if [ "$(LME_SUBSET)" != full ]; then echo "NOTE: offline $(LME_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting"; fi
-	$(PY) -m benchmarks.run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) answer.context_budget=$(LME_BUDGET) progress=$(PROGRESS)
-	$(PY) -m benchmarks.report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(LME_BUDGET) --out results/table2
+	$(PY) -m benchmarks.pipeline.run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) answer.context_budget=$(LME_BUDGET) progress=$(PROGRESS)
+	$(PY) -m benchmarks.tables.report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(LME_BUDGET) --out results/table2
 
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
-	$(PY) -m benchmarks.run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) workers=$(WORKERS) progress=$(PROGRESS)
-	$(PY) -m benchmarks.report --dataset locomo --subset full --where answer.template=null --where subset.conversations=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
+	$(PY) -m benchmarks.pipeline.run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) workers=$(WORKERS) progress=$(PROGRESS)
+	$(PY) -m benchmarks.tables.report --dataset locomo --subset full --where answer.template=null --where subset.conversations=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
 
 reproduce-retrieval-lme:  ## the same on LongMemEval-S (session and turn recall, nDCG)
-	$(PY) -m benchmarks.run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=$(PROGRESS)
-	$(PY) -m benchmarks.report --runs $(LME_RETRIEVAL_RUNS) --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --out $(LME_RETRIEVAL_TABLE)
+	$(PY) -m benchmarks.pipeline.run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=$(PROGRESS)
+	$(PY) -m benchmarks.tables.report --runs $(LME_RETRIEVAL_RUNS) --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --out $(LME_RETRIEVAL_TABLE)
 
 ablations:  ## every method's lite ablations/variants, retrieval only (conf/ablations.yaml) -> results/ablations.{md,json}
-	$(PY) -m benchmarks.ablations run --workers $(ABLATION_WORKERS) $(if $(ABLATION_METHODS),--methods $(ABLATION_METHODS))
+	$(PY) -m benchmarks.tables.ablations run --workers $(ABLATION_WORKERS) $(if $(ABLATION_METHODS),--methods $(ABLATION_METHODS))
 
 reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}
-	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=$(PROGRESS)
-	$(PY) -m benchmarks.segment -m segmenter=$(SEG_LLM) dataset=$(SEG_LLM_DATASET) limit=$(SEG_LLM_LIMIT) backbone=$(BACKBONES) progress=$(PROGRESS)
-	$(PY) -m benchmarks.segmentation_table --out results/table_segmentation
+	$(PY) -m benchmarks.pipeline.segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=$(PROGRESS)
+	$(PY) -m benchmarks.pipeline.segment -m segmenter=$(SEG_LLM) dataset=$(SEG_LLM_DATASET) limit=$(SEG_LLM_LIMIT) backbone=$(BACKBONES) progress=$(PROGRESS)
+	$(PY) -m benchmarks.tables.segmentation --out results/table_segmentation
 
 reproduce-segmentation-reflection:  ## SeCom's reflection: rubric learned on TIAGE train, tested with and without it -> results/table_segmentation_reflection.{md,csv}
 	@echo "NOTE: $(SEG_REFLECT_SEGMENTER) on the first $(SEG_REFLECT_LIMIT) $(SEG_REFLECT_DATASET) test dialogues, backbone $(BACKBONES): not the paper's setting (GPT-4, 100 hard examples in 10 rounds of 10)"
-	$(PY) -m benchmarks.segment -m segmenter=secom,$(SEG_REFLECT_SEGMENTER) dataset=$(SEG_REFLECT_DATASET) limit=$(SEG_REFLECT_LIMIT) backbone=$(BACKBONES) results_dir=$(SEG_REFLECT_RUNS) progress=$(PROGRESS)
-	$(PY) -m benchmarks.segmentation_table --runs $(SEG_REFLECT_RUNS) --out results/table_segmentation_reflection --title "SeCom segmentation with and without reflection (Appendix A.1)"
+	$(PY) -m benchmarks.pipeline.segment -m segmenter=secom,$(SEG_REFLECT_SEGMENTER) dataset=$(SEG_REFLECT_DATASET) limit=$(SEG_REFLECT_LIMIT) backbone=$(BACKBONES) results_dir=$(SEG_REFLECT_RUNS) progress=$(PROGRESS)
+	$(PY) -m benchmarks.tables.segmentation --runs $(SEG_REFLECT_RUNS) --out results/table_segmentation_reflection --title "SeCom segmentation with and without reflection (Appendix A.1)"
 
 reproduce-paper:  ## the papers' setting, published numbers beside -> results/paper_{locomo,longmemeval}.md
-	$(PY) -m benchmarks.run -m +experiment=paper_locomo $(PAPER_SWEEP) progress=$(PROGRESS)
-	$(PY) -m benchmarks.run -m +experiment=paper_longmemeval $(PAPER_SWEEP) progress=$(PROGRESS)
+	$(PY) -m benchmarks.pipeline.run -m +experiment=paper_locomo $(PAPER_SWEEP) progress=$(PROGRESS)
+	$(PY) -m benchmarks.pipeline.run -m +experiment=paper_longmemeval $(PAPER_SWEEP) progress=$(PROGRESS)
 	$(PY) -m benchmarks.published --dataset locomo --out results/paper_locomo
 	$(PY) -m benchmarks.published --dataset longmemeval_s --out results/paper_longmemeval
 

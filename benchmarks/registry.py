@@ -9,7 +9,7 @@ Each method config declares, once, in a comment block at the end of its opening 
     #   grids: [table1, table2, retrieval, ...]   # GRIDS below; [] for none
 
 Why a comment and not a config key: a method's config node is part of a run's identity
-(:func:`benchmarks.settings.run_identity`) and Hydra's ``instantiate`` hands every key to the
+(:func:`benchmarks.pipeline.settings.run_identity`) and Hydra's ``instantiate`` hands every key to the
 constructor. A key would have to be stripped from the identity and popped before every
 instantiation and option check, and since Hydra merges a config's ``defaults``, an ablation that
 forgot its own ``role`` would silently inherit its method's. A comment is never loaded by Hydra:
@@ -18,10 +18,10 @@ on a file without a block). The block is plain YAML once the ``# `` is stripped.
 
 The grids that cannot call Python (Hydra sweeps in ``conf/experiment/``, ``conf/ablations.yaml``'s
 methods) stay literal and ``tests/test_registry.py`` fails when one disagrees with the
-declarations; the regression groups (:mod:`benchmarks.regression`), the ablation table's rows
-(:mod:`benchmarks.ablations`), the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m
+declarations; the regression groups (:mod:`benchmarks.tables.regression`), the ablation table's rows
+(:mod:`benchmarks.tables.ablations`), the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m
 benchmarks.registry retrieval_lme``) and the report's display names
-(:mod:`benchmarks.report.naming`) are derived from it.
+(:mod:`benchmarks.tables.report.naming`) are derived from it.
 """
 
 from __future__ import annotations

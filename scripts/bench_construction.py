@@ -9,7 +9,7 @@ instance of the request's JSON schema, or a plain reply its text parser accepts)
 makes the requests it makes with a good model, not its retry and fallback ones. Each method
 builds the conversations' memories with the ``openai_server`` backbone at ``--concurrency``,
 ``--at-once`` memories under construction at a time as a run builds them
-(:mod:`benchmarks.memories_ahead`, ``memories_at_once``), in a fresh temporary cache directory
+(:mod:`benchmarks.pipeline.memories_ahead`, ``memories_at_once``), in a fresh temporary cache directory
 (no reply, embedding or parse is cached; the embedding model and the spaCy pipeline are loaded
 beforehand and shared). One row per method: all the conversations together.
 
@@ -47,9 +47,9 @@ sys.path.insert(0, str(REPO))
 
 
 from benchmarks.data import load_locomo  # noqa: E402
-from benchmarks.harness import instantiate_method  # noqa: E402
-from benchmarks.memories_ahead import MemoriesAhead  # noqa: E402
-from benchmarks.settings import compose_config  # noqa: E402
+from benchmarks.pipeline.harness import instantiate_method  # noqa: E402
+from benchmarks.pipeline.memories_ahead import MemoriesAhead  # noqa: E402
+from benchmarks.pipeline.settings import compose_config  # noqa: E402
 from memsys.base import Services  # noqa: E402
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache  # noqa: E402
 from memsys.llm import Accounting, Backbone, Completion, LLMRequest, ResponseCache  # noqa: E402

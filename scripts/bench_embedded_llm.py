@@ -36,7 +36,7 @@ from hydra.utils import instantiate  # noqa: E402
 from benchmarks.answering.prompts import answer_messages  # noqa: E402
 from benchmarks.data import load_locomo  # noqa: E402
 from benchmarks.metrics.judge import judge_prompt, ladder_request  # noqa: E402
-from benchmarks.settings import compose_config  # noqa: E402
+from benchmarks.pipeline.settings import compose_config  # noqa: E402
 from memsys.files import available_cores  # noqa: E402
 from memsys.llm import (  # noqa: E402
     Accounting,

@@ -21,9 +21,9 @@ from typing import Any
 
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import resolve_data_dir
-from benchmarks.harness import instantiate_method, resolve_path
-from benchmarks.memory_store import MemoryStore
-from benchmarks.settings import compose_config
+from benchmarks.pipeline.harness import instantiate_method, resolve_path
+from benchmarks.pipeline.memory_store import MemoryStore
+from benchmarks.pipeline.settings import compose_config
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.tokens import TokenCounter

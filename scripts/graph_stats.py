@@ -28,7 +28,7 @@ from hydra.utils import instantiate
 
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.settings import compose_config
+from benchmarks.pipeline.settings import compose_config
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, ResponseCache, build_backbone

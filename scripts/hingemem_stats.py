@@ -35,8 +35,8 @@ from omegaconf import OmegaConf
 from benchmarks.answering.context import render_context
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.memory_store import MemoryStore
-from benchmarks.settings import compose_config
+from benchmarks.pipeline.memory_store import MemoryStore
+from benchmarks.pipeline.settings import compose_config
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, ResponseCache, build_backbone
@@ -311,7 +311,7 @@ def report(args: argparse.Namespace) -> None:
     if runs:
         lines += [
             "",
-            "## Runner summaries (`python -m benchmarks.run method=<config> answer=none subset=full`)",
+            "## Runner summaries (`python -m benchmarks.pipeline.run method=<config> answer=none subset=full`)",
             "",
             *runs_table(runs),
             "",

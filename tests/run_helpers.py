@@ -23,7 +23,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.settings import CONF, compose_config  # noqa: F401 (re-exported for the tests)
+from benchmarks.pipeline.settings import CONF, compose_config  # noqa: F401 (re-exported for the tests)
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "tiny"
 #: Record fields that legitimately differ between two runs of one config.
@@ -86,13 +86,19 @@ def read_ledger(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def start_cli(overrides: list[str], hydra_dir: Path) -> subprocess.Popen[bytes]:
-    """``python -m benchmarks.run`` in a subprocess, its output discarded but for stderr (in
+    """``python -m benchmarks.pipeline.run`` in a subprocess, its output discarded but for stderr (in
     :func:`cli_stderr`: a crash's stacks), Hydra's own files (resolved config, log) in
     ``hydra_dir`` rather than the repository's ``outputs/``."""
     hydra_dir.mkdir(parents=True, exist_ok=True)
     with (hydra_dir / "stderr.log").open("wb") as stderr:
         return subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.run", *overrides, f"hydra.run.dir={hydra_dir}"],
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.pipeline.run",
+                *overrides,
+                f"hydra.run.dir={hydra_dir}",
+            ],
             cwd=REPO_ROOT,
             stdout=subprocess.DEVNULL,
             stderr=stderr,

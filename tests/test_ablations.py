@@ -7,7 +7,9 @@ import gzip
 import json
 from pathlib import Path
 
-from benchmarks.ablations import (
+from benchmarks.data.paths import REPO_ROOT
+from benchmarks.pipeline.settings import context_order, run_id, run_identity
+from benchmarks.tables.ablations import (
     EXPLAIN_BELOW,
     ORDER_ONLY_NOTE,
     build_table,
@@ -17,8 +19,6 @@ from benchmarks.ablations import (
     summarize,
     variants,
 )
-from benchmarks.data.paths import REPO_ROOT
-from benchmarks.settings import context_order, run_id, run_identity
 
 RESULTS = REPO_ROOT / "results"
 

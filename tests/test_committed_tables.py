@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.report import main
+from benchmarks.tables.report import main
 
 #: Tables whose runs are committed (``make reproduce-retrieval-lme``'s folder): table, subset.
 COMMITTED_TABLES = [

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from run_helpers import compose_config, fixture_overrides
 
-from benchmarks.run import run
-from benchmarks.settings import ConfigError, run_id, run_identity, validate
+from benchmarks.pipeline.run import run
+from benchmarks.pipeline.settings import ConfigError, run_id, run_identity, validate
 from memsys.llm.fake_server import FakeChatServer
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")

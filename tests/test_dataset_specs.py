@@ -12,9 +12,9 @@ import yaml
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.data.specs import DATASET_SPECS, dataset_spec, named_spec, spec_of
-from benchmarks.report.header import dataset_description, subset_description
-from benchmarks.settings import ConfigError, compose_config, validate
-from benchmarks.summary import dataset_name
+from benchmarks.pipeline.settings import ConfigError, compose_config, validate
+from benchmarks.tables.report.header import dataset_description, subset_description
+from benchmarks.tables.summary import dataset_name
 
 DATASET_CONFIGS = sorted((REPO_ROOT / "conf" / "dataset").glob("*.yaml"))
 

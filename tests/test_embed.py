@@ -144,7 +144,7 @@ def test_normalize_is_part_of_the_identity_and_of_the_run_config() -> None:
     from hydra import compose, initialize_config_dir
 
     from benchmarks.data.paths import REPO_ROOT
-    from benchmarks.settings import run_identity
+    from benchmarks.pipeline.settings import run_identity
 
     assert EmbedderConfig().identity == "all-MiniLM-L6-v2"  # as before the option existed
     dot = EmbedderConfig("sentence-transformers/multi-qa-mpnet-base-dot-v1", normalize=False)
@@ -240,7 +240,7 @@ def test_backend_torch_and_any_device_keep_run_ids_and_a_bad_backend_names_its_k
     from hydra import compose, initialize_config_dir
 
     from benchmarks.data.paths import REPO_ROOT
-    from benchmarks.settings import ConfigError, run_id, run_identity, validate
+    from benchmarks.pipeline.settings import ConfigError, run_id, run_identity, validate
 
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         # The smoke subset's size when the id below was pinned (it is 20 questions now).

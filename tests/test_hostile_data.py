@@ -15,7 +15,7 @@ import pytest
 from run_helpers import FIXTURE, longmemeval_item, write_longmemeval_oracle
 
 from benchmarks.data import DatasetError, iter_longmemeval, read_locomo
-from benchmarks.memory_store import MemoryStore
+from benchmarks.pipeline.memory_store import MemoryStore
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.methods.baselines import FullHistory

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from run_helpers import compose_config, fixture_overrides, read_records
 
-from benchmarks.cli import run_or_exit
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.report.runs import load_runs
-from benchmarks.run import run
-from benchmarks.runlog import QUESTIONS_FILE, ForeignRowsError, ResultsWriteError
-from benchmarks.settings import ConfigError
+from benchmarks.pipeline.cli import run_or_exit
+from benchmarks.pipeline.run import run
+from benchmarks.pipeline.runlog import QUESTIONS_FILE, ForeignRowsError, ResultsWriteError
+from benchmarks.pipeline.settings import ConfigError
+from benchmarks.tables.report.runs import load_runs
 from memsys.kvstore import CacheError, SQLiteKV
 from memsys.llm.fake_server import FakeChatServer
 
@@ -148,7 +148,7 @@ def test_a_clear_error_is_one_line_with_credentials_masked(
 
 def cli(args: list[str], cwd: Path, **kwargs: object) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.run", *args],
+        [sys.executable, "-m", "benchmarks.pipeline.run", *args],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

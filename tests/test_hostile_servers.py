@@ -19,7 +19,7 @@ from fakes.llm import FAST_RETRY
 from reliability_helpers import CORRECT, JUDGE, QUESTIONS, by_question, server_backbone
 from run_helpers import compose_config, fixture_overrides, read_records
 
-from benchmarks.run import run
+from benchmarks.pipeline.run import run
 from memsys.llm import Accounting, Backbone, BackboneSettings, LLMRequest, ResponseCache
 from memsys.llm.errors import LLMRequestError, ProviderError, TransientProviderError
 from memsys.llm.fake_server import FakeChatServer

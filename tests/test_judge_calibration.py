@@ -26,8 +26,8 @@ from benchmarks.metrics.judge_probes import (
     probe_counts,
     read_probes,
 )
-from benchmarks.run import run
-from benchmarks.settings import ConfigError, run_identity, validate
+from benchmarks.pipeline.run import run
+from benchmarks.pipeline.settings import ConfigError, run_identity, validate
 from memsys.llm import Accounting, LLMRequest, LLMResponse, ResponseCache
 from memsys.llm.factory import build_backbone
 from memsys.llm.fake_server import FakeChatServer

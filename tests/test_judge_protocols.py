@@ -321,7 +321,7 @@ def test_a_changed_judge_prompt_makes_a_new_run(monkeypatch: pytest.MonkeyPatch)
     """The run identity holds each protocol's prompt version, so a run graded under an older
     prompt is not resumed as if it were the same run; retrieval-only runs are unaffected."""
     from benchmarks.metrics import judge
-    from benchmarks.settings import compose_config, run_id, run_identity
+    from benchmarks.pipeline.settings import compose_config, run_id, run_identity
 
     judged = compose_config(["method=turn_rag_bm25"])
     unjudged = compose_config(["method=turn_rag_bm25", "answer=none"])

@@ -11,7 +11,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from run_helpers import compose_config
 
-from benchmarks.settings import ConfigError, validate
+from benchmarks.pipeline.settings import ConfigError, validate
 from memsys.llm import Accounting, ProviderUnavailableError, ResponseCache, build_backbone
 from memsys.llm.__main__ import CONF_DIR, compose_ask_config, main
 from memsys.llm.factory import backbone_settings

@@ -194,7 +194,7 @@ def test_runs_end_to_end_against_llama_cpp_server(
     server: the run finishes, its construction calls are in the ledger, retrieved turn ids are
     the conversation's, and the same run on a fresh memory cache asks the server nothing."""
     pytest.importorskip(library, reason=f"the optional extra [{library}] is not installed")
-    from benchmarks.run import run
+    from benchmarks.pipeline.run import run
 
     monkeypatch.delenv("MEMBENCH_DATA", raising=False)
     overrides = [

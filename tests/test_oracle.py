@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from run_helpers import compose_config, fixture_overrides, read_records
 
-from benchmarks.run import run
+from benchmarks.pipeline.run import run
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
 

@@ -23,10 +23,10 @@ from run_helpers import (
     sweep_values,
 )
 
+from benchmarks.pipeline.run import run
+from benchmarks.pipeline.settings import check_method_options, validate
 from benchmarks.published import Line, build_paper_report, main, render_paper_markdown
-from benchmarks.report import ReportError
-from benchmarks.run import run
-from benchmarks.settings import check_method_options, validate
+from benchmarks.tables.report import ReportError
 
 EXPERIMENTS = {"paper_locomo": "locomo", "paper_longmemeval": "longmemeval"}
 ENTRIES = sorted(path.stem for path in (CONF / "paper").glob("*.yaml"))

@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 from run_helpers import CONF, compose_config, fixture_overrides
 
+from benchmarks.pipeline.run import run
 from benchmarks.plan import (
     Extent,
     Price,
@@ -27,7 +28,6 @@ from benchmarks.plan import (
     sweep,
     warm_caches,
 )
-from benchmarks.run import run
 from memsys.llm.providers.scripted import ScriptedConfig, prompt_tokens
 from memsys.llm.types import LLMRequest, SamplingParams
 from memsys.tokens import TokenCounter

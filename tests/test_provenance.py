@@ -11,7 +11,7 @@ import pytest
 from report_helpers import NEW_METHOD, TURN_RAG, ZERO, config, markdown_section, scored, write_run
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.provenance import (
+from benchmarks.pipeline.provenance import (
     CODE_PATHS,
     UNKNOWN,
     code_version,
@@ -21,7 +21,7 @@ from benchmarks.provenance import (
     provenance,
     recorded_method_source,
 )
-from benchmarks.report import build_report, main
+from benchmarks.tables.report import build_report, main
 
 
 def test_the_code_version_is_the_checkout_described_by_git() -> None:
@@ -139,7 +139,8 @@ def test_a_run_whose_method_source_changed_is_marked_stale_and_one_without_a_rec
     now = {TURN_RAG["_target_"]: "111111111111", ZERO["_target_"]: "222222222222"}
     asked: list[str] = []
     monkeypatch.setattr(
-        "benchmarks.report.rows.method_source", lambda target: asked.append(target) or now[target]
+        "benchmarks.tables.report.rows.method_source",
+        lambda target: asked.append(target) or now[target],
     )
     runs = tmp_path / "runs"
     recorded = {"stale": "000000000000", "current": "222222222222", "unknown": None}

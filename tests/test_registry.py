@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from benchmarks import registry
-from benchmarks.ablations import load_spec, variants
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.regression import load_cases
+from benchmarks.tables.ablations import load_spec, variants
+from benchmarks.tables.regression import load_cases
 
 #: The literal grids: file, and the sweep key that lists the method configs.
 LITERAL_GRIDS = {

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fakes.llm import ScriptedProvider, ask, make_backbone
 
-from benchmarks.regression import (
+from benchmarks.tables.regression import (
     CONF,
     differences,
     export_embeddings,

@@ -22,10 +22,10 @@ from run_helpers import (
 )
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.report import load_runs
-from benchmarks.run import run
-from benchmarks.runlog import latest_records
-from benchmarks.summary import format_summary
+from benchmarks.pipeline.run import run
+from benchmarks.pipeline.runlog import latest_records
+from benchmarks.tables.report import load_runs
+from benchmarks.tables.summary import format_summary
 from memsys.llm.fake_server import FakeChatServer
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
@@ -135,7 +135,13 @@ def test_breaker_stops_the_cli_with_a_clear_message_and_a_rerun_resumes(
         "+backbone.retry.max_consecutive_failures=2",
     ]
     stopped = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", *overrides, f"hydra.run.dir={tmp_path / 'hydra'}"],
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.pipeline.run",
+            *overrides,
+            f"hydra.run.dir={tmp_path / 'hydra'}",
+        ],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -29,9 +29,9 @@ from run_helpers import (
     read_records,
 )
 
-from benchmarks.memory_store import STALE_PART_S, MemoryStore
-from benchmarks.run import run
-from benchmarks.summary import format_summary
+from benchmarks.pipeline.memory_store import STALE_PART_S, MemoryStore
+from benchmarks.pipeline.run import run
+from benchmarks.tables.summary import format_summary
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.kvstore import CacheError, SQLiteKV
@@ -471,7 +471,7 @@ def test_a_memory_that_cannot_be_stored_is_used_and_leaves_no_part_file(
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr("memsys.files.os.fsync", disk_full)
-    with caplog.at_level(logging.WARNING, logger="benchmarks.memory_store"):
+    with caplog.at_level(logging.WARNING, logger="benchmarks.pipeline.memory_store"):
         memory, loaded = store.load_or_build(system, conversation)
     assert not loaded and memory.items
     path = store.path(system, conversation)

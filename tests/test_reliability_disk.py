@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 from run_helpers import compose_config, fixture_overrides, read_records
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.runlog import DamagedLogError, RecordLog, ResultsWriteError
+from benchmarks.pipeline.runlog import DamagedLogError, RecordLog, ResultsWriteError
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
 
@@ -67,16 +67,16 @@ sys.path.insert(0, "tests")
 from test_reliability_disk import FillingDisk
 root, name, whole_writes = sys.argv.pop(1), sys.argv.pop(1), int(sys.argv.pop(1))
 FillingDisk(Path(root), name, whole_writes).install()
-runpy.run_module("benchmarks.run", run_name="__main__", alter_sys=True)
+runpy.run_module("benchmarks.pipeline.run", run_name="__main__", alter_sys=True)
 """
 
 
 def run_cli(
     overrides: list[str], hydra_dir: Path, disk: tuple[Path, str, int] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m benchmarks.run`` with ``overrides``; with ``disk`` (the arguments of a
+    """``python -m benchmarks.pipeline.run`` with ``overrides``; with ``disk`` (the arguments of a
     :class:`FillingDisk`), on that disk."""
-    program = ["-m", "benchmarks.run"]
+    program = ["-m", "benchmarks.pipeline.run"]
     if disk is not None:
         program = ["-c", CLI_ON_A_FILLING_DISK, *map(str, disk)]
     return subprocess.run(
@@ -103,9 +103,9 @@ def cost_lines(stderr: str) -> list[dict[str, Any]]:
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    """:func:`benchmarks.run.run`, imported only here: the CLI's subprocess imports this module
-    for :class:`FillingDisk` and then runs ``benchmarks.run`` as ``__main__``."""
-    from benchmarks.run import run as run_config
+    """:func:`benchmarks.pipeline.run.run`, imported only here: the CLI's subprocess imports this module
+    for :class:`FillingDisk` and then runs ``benchmarks.pipeline.run`` as ``__main__``."""
+    from benchmarks.pipeline.run import run as run_config
 
     return run_config(cfg)
 

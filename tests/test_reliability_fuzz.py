@@ -35,10 +35,10 @@ from benchmarks.data.segmentation import (
     read_tiage_official,
     read_topic_id_txt,
 )
-from benchmarks.harness import instantiate_method
-from benchmarks.run import run
-from benchmarks.segment import validate as segment_validate
-from benchmarks.settings import CACHE_MODES, ConfigError, validate
+from benchmarks.pipeline.harness import instantiate_method
+from benchmarks.pipeline.run import run
+from benchmarks.pipeline.segment import validate as segment_validate
+from benchmarks.pipeline.settings import CACHE_MODES, ConfigError, validate
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 
@@ -383,7 +383,7 @@ def test_a_wrong_backbone_setting_is_one_line_from_the_cli(tmp_path: Path) -> No
         [
             sys.executable,
             "-m",
-            "benchmarks.run",
+            "benchmarks.pipeline.run",
             *fixture_overrides(tmp_path / "runs", tmp_path / "cache"),
             *SERVER_BACKBONES,
             "+backbone.retry.max_atempts=3",

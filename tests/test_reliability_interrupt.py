@@ -15,7 +15,7 @@ import pytest
 from reliability_helpers import CORRECT, JUDGE, QUESTIONS, by_question
 from run_helpers import compose_config, fixture_overrides, read_records, start_cli
 
-from benchmarks.run import run
+from benchmarks.pipeline.run import run
 from memsys.llm import LLMRequest
 from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone, BackboneSettings

@@ -21,7 +21,7 @@ from run_helpers import (
     start_cli,
 )
 
-from benchmarks.run import run
+from benchmarks.pipeline.run import run
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
 

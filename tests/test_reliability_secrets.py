@@ -24,8 +24,8 @@ from run_helpers import (
 )
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.run import run
-from benchmarks.settings import run_id, run_identity
+from benchmarks.pipeline.run import run
+from benchmarks.pipeline.settings import run_id, run_identity
 from memsys.llm.fake_server import FakeChatServer
 from memsys.llm.providers.openai_compat import OpenAICompatConfig
 from memsys.llm.redact import RedactFilter, redact
@@ -47,7 +47,7 @@ def test_no_api_key_in_any_file_a_full_cli_run_writes(
         [
             sys.executable,
             "-m",
-            "benchmarks.run",
+            "benchmarks.pipeline.run",
             *fixture_overrides(tmp_path / "runs", tmp_path / "cache"),
             "method=turn_rag_bm25",
             *server_backbone(server, api_key_env="OPENAI_API_KEY"),
@@ -109,7 +109,7 @@ def test_no_url_credential_in_any_file_or_output_of_a_cli_run(
         [
             sys.executable,
             "-m",
-            "benchmarks.run",
+            "benchmarks.pipeline.run",
             *(["--multirun"] if sweep else []),
             *fixture_overrides(tmp_path / "runs", tmp_path / "cache"),
             "method=turn_rag_bm25",

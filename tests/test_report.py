@@ -27,8 +27,8 @@ from report_helpers import (
 )
 
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
-from benchmarks.report import ReportError, build_report, main, method_name, render_markdown
-from benchmarks.summary import interval_line, summarize_run
+from benchmarks.tables.report import ReportError, build_report, main, method_name, render_markdown
+from benchmarks.tables.summary import interval_line, summarize_run
 
 
 def test_writes_md_csv_tex_png_with_the_header(tmp_path: Path) -> None:

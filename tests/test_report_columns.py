@@ -9,7 +9,7 @@ from pathlib import Path
 
 from report_helpers import TURN_RAG, ZERO, config, read_table, record, scored, write_run
 
-from benchmarks.report import main
+from benchmarks.tables.report import main
 
 
 def test_every_judge_protocol_gets_a_column_and_its_probe_figures(tmp_path: Path) -> None:

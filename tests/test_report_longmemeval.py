@@ -23,9 +23,9 @@ from run_helpers import compose_with_hydra, longmemeval_item, sweep_values, writ
 
 from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
-from benchmarks.report import LONGMEMEVAL_TYPES, build_report, main
-from benchmarks.report.rows import LONGMEMEVAL_RANKING
-from benchmarks.summary import longmemeval_summary
+from benchmarks.tables.report import LONGMEMEVAL_TYPES, build_report, main
+from benchmarks.tables.report.rows import LONGMEMEVAL_RANKING
+from benchmarks.tables.summary import longmemeval_summary
 from memsys.types import LONGMEMEVAL_CATEGORIES
 
 LME_DATASET = {"name": "longmemeval", "variant": "s"}

@@ -23,10 +23,10 @@ from run_helpers import (
 )
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.harness import instantiate_method
-from benchmarks.provenance import code_version, method_source_of_process
-from benchmarks.run import run
-from benchmarks.settings import ConfigError, run_id, run_identity, validate
+from benchmarks.pipeline.harness import instantiate_method
+from benchmarks.pipeline.provenance import code_version, method_source_of_process
+from benchmarks.pipeline.run import run
+from benchmarks.pipeline.settings import ConfigError, run_id, run_identity, validate
 
 
 @pytest.fixture(autouse=True)
@@ -147,7 +147,7 @@ def test_cli_reports_a_bad_key_and_exits_2(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "benchmarks.run",
+            "benchmarks.pipeline.run",
             "answer.template=haiku",
             f"results_dir={tmp_path}",
         ],

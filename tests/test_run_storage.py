@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.memory_store import MemoryStore, conversation_digest
-from benchmarks.runlog import RecordLog, RunInProgressError, exclusive, summarize_invocations
-from benchmarks.subsets import SubsetSpec, select, stratified_sample
+from benchmarks.pipeline.memory_store import MemoryStore, conversation_digest
+from benchmarks.pipeline.runlog import (
+    RecordLog,
+    RunInProgressError,
+    exclusive,
+    summarize_invocations,
+)
+from benchmarks.pipeline.subsets import SubsetSpec, select, stratified_sample
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.methods.baselines import FullHistory, SessionRAG, TurnRAG

@@ -22,9 +22,9 @@ from run_helpers import (
     write_longmemeval_oracle,
 )
 
-from benchmarks.run import run
-from benchmarks.settings import ConfigError
-from benchmarks.workers import WorkerError
+from benchmarks.pipeline.run import run
+from benchmarks.pipeline.settings import ConfigError
+from benchmarks.pipeline.workers import WorkerError
 
 CITIES = ("Lisbon", "Oslo", "Quito", "Hanoi", "Accra")
 

@@ -15,7 +15,7 @@ from fakes.segment import PETS_THEN_COOKING
 from omegaconf import OmegaConf
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.segment import window_diff
+from benchmarks.pipeline.segment import window_diff
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, Backbone, ResponseCache, build_backbone
 from memsys.llm.structured import ExtractionReport

@@ -16,11 +16,11 @@ from omegaconf import DictConfig
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.segmentation import main as score_cli
-from benchmarks.runlog import RecordLog
-from benchmarks.segment import run
-from benchmarks.segmentation_table import PUBLISHED, collect
-from benchmarks.segmentation_table import main as table_cli
-from benchmarks.settings import ConfigError
+from benchmarks.pipeline.runlog import RecordLog
+from benchmarks.pipeline.segment import run
+from benchmarks.pipeline.settings import ConfigError
+from benchmarks.tables.segmentation import PUBLISHED, collect
+from benchmarks.tables.segmentation import main as table_cli
 from memsys.llm.fake_server import FakeChatServer
 
 CONF = REPO_ROOT / "conf"
@@ -253,7 +253,7 @@ def test_cli_accepts_dataset_overrides_and_prints_metrics(tmp_path: Path, data: 
         [
             sys.executable,
             "-m",
-            "benchmarks.segment",
+            "benchmarks.pipeline.segment",
             "dataset=tiage",
             f"data_dir={data}",
             f"cache_dir={tmp_path / 'cache'}",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakes.segment import PETS_THEN_COOKING, rule_backbone, user_text
 
-from benchmarks.segment import window_diff
+from benchmarks.pipeline.segment import window_diff
 from memsys.kvstore import SQLiteKV
 from memsys.llm.errors import ProviderError
 from memsys.llm.types import LLMRequest

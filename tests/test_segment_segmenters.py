@@ -11,7 +11,7 @@ from fakes.segment import PETS_THEN_COOKING, PETS_THEN_COOKING_LABELS, rule_back
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-import benchmarks.segment  # noqa: F401  (registers the dataset=... options)
+import benchmarks.pipeline.segment  # noqa: F401  (registers the dataset=... options)
 from benchmarks.data.paths import REPO_ROOT
 from memsys.llm.types import LLMRequest
 from memsys.segment import Segmenter, labels_from_gaps, segments_from_labels

@@ -46,7 +46,7 @@ def test_joblib_sweep_two_methods_by_two_backbones(
     """
     env = {**os.environ, "LLAMACPP_BASE_URL": llama_server, "MEMSYS_CACHE_DIR": str(tmp_path)}
     env.pop("MEMBENCH_DATA", None)
-    command = [sys.executable, "-m", "benchmarks.run", "-m", "hydra/launcher=joblib"]
+    command = [sys.executable, "-m", "benchmarks.pipeline.run", "-m", "hydra/launcher=joblib"]
     command += ["hydra.launcher.n_jobs=2", f"hydra.sweep.dir={tmp_path / 'multirun'}"]
     command += ["method=turn_rag_bm25,session_rag_bm25", "backbone=embedded,llamacpp_server"]
     command += [f"data_dir={FIXTURE}", "dataset.file=locomo/tiny_conversation.json"]
@@ -71,8 +71,8 @@ def test_a_sweep_refuses_its_next_job_once_conf_changed(tmp_path: Path) -> None:
     """Hydra composes each job from conf/ on disk while the process keeps its code: the guard
     remembers conf/ at the first job, lets unchanged later jobs through and refuses the first
     job after an edit, naming the folder."""
-    from benchmarks.cli import ConfChangedError
-    from benchmarks.run import SweepGuard, conf_digest
+    from benchmarks.pipeline.cli import ConfChangedError
+    from benchmarks.pipeline.run import SweepGuard, conf_digest
 
     conf = tmp_path / "conf"
     (conf / "embedder").mkdir(parents=True)

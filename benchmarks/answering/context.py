@@ -1,7 +1,7 @@
 """Render a retrieval as the reader's context: budgeted best-first, shown in time or rank order.
 
 A method ranks its items; the harness keeps them in rank order while they fit the token budget,
-then shows the kept ones in the order the run resolved (:func:`benchmarks.settings.context_order`:
+then shows the kept ones in the order the run resolved (:func:`benchmarks.pipeline.settings.context_order`:
 the method's own, :attr:`memsys.base.MemorySystem.context_order`, unless ``answer.order``
 overrides it): oldest first under their session dates (``order="time"``, every method but
 CAST), so those contexts look the same to the reader and differ only in what was retrieved; or

@@ -5,7 +5,7 @@ dataset's name: they ask its :class:`DatasetSpec`. A new dataset is one loader a
 :data:`DATASET_SPECS` (its ``conf/dataset/*.yaml`` names it by ``name``).
 
 Why here and not as keys of ``conf/dataset/*.yaml``: every key of that node is part of a run's
-identity (``benchmarks.settings.run_identity``), and the committed runs' ``config.yaml`` files
+identity (``benchmarks.pipeline.settings.run_identity``), and the committed runs' ``config.yaml`` files
 predate these traits; a table in code keyed by ``dataset.name`` keeps every run id and reads old
 runs the same way. The one trait a config may change, the judge protocol of ``judge_acc``, is
 the dataset config's ``judge_protocol`` (``earlier_judge_protocol`` below is only for runs logged

@@ -25,7 +25,7 @@ Two input shapes, one question per line:
 It prints judge accuracy with 95% bootstrap intervals (questions resampled): overall (category 5
 under the ``--adversarial`` policy, as the lexical scores), per category, and over LongMemEval's
 questions also task-averaged (the mean of the per-type means) and abstention accuracy; the
-grouping is :mod:`benchmarks.summary`'s, the one behind a run's ``metrics.json``. A failed
+grouping is :mod:`benchmarks.tables.summary`'s, the one behind a run's ``metrics.json``. A failed
 verdict (no parseable reply, or a failed call) is counted and left out, never scored.
 ``--out`` writes one line per question: ``{"question_id", "category", "protocol", "label":
 true|false|null, "reply", "error"}``. ``OVERRIDE``s are Hydra overrides of the config the judge
@@ -64,8 +64,8 @@ from benchmarks.metrics.qa import (
     read_lines_by_id,
     text_field,
 )
-from benchmarks.settings import ConfigError, check_backbone, compose_config
-from benchmarks.summary import (
+from benchmarks.pipeline.settings import ConfigError, check_backbone, compose_config
+from benchmarks.tables.summary import (
     Cell,
     cells_by_scope,
     in_overall,
@@ -182,7 +182,7 @@ def score_records(
     answers: Sequence[JudgedAnswer], verdicts: Sequence[Verdict]
 ) -> list[dict[str, Any]]:
     """Each verdict as a run's record carries it (``scores.judge_acc``, None for a failed one),
-    so that :mod:`benchmarks.summary` aggregates it as it aggregates a run."""
+    so that :mod:`benchmarks.tables.summary` aggregates it as it aggregates a run."""
     return [
         {
             "question_id": answer.question.question_id,

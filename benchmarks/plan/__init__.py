@@ -2,7 +2,7 @@
 
 For every point of an experiment's sweep (Hydra's ``hydra.sweeper.params`` merged with the
 command line's sweep overrides, as ``-m`` does), the plan runs the real construction, retrieval,
-answering and judging code of the runner (:mod:`benchmarks.harness`) against the scripted
+answering and judging code of the runner (:mod:`benchmarks.pipeline.harness`) against the scripted
 backbone (:mod:`memsys.llm.providers.scripted`), which answers at once with replies the callers
 can use. So the LLM calls per stage and their prompts are the ones a run makes, counted exactly;
 completion tokens are bounded by each request's ``max_tokens`` and estimated as a share of it.

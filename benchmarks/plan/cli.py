@@ -14,9 +14,9 @@ from pathlib import Path
 
 from hydra.errors import HydraException
 
-from benchmarks.cli import CLEAR_ERRORS
 from benchmarks.data.paths import REPO_ROOT, shown_path
-from benchmarks.harness import resolve_path
+from benchmarks.pipeline.cli import CLEAR_ERRORS
+from benchmarks.pipeline.harness import resolve_path
 from benchmarks.plan.build import make_plan
 from benchmarks.plan.costs import Price, Rates, Throughput
 from benchmarks.plan.grid import compose_overrides, fixed_overrides
@@ -56,7 +56,7 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m benchmarks.plan", description="What a sweep will cost, before it runs."
     )
     option = parser.add_argument
-    option("overrides", nargs="*", help="Hydra overrides, as for benchmarks.run -m")
+    option("overrides", nargs="*", help="Hydra overrides, as for benchmarks.pipeline.run -m")
     option("--conversations", type=int, help="measure on the first N, scale to all")
     option("--out", help="the page (default results/plan_<experiment>.md)")
     option("--json", help="also write the numbers behind the page to this file")

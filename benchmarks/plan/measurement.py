@@ -1,5 +1,5 @@
 """One sweep point measured: the runner's real construction, retrieval, answering and judging
-code (:mod:`benchmarks.harness`) run over the config's subset with scripted backbones, its calls
+code (:mod:`benchmarks.pipeline.harness`) run over the config's subset with scripted backbones, its calls
 and tokens counted per stage, and the scripted replies its pipelines did not use as they came."""
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from benchmarks.data.paths import resolve_data_dir
-from benchmarks.harness import (
+from benchmarks.pipeline.harness import (
     ConstructionCounts,
     Harness,
     answer_conversation,
     build_harness,
     construct_memory,
 )
+from benchmarks.pipeline.run import conversations_source
+from benchmarks.pipeline.settings import RunSettings, validate
+from benchmarks.pipeline.subsets import select
 from benchmarks.plan.costs import Extent, StageCount
-from benchmarks.run import conversations_source
-from benchmarks.settings import RunSettings, validate
-from benchmarks.subsets import select
-from benchmarks.summary import failure_counts
+from benchmarks.tables.summary import failure_counts
 from memsys.llm.structured import ExtractionReport
 from memsys.types import Conversation
 
@@ -45,7 +45,7 @@ class Measurement:
 
 def measure(cfg: DictConfig) -> Measurement:
     """Construct, retrieve, answer and judge the config's subset with its (scripted) backbones,
-    exactly as :mod:`benchmarks.run` does, and count what it cost."""
+    exactly as :mod:`benchmarks.pipeline.run` does, and count what it cost."""
     settings = validate(cfg)
     started = time.perf_counter()
     sample, context_tokens = Extent(), 0

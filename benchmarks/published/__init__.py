@@ -5,7 +5,7 @@ paper_{locomo,longmemeval}.yaml`` runs each method's paper configuration (``conf
 baselines. This report sets every published cell the harness can measure next to the measured
 number and marks each setting in which the two differ, so that a number measured on a subset,
 with lite extraction or with other models is never read as the paper's setting. Measured numbers
-are recomputed from the runs' files with :mod:`benchmarks.report`'s readers (``load_runs``,
+are recomputed from the runs' files with :mod:`benchmarks.tables.report`'s readers (``load_runs``,
 ``score_cells``), as the tables are.
 
 Readings taken where the brief leaves a choice:

@@ -19,7 +19,7 @@ from benchmarks.published.cells import (
 )
 from benchmarks.published.compare import SAME_MODEL, differences
 from benchmarks.published.grid import GRIDS, Entry, entry_runs, grid_entries
-from benchmarks.report import (
+from benchmarks.tables.report import (
     Cell,
     ReportError,
     Run,
@@ -119,7 +119,7 @@ def header_lines(
     dataset: str, subset: str, where: dict[str, Any], runs_dir: Path, intervals: str
 ) -> list[str]:
     """What the report compares, and how to read a line; ``intervals`` is
-    :func:`benchmarks.report.interval_description` of the measured cells."""
+    :func:`benchmarks.tables.report.interval_description` of the measured cells."""
     filters = "".join(f", {key}={value!r}" for key, value in where.items())
     return [
         f"Published: every cell of results/published/*.yaml measured by the paper grid "

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from omegaconf import OmegaConf
 
 from benchmarks.data.specs import spec_of
-from benchmarks.judge_calibration import own_protocol
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.published.cells import PublishedCell
-from benchmarks.report import (
+from benchmarks.tables.judge_calibration import own_protocol
+from benchmarks.tables.report import (
     Run,
     construction_model,
     data_keys,

@@ -11,8 +11,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from benchmarks.report import ReportError, Run, differing_keys, lookup, method_name
-from benchmarks.settings import compose_config
+from benchmarks.pipeline.settings import compose_config
+from benchmarks.tables.report import ReportError, Run, differing_keys, lookup, method_name
 
 #: The report's dataset → the experiment config holding its paper grid.
 GRIDS = {"locomo": "paper_locomo", "longmemeval_s": "paper_longmemeval"}

@@ -1,6 +1,6 @@
 """The segmenter contract: utterances in, boundary labels out, with what the call cost.
 
-Two callers need segmenters: the dialogue-segmentation benchmark (``benchmarks/segment.py``) and
+Two callers need segmenters: the dialogue-segmentation benchmark (``benchmarks/pipeline/segment.py``) and
 the memory methods that store segments (ES-Mem's events, SeCom's segments, the segment-RAG
 baseline). Both want one label per utterance with SuperDialSeg's convention (METRICS.md):
 ``1`` = this utterance ends a segment, the last label always ``0``. A segmenter only names the

@@ -31,13 +31,13 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from benchmarks.data.errors import DataMissingError, DatasetError
-from benchmarks.runlog import (
+from benchmarks.pipeline.runlog import (
     DamagedLogError,
     ForeignRowsError,
     ResultsWriteError,
     RunInProgressError,
 )
-from benchmarks.settings import ConfigError
+from benchmarks.pipeline.settings import ConfigError
 from memsys.compression import CompressorUnavailableError
 from memsys.kvstore import CacheError
 from memsys.llm.errors import BackboneUnavailableError, CacheMissError, ProviderUnavailableError
@@ -49,7 +49,7 @@ FAILED_JOBS_FILE = "failed_jobs.jsonl"
 
 
 class ConfChangedError(RuntimeError):
-    """``conf/`` changed under a running sweep (:class:`benchmarks.run.SweepGuard`)."""
+    """``conf/`` changed under a running sweep (:class:`benchmarks.pipeline.run.SweepGuard`)."""
 
 
 CLEAR_ERRORS = (

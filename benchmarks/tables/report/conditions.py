@@ -9,8 +9,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.report.naming import RowKey, row_key
-from benchmarks.report.runs import _MISSING, ReportError, Run, lookup
+from benchmarks.tables.report.naming import RowKey, row_key
+from benchmarks.tables.report.runs import _MISSING, ReportError, Run, lookup
 
 
 def data_keys(dataset: dict[str, Any]) -> dict[str, Any]:

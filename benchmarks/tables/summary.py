@@ -7,7 +7,7 @@ Intervals resample conversations (the questions of one conversation share its me
 questions where a cell's questions come from too few conversations
 (:func:`benchmarks.metrics.stats.resampling_unit`).
 
-The one aggregation behind ``metrics.json`` and the report's tables (:mod:`benchmarks.report`
+The one aggregation behind ``metrics.json`` and the report's tables (:mod:`benchmarks.tables.report`
 calls these, never its own copy): :func:`interval_cell` per cell, :func:`in_overall` for the
 adversarial policy, :func:`cells_by_scope` for the overall and per-category score cells,
 :func:`evidence_recalls` and :func:`all_evidence_share`, :func:`longmemeval_cells` for
@@ -29,7 +29,7 @@ from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.metrics.longmemeval_official import GRANULARITIES, Corpus, metric_names
 from benchmarks.metrics.ranking import record_scores
 from benchmarks.metrics.stats import MIN_CLUSTERS, bootstrap_ci, resampling_unit
-from benchmarks.settings import RunSettings
+from benchmarks.pipeline.settings import RunSettings
 
 SCORE_NAMES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
 #: The levels LongMemEval scores a record's stored ``ranking`` at.

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from benchmarks.report.build import Report
-from benchmarks.report.rows import Row
-from benchmarks.summary import Cell
+from benchmarks.tables.report.build import Report
+from benchmarks.tables.report.rows import Row
+from benchmarks.tables.summary import Cell
 
 
 def bar_panel(axis: Any, rows: Sequence[Row], cells: Sequence[Cell | None], xlabel: str) -> None:

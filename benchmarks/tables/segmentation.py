@@ -1,4 +1,4 @@
-"""``python -m benchmarks.segmentation_table``: segmentation runs -> ``table_segmentation.{md,csv}``.
+"""``python -m benchmarks.tables.segmentation``: segmentation runs -> ``table_segmentation.{md,csv}``.
 
 The table is built from result files only (STYLE.md): for every finished run under
 ``results/runs/segmentation`` on a test split, the predicted labels in ``labels.jsonl`` are
@@ -16,7 +16,7 @@ Readings taken:
   its ``n``; its numbers are not comparable with full-set rows.
 * **Intervals**: 95% percentile bootstrap over dialogues, seed ``--seed`` (default 0).
 * **Fallbacks**: a dialogue fell back when its record counts a fallback in some LLM stage
-  (:func:`benchmarks.segment.fell_back`). A row where that holds for at least
+  (:func:`benchmarks.pipeline.segment.fell_back`). A row where that holds for at least
   :data:`FALLBACK_MARK_SHARE` of its dialogues has its method cell (md and csv) marked FALLBACK,
   with the count and the substitute the records name (SeCom: fixed chunks of 3 utterances): its
   numbers are mostly the substitute's, not the method's.
@@ -42,7 +42,7 @@ from benchmarks.data import load_segmentation
 from benchmarks.data.errors import DataMissingError
 from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 from benchmarks.metrics.segmentation import METRIC_NAMES
-from benchmarks.segment import fell_back, summarize
+from benchmarks.pipeline.segment import fell_back, summarize
 from memsys.segment.secom_reflection import ReflectionConfig
 
 #: Table 4's dataset order and display names.
@@ -290,9 +290,9 @@ def render_markdown(cells: Sequence[MeasuredCell], seed: int, title: str = DEFAU
     lines = [
         f"# {title}",
         "",
-        "Measured rows: `python -m benchmarks.segment` runs (`make reproduce-segmentation`, "
+        "Measured rows: `python -m benchmarks.pipeline.segment` runs (`make reproduce-segmentation`, "
         "`make reproduce-segmentation-reflection`), rebuilt "
-        "from each run's `labels.jsonl` by `python -m benchmarks.segmentation_table`. Metrics as "
+        "from each run's `labels.jsonl` by `python -m benchmarks.tables.segmentation`. Metrics as "
         "in SuperDialSeg (METRICS.md): per-dialogue Pk, WindowDiff (WD), boundary F1 and "
         "Score = (2·F1 + (1 − Pk) + (1 − WD)) / 4, averaged over dialogues; brackets: 95% "
         f"bootstrap interval over dialogues (seed {seed}). Mode `lite` makes no LLM call; `llm` "
@@ -481,7 +481,7 @@ def write_tables(
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: collect the runs, write the md and csv, print the md."""
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.segmentation_table", description=__doc__.splitlines()[0]
+        prog="python -m benchmarks.tables.segmentation", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--runs", type=Path, default=REPO_ROOT / "results/runs/segmentation")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "results/table_segmentation")

@@ -7,11 +7,11 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report.build import Report
-from benchmarks.report.plot import write_plot
-from benchmarks.report.rows import STAGES, Comparison, Row
-from benchmarks.report.tables import sections
-from benchmarks.summary import Cell
+from benchmarks.tables.report.build import Report
+from benchmarks.tables.report.plot import write_plot
+from benchmarks.tables.report.rows import STAGES, Comparison, Row
+from benchmarks.tables.report.tables import sections
+from benchmarks.tables.summary import Cell
 
 
 def render_markdown(report: Report) -> str:

@@ -1,8 +1,8 @@
 """The CI regression: small subsets through every method and segmenter, compared with expectations.
 
-    python -m benchmarks.regression check      # replay the committed LLM replies, compare metrics
-    python -m benchmarks.regression refresh    # re-record replies and rewrite the expectations
-    python -m benchmarks.regression refresh --case 'locomo_qa/method=cast*'   # only these cases
+    python -m benchmarks.tables.regression check      # replay the committed LLM replies, compare metrics
+    python -m benchmarks.tables.regression refresh    # re-record replies and rewrite the expectations
+    python -m benchmarks.tables.regression refresh --case 'locomo_qa/method=cast*'   # only these cases
 
 Cases come from ``conf/regression.yaml``. ``check`` runs each in a fresh temporary cache seeded
 only with ``results/regression/replay.jsonl`` and ``llm_cache_mode=replay``: any request that
@@ -44,7 +44,7 @@ from omegaconf import DictConfig
 
 from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.settings import CONF, compose_config
+from benchmarks.pipeline.settings import CONF, compose_config
 from memsys.embed import EmbeddingCache
 from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import CacheMissError
@@ -95,7 +95,7 @@ def sweep_values(group: str, body: dict[str, Any], key: str) -> list[Any]:
 def compose_case(case: Case, cache_dir: Path, results_dir: Path, mode: str, journal: Path | None):
     """The case's config with its caches and results redirected to ``cache_dir``/``results_dir``."""
     if case.runner == "segment":
-        import benchmarks.segment  # noqa: F401  (registers the segmentation datasets)
+        import benchmarks.pipeline.segment  # noqa: F401  (registers the segmentation datasets)
     overrides = [
         *case.overrides,
         f"cache_dir={cache_dir}",
@@ -110,10 +110,10 @@ def compose_case(case: Case, cache_dir: Path, results_dir: Path, mode: str, jour
 def run_case(case: Case, cfg: DictConfig) -> dict[str, Any]:
     """Run one case in process; its summary."""
     if case.runner == "segment":
-        from benchmarks.segment import run as run_segmentation
+        from benchmarks.pipeline.segment import run as run_segmentation
 
         return run_segmentation(cfg)
-    from benchmarks.run import run as run_qa
+    from benchmarks.pipeline.run import run as run_qa
 
     return run_qa(cfg)
 

@@ -10,12 +10,16 @@ from typing import Any
 
 from benchmarks.data.errors import DataMissingError, DatasetError
 from benchmarks.data.specs import DatasetSpec, spec_of
-from benchmarks.judge_calibration import calibration_lines
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import INTERVAL_UNITS
-from benchmarks.report.conditions import check_one_run_per_row, shared_conditions, with_variants
-from benchmarks.report.header import (
+from benchmarks.tables.judge_calibration import calibration_lines
+from benchmarks.tables.report.conditions import (
+    check_one_run_per_row,
+    shared_conditions,
+    with_variants,
+)
+from benchmarks.tables.report.header import (
     code_line,
     context_order_line,
     header_lines,
@@ -25,7 +29,7 @@ from benchmarks.report.header import (
     statistics_line,
     unranked_rows_line,
 )
-from benchmarks.report.rows import (
+from benchmarks.tables.report.rows import (
     Row,
     add_p_values,
     build_row,
@@ -33,14 +37,14 @@ from benchmarks.report.rows import (
     mark_stale,
     row_order,
 )
-from benchmarks.report.runs import (
+from benchmarks.tables.report.runs import (
     ReportError,
     Run,
     load_runs,
     run_configs,
     unfinished_runs_line,
 )
-from benchmarks.summary import score_names
+from benchmarks.tables.summary import score_names
 
 PRIMARY_METRICS = ("f1_set", "f1_locomo")
 #: A run with a larger share of failed questions (answers or verdicts) is marked INVALID.
@@ -59,7 +63,7 @@ class Report:
     #: The dataset's traits: LongMemEval's own scores, the default title and output path.
     dataset: DatasetSpec
     #: Every score name the runs carry: the F1s, BLEU-1, ``judge_acc`` and the other judge
-    #: protocols' ``judge_acc_<protocol>`` (:func:`benchmarks.summary.score_names`).
+    #: protocols' ``judge_acc_<protocol>`` (:func:`benchmarks.tables.summary.score_names`).
     scores: tuple[str, ...]
 
     @property

@@ -1,7 +1,7 @@
-"""``python -m benchmarks.run [method=...] [backbone=...] [dataset=...] [subset=...]``.
+"""``python -m benchmarks.pipeline.run [method=...] [backbone=...] [dataset=...] [subset=...]``.
 
 For each conversation: construct the memory (or load it from the memory cache), then for each
-question not yet in the run's log, or logged as failed (:func:`benchmarks.harness.failed`):
+question not yet in the run's log, or logged as failed (:func:`benchmarks.pipeline.harness.failed`):
 retrieve, render the context, answer, judge, score, and append one JSON line (a failed
 question's new line supersedes its old one). The run directory is named by a hash of the config
 (minus locations), so running the same config again resumes; ``metrics.json`` is rewritten from
@@ -10,7 +10,7 @@ may hold: a resumed run refuses a row for any other question, or a second record
 one, before any new work), and the judge's probe set is graded once (``judge_probes.json``,
 :mod:`benchmarks.metrics.judge_probes`). With ``workers=N`` (retrieval-only runs of lite methods)
 N processes construct and answer, and this one logs their records in the same order
-(:mod:`benchmarks.workers`).
+(:mod:`benchmarks.pipeline.workers`).
 """
 
 from __future__ import annotations
@@ -32,17 +32,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from benchmarks.cli import ConfChangedError, run_or_exit
 from benchmarks.data.paths import resolve_data_dir, shown_path
-from benchmarks.harness import (
-    ConstructionCounts,
-    Harness,
-    answer_conversation,
-    build_harness,
-    failed,
-    resolve_path,
-)
-from benchmarks.memories_ahead import MemoriesAhead
 from benchmarks.metrics.judge_probes import (
     PROBES_FILE,
     Probe,
@@ -54,8 +44,18 @@ from benchmarks.metrics.judge_probes import (
 )
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.ranking import corpus_of
-from benchmarks.provenance import code_versions, provenance
-from benchmarks.runlog import (
+from benchmarks.pipeline.cli import ConfChangedError, run_or_exit
+from benchmarks.pipeline.harness import (
+    ConstructionCounts,
+    Harness,
+    answer_conversation,
+    build_harness,
+    failed,
+    resolve_path,
+)
+from benchmarks.pipeline.memories_ahead import MemoriesAhead
+from benchmarks.pipeline.provenance import code_versions, provenance
+from benchmarks.pipeline.runlog import (
     QUESTIONS_FILE,
     RecordLog,
     ResultsWriteError,
@@ -65,7 +65,7 @@ from benchmarks.runlog import (
     summarize_invocations,
     write_atomically,
 )
-from benchmarks.settings import (
+from benchmarks.pipeline.settings import (
     CONF,
     ConfigError,
     RunSettings,
@@ -74,14 +74,14 @@ from benchmarks.settings import (
     run_identity,
     validate,
 )
-from benchmarks.subsets import select
-from benchmarks.summary import format_summary, summarize_run
-from benchmarks.workers import Task, WorkerPool, WorkerUsage, peak_rss_mb
+from benchmarks.pipeline.subsets import select
+from benchmarks.pipeline.workers import Task, WorkerPool, WorkerUsage, peak_rss_mb
+from benchmarks.tables.summary import format_summary, summarize_run
 from memsys.llm.accounting import Accounting
 from memsys.llm.redact import redact, redact_run_outputs
 from memsys.types import Conversation, Question
 
-log = logging.getLogger("benchmarks.run")
+log = logging.getLogger("benchmarks.pipeline.run")
 
 #: Seconds between refreshes of the progress bar's status (memories, LLM calls, failures).
 TICK_S = 2.0
@@ -105,7 +105,7 @@ def answer_pending(
     """Construct (or load) each memory and log every question not logged yet, a batch at a
     time, in the dataset's order; count memories built and loaded, and construction time, into
     ``construction``. An llm-mode method on a server builds up to ``memories_at_once`` memories
-    at once (:mod:`benchmarks.memories_ahead`)."""
+    at once (:mod:`benchmarks.pipeline.memories_ahead`)."""
     done = log.done()
     bar = tqdm(desc=f"{name} questions", unit="q", disable=not progress, file=sys.stderr)
     memories = MemoriesAhead.of_run(harness)
@@ -400,10 +400,10 @@ def guarded_run(cfg: DictConfig) -> dict[str, Any]:
     return run(cfg)
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@hydra.main(version_base="1.3", config_path="../../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error
-    (signals: :func:`benchmarks.cli.run_or_exit`)."""
+    (signals: :func:`benchmarks.pipeline.cli.run_or_exit`)."""
     summary = run_or_exit(guarded_run, cfg)
     if summary is not None:  # None: a multirun's job failed, and the sweep goes on
         print(format_summary(summary))

@@ -1,4 +1,4 @@
-"""``python -m benchmarks.segment segmenter=NAME dataset=dialseg711|tiage|superdialseg [limit=N]``.
+"""``python -m benchmarks.pipeline.segment segmenter=NAME dataset=dialseg711|tiage|superdialseg [limit=N]``.
 
 Runs one segmenter (``conf/segmenter/*.yaml``) over one split of a dialogue-segmentation set and
 prints Pk, WindowDiff, F1, macro F1 and Score (METRICS.md) with 95% bootstrap intervals. Each
@@ -38,15 +38,15 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from benchmarks.cli import run_or_exit
 from benchmarks.data import SEGMENTATION_DATASETS, load_segmentation
 from benchmarks.data.paths import resolve_data_dir
 from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
-from benchmarks.harness import resolve_path
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
 from benchmarks.metrics.stats import bootstrap_ci
-from benchmarks.runlog import RecordLog, exclusive, write_atomically
-from benchmarks.settings import (
+from benchmarks.pipeline.cli import run_or_exit
+from benchmarks.pipeline.harness import resolve_path
+from benchmarks.pipeline.runlog import RecordLog, exclusive, write_atomically
+from benchmarks.pipeline.settings import (
     CACHE_MODES,
     LOCATION_KEYS,
     ConfigError,
@@ -65,7 +65,7 @@ from memsys.segment import Segmentation, Segmenter
 from memsys.types import SegmentationDialogue
 
 #: Keys that do not change any label: where things live, how to show them, what to report (and,
-#: inside the backbone, where its server is: :func:`~benchmarks.settings.drop_server_locations`).
+#: inside the backbone, where its server is: :func:`~benchmarks.pipeline.settings.drop_server_locations`).
 IDENTITY_EXCLUDED = (*LOCATION_KEYS, "limit", "seed", "prepare_batch")
 
 
@@ -343,7 +343,7 @@ def write_references(path: Path, dialogues: Sequence[SegmentationDialogue]) -> N
     write_atomically(path, "".join(f"{line}\n" for line in lines))
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="segment")
+@hydra.main(version_base="1.3", config_path="../../conf", config_name="segment")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point: run, print the metrics JSON, exit 2 on a clear configuration error."""
     summary = run_or_exit(run, cfg)

@@ -3,7 +3,7 @@ services, method, answerer and judge from config; construct (or load) a conversa
 retrieve, answer, judge and score its questions into one JSON record each.
 
 Nothing here writes the run's log: the process that holds the run directory does
-(:mod:`benchmarks.run`), so worker processes (:mod:`benchmarks.workers`) can use all of it.
+(:mod:`benchmarks.pipeline.run`), so worker processes (:mod:`benchmarks.pipeline.workers`) can use all of it.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from omegaconf import DictConfig, OmegaConf
 from benchmarks.answering.context import RenderedContext, render_context
 from benchmarks.answering.prompts import answer_messages
 from benchmarks.data.paths import resolve_path
-from benchmarks.memory_store import MemoryStore
 from benchmarks.metrics.judge import Judge, Verdict, judging_entry, judgings
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.ranking import OfficialIds
 from benchmarks.metrics.retrieval import evidence_recall
-from benchmarks.settings import ConfigError, RunSettings, check_method_options
-from benchmarks.summary import OTHER_JUDGE_PREFIX
+from benchmarks.pipeline.memory_store import MemoryStore
+from benchmarks.pipeline.settings import ConfigError, RunSettings, check_method_options
+from benchmarks.tables.summary import OTHER_JUDGE_PREFIX
 from memsys.base import MemorySystem, Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm.accounting import Accounting

@@ -1,7 +1,7 @@
 """Every number of a row, recomputed from a run's ``predictions.jsonl``: score cells with their
 intervals, LongMemEval's aggregates and ranking metrics, costs and latencies, and the p-values
 against the backbone's best baseline. Every aggregate that ``metrics.json`` also stores is
-computed by :mod:`benchmarks.summary` (the one aggregation); this module picks the run's
+computed by :mod:`benchmarks.tables.summary` (the one aggregation); this module picks the run's
 records, seed and policy and adds what only a table shows."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import numpy as np
 from benchmarks.metrics.judge import judgings
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
-from benchmarks.provenance import method_source
-from benchmarks.report.naming import RowKey, row_key
-from benchmarks.report.runs import Run, lookup
-from benchmarks.summary import (
+from benchmarks.pipeline.provenance import method_source
+from benchmarks.tables.report.naming import RowKey, row_key
+from benchmarks.tables.report.runs import Run, lookup
+from benchmarks.tables.summary import (
     Cell,
     LongMemEvalCells,
     all_evidence_share,
@@ -60,7 +60,7 @@ LONGMEMEVAL_RANKING = (
 @dataclass(frozen=True)
 class Comparison:
     """A paired bootstrap test of a row against its backbone's best baseline, and the unit it
-    resampled (as :class:`benchmarks.summary.Cell` says it)."""
+    resampled (as :class:`benchmarks.tables.summary.Cell` says it)."""
 
     p_value: float
     baseline: str
@@ -110,7 +110,7 @@ def score_cells(
     ``names`` (default: the run's own), the intervals resampling ``unit``.
 
     ``all_evidence``: the overall questions whose evidence all reached the reader
-    (:func:`benchmarks.summary.cells_by_scope`, as ``metrics.json``'s cells are computed).
+    (:func:`benchmarks.tables.summary.cells_by_scope`, as ``metrics.json``'s cells are computed).
     """
     return cells_by_scope(
         run.records,
@@ -191,7 +191,7 @@ def build_row(
 def mark_stale(rows: Sequence[Row], fingerprint: Callable[[str], str | None] | None = None) -> None:
     """Set each row's :attr:`Row.source_changed` where the fingerprint its run recorded differs
     from the source tree's now (``fingerprint``, default
-    :func:`benchmarks.provenance.method_source`, of the run's ``method._target_``), computed once
+    :func:`benchmarks.pipeline.provenance.method_source`, of the run's ``method._target_``), computed once
     per method target; a run that recorded none is left unmarked."""
     fingerprint = fingerprint or method_source
     now: dict[str, str | None] = {}

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Generic, TypeVar
 
-from benchmarks.harness import Built, Harness, get_memory
+from benchmarks.pipeline.harness import Built, Harness, get_memory
 from memsys.llm.pool import wait_for
 from memsys.types import Conversation
 

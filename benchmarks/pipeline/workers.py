@@ -30,14 +30,14 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from benchmarks.harness import (
+from benchmarks.pipeline.harness import (
     ConstructionCounts,
     Harness,
     answer_conversation,
     build_harness,
     construct_memory,
 )
-from benchmarks.settings import validate
+from benchmarks.pipeline.settings import validate
 from memsys.files import available_cores
 from memsys.types import Conversation
 

@@ -13,12 +13,12 @@ from benchmarks.data.paths import shown_path
 from benchmarks.data.specs import DatasetSpec, dataset_spec, spec_of
 from benchmarks.metrics.ranking import stored_turn_ranking
 from benchmarks.metrics.stats import MIN_CLUSTERS
-from benchmarks.provenance import UNKNOWN
-from benchmarks.report.naming import judge_description
-from benchmarks.report.rows import Row
-from benchmarks.report.runs import Run, lookup
-from benchmarks.settings import ConfigError, declared_context_order
-from benchmarks.summary import Cell, plural, resampling_case, understated
+from benchmarks.pipeline.provenance import UNKNOWN
+from benchmarks.pipeline.settings import ConfigError, declared_context_order
+from benchmarks.tables.report.naming import judge_description
+from benchmarks.tables.report.rows import Row
+from benchmarks.tables.report.runs import Run, lookup
+from benchmarks.tables.summary import Cell, plural, resampling_case, understated
 
 SCORER_DEFINITIONS = {
     "f1_set": "f1_set, the A-Mem/mem0 set F1 (lowercase, .,!? to spaces, F1 over token sets)",

@@ -23,7 +23,7 @@ from benchmarks.answering.prompts import TEMPLATES
 from benchmarks.data.paths import REPO_ROOT, resolve_path
 from benchmarks.data.specs import DATASET_SPECS, DatasetSpec
 from benchmarks.metrics.judge import PROTOCOLS
-from benchmarks.subsets import SubsetSpec
+from benchmarks.pipeline.subsets import SubsetSpec
 from memsys.base import CONTEXT_ORDERS, MemorySystem
 from memsys.embed import BACKENDS
 from memsys.llm.retry import RetryPolicy
@@ -101,7 +101,7 @@ class RunSettings:
     #: or ``backbone`` (the reader) when ``construction=same``; None for a lite method.
     construction_key: str | None
     workers: int
-    #: Memories an llm-mode method on a server builds at once (:mod:`benchmarks.memories_ahead`).
+    #: Memories an llm-mode method on a server builds at once (:mod:`benchmarks.pipeline.memories_ahead`).
     memories_at_once: int
 
     @property

@@ -18,7 +18,7 @@ from typing import Any
 from benchmarks.data.specs import spec_of
 from benchmarks.metrics.judge import ABSTENTION_RULE, PROTOCOLS
 from benchmarks.metrics.judge_probes import EXPECTED, probe_counts, read_probes
-from benchmarks.summary import OTHER_JUDGE_PREFIX
+from benchmarks.tables.summary import OTHER_JUDGE_PREFIX
 
 #: A judge that accepts more than this share of known-wrong answers, or rejects more than this
 #: share of known-right ones, grades nothing a table should report as accuracy.

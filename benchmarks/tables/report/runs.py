@@ -20,16 +20,16 @@ from typing import Any
 import yaml
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.harness import failed
-from benchmarks.provenance import recorded_method_source
-from benchmarks.report.naming import row_key
-from benchmarks.runlog import (
+from benchmarks.pipeline.harness import failed
+from benchmarks.pipeline.provenance import recorded_method_source
+from benchmarks.pipeline.runlog import (
     QUESTIONS_FILE,
     latest_records,
     read_question_set,
     summarize_invocations,
 )
-from benchmarks.summary import dataset_name as named_dataset
+from benchmarks.tables.report.naming import row_key
+from benchmarks.tables.summary import dataset_name as named_dataset
 
 _MISSING = object()
 
@@ -49,7 +49,7 @@ class Run:
     #: Method settings that tell this run from others of the same method (ablations), or "".
     variant: str = ""
     #: The fingerprint of the method's source its latest invocation that logged questions
-    #: recorded (:func:`benchmarks.provenance.recorded_method_source`), or None (unknown).
+    #: recorded (:func:`benchmarks.pipeline.provenance.recorded_method_source`), or None (unknown).
     method_source: str | None = None
 
 
@@ -65,14 +65,14 @@ def lookup(config: dict[str, Any], dotted: str, default: Any = _MISSING) -> Any:
 
 def dataset_name(config: dict[str, Any]) -> str:
     """The dataset of a run's config as ``metrics.json`` names it
-    (:func:`benchmarks.summary.dataset_name`)."""
+    (:func:`benchmarks.tables.summary.dataset_name`)."""
     dataset = config.get("dataset", {})
     return named_dataset(dataset.get("name", "?"), dataset.get("variant"))
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """The lines of a JSONL file in order: a run's per-question records (a retried question's
-    lines too: :func:`benchmarks.runlog.latest_records` keeps its last), or its invocation
+    lines too: :func:`benchmarks.pipeline.runlog.latest_records` keeps its last), or its invocation
     ledger."""
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]

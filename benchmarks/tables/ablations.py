@@ -13,8 +13,8 @@ A change is told apart as a change of the context's turn *set* or of its *order*
 recall counts a set, so an order-only change (CAST's episodic half, which Algorithm 2 lets only
 reorder the semantic top-k) cannot move it, and only a reader can show its effect.
 
-    python -m benchmarks.ablations run [--methods cast,fracom] [--configs fracom_theta08] [--workers 2]
-    python -m benchmarks.ablations table
+    python -m benchmarks.tables.ablations run [--methods cast,fracom] [--configs fracom_theta08] [--workers 2]
+    python -m benchmarks.tables.ablations table
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import yaml
 
 from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.runlog import latest_records
-from benchmarks.settings import CONF, compose_config, context_order
+from benchmarks.pipeline.runlog import latest_records
+from benchmarks.pipeline.settings import CONF, compose_config, context_order
 
 SPEC = CONF / "ablations.yaml"
 OUT = REPO_ROOT / "results"
@@ -100,7 +100,9 @@ def run_all(
 ) -> None:
     """Run (or resume) every variant that can run here (or only ``configs``); write its compact
     records."""
-    from benchmarks.run import run  # the runner pulls in every service; only `run` needs it
+    from benchmarks.pipeline.run import (
+        run,  # the runner pulls in every service; only `run` needs it
+    )
 
     chosen = variants(spec, methods)
     unknown = set(configs or ()) - {variant.config for variant in chosen}
@@ -369,7 +371,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
         "order (the reader sees a difference, evidence recall cannot). An ablation changing "
         f"fewer than {summary['explain_below']:.0%} of contexts (set and order together) must "
         "say why",
-        "- Records: `results/ablations/<config>.jsonl.gz`; rebuild with `python -m benchmarks.ablations table`",
+        "- Records: `results/ablations/<config>.jsonl.gz`; rebuild with `python -m benchmarks.tables.ablations table`",
         "",
         "| Method | Config | What it is | Evidence recall | All retrieved | Context tokens "
         "| Set changed | Order only | Note |",
@@ -409,7 +411,7 @@ def build_table(spec: dict[str, Any], folder: Path, out: Path) -> dict[str, Any]
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.ablations", description=__doc__.split("\n\n")[0]
+        prog="python -m benchmarks.tables.ablations", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("command", choices=("run", "table"))
     parser.add_argument("--methods", default="", help="comma-separated methods (default: all)")

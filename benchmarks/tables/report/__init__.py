@@ -1,4 +1,4 @@
-"""``python -m benchmarks.report``: collect run directories into Table 1 or 2 (md, csv, tex, png).
+"""``python -m benchmarks.tables.report``: collect run directories into Table 1 or 2 (md, csv, tex, png).
 
 Tables are built from result files only (STYLE.md): every mean is recomputed from the runs'
 ``predictions.jsonl``, so each cell traces to the lines behind it; ``metrics.json`` is read only
@@ -15,7 +15,7 @@ Readings taken where the brief leaves a choice:
   error too.
 * **Overall** means respect each run's ``adversarial`` option; per-category cells always
   include every category. Evidence recall and context tokens average over every question, as
-  ``benchmarks.summary`` does, so the numbers match ``metrics.json``. Bootstrap seeds are the
+  ``benchmarks.tables.summary`` does, so the numbers match ``metrics.json``. Bootstrap seeds are the
   run's ``seed``, so the intervals match ``metrics.json`` as well.
 * **Intervals** resample conversations (a cluster bootstrap: the questions of one conversation
   share its memory), or questions with ``--interval-unit question``; a cell whose questions come
@@ -24,7 +24,7 @@ Readings taken where the brief leaves a choice:
   line names the unit used and the conversation count. On LongMemEval each question has its own
   haystack, so the clusters are single questions.
 * **Failed questions** (no answer, or no verdict) carry no score and are left out of the mean,
-  as in ``benchmarks.summary``; ``n`` counts the scored questions.
+  as in ``benchmarks.tables.summary``; ``n`` counts the scored questions.
 * **p-values**: each non-baseline answered row against the baseline row (a class from
   ``memsys.methods.baselines``) with the same backbone and the highest overall mean of the
   primary metric (``--metric``, an F1 scorer), paired by question over the questions both
@@ -39,7 +39,7 @@ Readings taken where the brief leaves a choice:
 * **LongMemEval** (Table 2): instead of the per-category section, judge accuracy per question
   type in ES-Mem's Table 2 column order, overall, task-averaged (mean of the per-type means; a
   point value, as the benchmark defines it) and on the ``_abs`` questions, grouped by
-  ``benchmarks.summary.longmemeval_scores`` as ``metrics.json`` is; a p-value on judge accuracy
+  ``benchmarks.tables.summary.longmemeval_scores`` as ``metrics.json`` is; a p-value on judge accuracy
   beside the one on the F1 scorer; and a retrieval section with LongMemEval's ranking metrics
   under its official definition (``recall_all`` and ``ndcg_any`` at 5 and 10, ``recall_any@1``
   and MRR) for sessions and turns, scored from each record's stored ranking over the questions
@@ -51,19 +51,23 @@ the conditions in words, ``build`` puts them together as a :class:`Report`, ``ta
 and formats its cells, ``render`` and ``plot`` write the files, ``cli`` is the command line.
 """
 
-from benchmarks.report.build import Report, build_report
-from benchmarks.report.cli import main
-from benchmarks.report.conditions import data_keys, differing_keys
-from benchmarks.report.header import dataset_description, interval_description, subset_description
-from benchmarks.report.naming import (
+from benchmarks.tables.report.build import Report, build_report
+from benchmarks.tables.report.cli import main
+from benchmarks.tables.report.conditions import data_keys, differing_keys
+from benchmarks.tables.report.header import (
+    dataset_description,
+    interval_description,
+    subset_description,
+)
+from benchmarks.tables.report.naming import (
     construction_model,
     extraction_description,
     judge_description,
     method_name,
 )
-from benchmarks.report.render import render_markdown
-from benchmarks.report.rows import LONGMEMEVAL_TYPES, category_order, score_cells
-from benchmarks.report.runs import (
+from benchmarks.tables.report.render import render_markdown
+from benchmarks.tables.report.rows import LONGMEMEVAL_TYPES, category_order, score_cells
+from benchmarks.tables.report.runs import (
     ReportError,
     Run,
     in_repo,
@@ -73,10 +77,10 @@ from benchmarks.report.runs import (
     run_configs,
     unfinished_runs_line,
 )
-from benchmarks.summary import Cell
+from benchmarks.tables.summary import Cell
 
-#: The names other modules and the tests import from ``benchmarks.report`` (``Cell`` as the
-#: tables' interval type, from :mod:`benchmarks.summary`).
+#: The names other modules and the tests import from ``benchmarks.tables.report`` (``Cell`` as the
+#: tables' interval type, from :mod:`benchmarks.tables.summary`).
 __all__ = [
     "LONGMEMEVAL_TYPES",
     "Cell",

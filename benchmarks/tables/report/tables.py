@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.report.build import Report
-from benchmarks.report.header import STALE_MARK
-from benchmarks.report.rows import (
+from benchmarks.tables.report.build import Report
+from benchmarks.tables.report.header import STALE_MARK
+from benchmarks.tables.report.rows import (
     LONGMEMEVAL_RANKING,
     LONGMEMEVAL_TYPES,
     STAGES,
     Row,
 )
-from benchmarks.summary import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell
+from benchmarks.tables.summary import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell
 
 
 def fmt_cell(found: Cell | None) -> str:

@@ -1,6 +1,6 @@
-"""``python -m benchmarks.report``: collect run directories into Table 1 or 2 (md, csv, tex, png).
+"""``python -m benchmarks.tables.report``: collect run directories into Table 1 or 2 (md, csv, tex, png).
 
-The command line: options, then build and write the report (``benchmarks/report/__main__.py``
+The command line: options, then build and write the report (``benchmarks/tables/report/__main__.py``
 runs :func:`main`)."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.metrics.stats import INTERVAL_UNITS, MIN_CLUSTERS
-from benchmarks.report.build import MAX_FAILURE_SHARE, PRIMARY_METRICS, build_report
-from benchmarks.report.render import write_report
-from benchmarks.report.runs import ReportError, in_repo, parse_where
+from benchmarks.tables.report.build import MAX_FAILURE_SHARE, PRIMARY_METRICS, build_report
+from benchmarks.tables.report.render import write_report
+from benchmarks.tables.report.runs import ReportError, in_repo, parse_where
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.report", description=__doc__.split("\n\n")[0]
+        prog="python -m benchmarks.tables.report", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--runs", type=Path, default=Path("results/runs"))
     parser.add_argument(
