@@ -48,25 +48,25 @@ def test_download_verifies_and_places_the_file(mirror, tmp_path: Path, data_dir:
         (data_dir / "locomo/locomo10.json").read_bytes(),
     )
     target = tmp_path / "data"
-    assert fetch.fetch_all(target, base, ["locomo/"]) == {"locomo/locomo10.json": "downloaded"}
+    assert fetch.fetch_all(target, base, ["locomo/locomo10"]) == {"locomo/locomo10.json": "downloaded"}
     assert (
         fetch.sha256_file(target / "locomo/locomo10.json")
         == fetch.read_checksums(fetch.CHECKSUMS)["locomo/locomo10.json"]
     )
-    assert fetch.fetch_all(target, base, ["locomo/"]) == {"locomo/locomo10.json": "verified"}
+    assert fetch.fetch_all(target, base, ["locomo/locomo10"]) == {"locomo/locomo10.json": "verified"}
 
 
 def test_tampered_download_is_rejected_and_not_written(mirror, tmp_path: Path) -> None:
     root, base = mirror
     _publish(root, f"{sources.LOCOMO}/data/locomo10.json", b"[]")
     target = tmp_path / "data"
-    (status,) = fetch.fetch_all(target, base, ["locomo/"]).values()
+    (status,) = fetch.fetch_all(target, base, ["locomo/locomo10"]).values()
     assert status.startswith("FAILED") and "does not match its sha256" in status
     assert not (target / "locomo").exists() or not any((target / "locomo").iterdir())
 
 
 def test_unreachable_mirror_names_the_url(tmp_path: Path) -> None:
-    (status,) = fetch.fetch_all(tmp_path, "http://127.0.0.1:9", ["locomo/"]).values()
+    (status,) = fetch.fetch_all(tmp_path, "http://127.0.0.1:9", ["locomo/locomo10"]).values()
     assert "could not download http://127.0.0.1:9/" in status
 
 

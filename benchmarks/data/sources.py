@@ -25,6 +25,8 @@ MEMORIA = "hussainzs/Memoria/959167b875ddc992661da1cf1a3263821e6831ed"
 LONGMEMEVAL_CODE = "xiaowu0162/LongMemEval/9e0b455f4ef0e2ab8f2e582289761153549043fc"
 #: The last commit before mem0 retired its ``evaluation/`` folder.
 MEM0_CODE = "mem0ai/mem0/b3ede5b7c0ac0e847b03786a603c107ac943b3ee"
+#: The public audit of LoCoMo's answer key (:mod:`benchmarks.data.locomo_audit`).
+LOCOMO_AUDIT = "dial481/locomo-audit/9493fb4b4af4256ed17a18e8fd0b3cfdeec29539"
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,10 @@ def _tiage(name: str) -> Source:
 
 PLAIN_FILES: tuple[Source, ...] = (
     Source("locomo/locomo10.json", f"{LOCOMO}/data/locomo10.json"),
+    *(
+        Source(f"locomo/audit/{name}", f"{LOCOMO_AUDIT}/audit/{name}")
+        for name in [f"errors_conv_{index}.json" for index in range(10)]
+    ),
     Source(
         "dialseg711/tadam/en_dataset_reference_2.txt",
         f"{TADAM}/examples/DATASET/en/en_dataset_reference_2.txt",

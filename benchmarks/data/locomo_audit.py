@@ -1,0 +1,147 @@
+"""The public audit of LoCoMo's answer key (``locomo/audit/errors_conv_<c>.json``), read as a
+second key beside the published one, never in its place.
+
+The auditors (``dial481/locomo-audit``) list 156 errata over categories 1-4: a wrong or
+incomplete evidence citation (``WRONG_CITATION``, the answer stands), or a gold answer that is
+hallucinated, mis-dated, mis-attributed, incomplete or ambiguous. Each entry carries the
+published reading and the auditors' (``correct_answer``, ``correct_evidence``).
+
+How the audited key scores a question (:class:`AuditedKey`):
+
+* evidence is the auditors' ``correct_evidence`` for every erratum, ``AMBIGUOUS`` ones included
+  (where the evidence lies is not what they dispute);
+* the answer is ``correct_answer``, except for ``AMBIGUOUS`` entries: their ``correct_answer`` is
+  a discussion of two readings ("Either April 3-9 ... or April 9-15"), not an answer, so the
+  audited key has no answer for them and answer scores under it leave them out (counted);
+* questions without an erratum keep the published answer and evidence.
+
+Entries are matched to the dataset by position (``locomo_<c>_qa<q>``: conversation ``c`` of the
+file, question ``q`` of its ``qa`` list) and checked against its question text, so an audit of
+another revision of the file is refused rather than misapplied.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.data import load_locomo
+from benchmarks.data.errors import DataMissingError, DatasetError, text_field
+from benchmarks.data.paths import data_file
+
+AUDIT_DIR = "locomo/audit"
+AUDIT_FILES = tuple(f"{AUDIT_DIR}/errors_conv_{index}.json" for index in range(10))
+ERROR_TYPES = (
+    "WRONG_CITATION",
+    "HALLUCINATION",
+    "TEMPORAL_ERROR",
+    "ATTRIBUTION_ERROR",
+    "AMBIGUOUS",
+    "INCOMPLETE",
+)
+#: Errata whose ``correct_answer`` is not an answer (two readings argued), see the module doc.
+NO_AUDITED_ANSWER = frozenset({"AMBIGUOUS"})
+_AUDIT_ID = re.compile(r"locomo_(\d+)_qa(\d+)")
+
+
+@dataclass(frozen=True)
+class Erratum:
+    """One audited question, under the harness's question id (``conv-26:q1``)."""
+
+    question_id: str
+    error_type: str
+    question: str
+    published_answer: str
+    audited_answer: str | None
+    audited_evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AuditedKey:
+    """The audited answer and evidence of one question (the published ones where no erratum)."""
+
+    answer: str | None
+    evidence: tuple[str, ...]
+    error_type: str | None
+
+
+def read_errata(paths: Iterable[Path], conversation_ids: list[str]) -> dict[str, Erratum]:
+    """Every erratum in ``paths``, keyed by the harness question id; ``conversation_ids`` are the
+    dataset's sample ids in file order (index ``c`` of ``locomo_<c>_qa<q>``)."""
+    errata: dict[str, Erratum] = {}
+    for path in paths:
+        if not path.is_file():
+            raise DataMissingError(path)
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise DatasetError(path, None, f"not valid JSON ({error})") from error
+        if not isinstance(entries, list):
+            raise DatasetError(path, None, "expected a list of errata")
+        for position, entry in enumerate(entries):
+            erratum = _read_erratum(path, position, entry, conversation_ids)
+            if erratum.question_id in errata:
+                raise DatasetError(path, entry["question_id"], "question listed twice")
+            errata[erratum.question_id] = erratum
+    return errata
+
+
+def _read_erratum(path: Path, position: int, entry: object, conversation_ids: list[str]) -> Erratum:
+    if not isinstance(entry, dict):
+        raise DatasetError(path, position, "expected an object")
+    audit_id = text_field(path, str(position), entry, "question_id")
+    match = _AUDIT_ID.fullmatch(audit_id)
+    if match is None or int(match.group(1)) >= len(conversation_ids):
+        raise DatasetError(path, audit_id, "question_id: expected locomo_<conversation>_qa<n>")
+    error_type = text_field(path, audit_id, entry, "error_type")
+    if error_type not in ERROR_TYPES:
+        raise DatasetError(path, audit_id, f"error_type {error_type!r} not one of {ERROR_TYPES}")
+    evidence = entry.get("correct_evidence")
+    if not isinstance(evidence, list) or not all(isinstance(turn, str) for turn in evidence):
+        raise DatasetError(path, audit_id, "correct_evidence: expected a list of turn ids")
+    conversation = conversation_ids[int(match.group(1))]
+    return Erratum(
+        question_id=f"{conversation}:q{match.group(2)}",
+        error_type=error_type,
+        question=text_field(path, audit_id, entry, "question"),
+        published_answer=text_field(path, audit_id, entry, "golden_answer", numbers=True),
+        audited_answer=(
+            None
+            if error_type in NO_AUDITED_ANSWER
+            else text_field(path, audit_id, entry, "correct_answer", numbers=True)
+        ),
+        audited_evidence=tuple(dict.fromkeys(evidence)),
+    )
+
+
+def load_errata(data_dir: str | None = None) -> dict[str, Erratum]:
+    """The audit's errata for LoCoMo's file, checked against its questions: an erratum whose
+    question text differs from the dataset's is a :class:`DatasetError`, as is one naming a
+    question the dataset lacks (positions count the whole file's conversations)."""
+    everything = load_locomo(data_dir)
+    order = [conversation.conversation_id for conversation in everything]
+    questions = {q.question_id: q for c in everything for q in c.questions}
+    paths = [data_file(name, data_dir) for name in AUDIT_FILES]
+    errata = read_errata(paths, order)
+    for erratum in errata.values():
+        question = questions.get(erratum.question_id)
+        if question is None or question.question.strip() != erratum.question.strip():
+            raise DatasetError(
+                paths[order.index(erratum.question_id.split(":")[0])],
+                erratum.question_id,
+                "the audit's question differs from the dataset's: an audit of another revision",
+            )
+    return errata
+
+
+def audited_key(
+    question_id: str, answer: str, evidence: Iterable[str], errata: Mapping[str, Erratum]
+) -> AuditedKey:
+    """The audited reading of one question given its published ``answer`` and ``evidence``."""
+    erratum = errata.get(question_id)
+    if erratum is None:
+        return AuditedKey(answer, tuple(evidence), None)
+    return AuditedKey(erratum.audited_answer, erratum.audited_evidence, erratum.error_type)
