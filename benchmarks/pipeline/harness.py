@@ -23,6 +23,7 @@ from benchmarks.data.paths import resolve_path
 from benchmarks.metrics.judge import Judge, Verdict, judging_entry, judgings
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.ranking import OfficialIds
+from benchmarks.metrics.coverage import answer_coverage
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.pipeline.memory_store import MemoryStore
 from benchmarks.pipeline.settings import ConfigError, RunSettings, check_method_options
@@ -231,6 +232,12 @@ def build_record(
         "evidence_recall_all_retrieved": (
             evidence_recall(question.evidence, retrieval.turn_ids) if question.evidence else None
         ),
+        "answer_coverage": (
+            None
+            if question.adversarial_answer is not None or question.is_abstention
+            else answer_coverage(context.text, [question.answer])
+        ),
+        "context": context.text,
         "latency_s": {
             "retrieve": round(prepared.retrieved_s, 6),
             "render": round(prepared.render_s, 6),
