@@ -50,6 +50,7 @@ from benchmarks.data import load_locomo  # noqa: E402
 from benchmarks.pipeline.harness import instantiate_method  # noqa: E402
 from benchmarks.pipeline.memories_ahead import MemoriesAhead  # noqa: E402
 from benchmarks.pipeline.settings import compose_config  # noqa: E402
+from benchmarks.tables.render import Table, markdown_row  # noqa: E402
 from memsys.base import Services  # noqa: E402
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache  # noqa: E402
 from memsys.llm import Accounting, Backbone, Completion, LLMRequest, ResponseCache  # noqa: E402
@@ -117,21 +118,32 @@ class Figures:
     def percent_of_ideal(self) -> float:
         return 100 * self.ideal_s / self.wall_s if self.wall_s else 0.0
 
-    def row(self) -> str:
-        idle = self.wall_s - self.busy_s
-        return (
-            f"| {self.method} | {self.conversations} | {self.at_once} | {self.calls} | "
-            f"{self.wall_s:.1f} | {self.ideal_s:.1f} | {self.percent_of_ideal:.0f}% | "
-            f"{self.busy_s:.1f} | {idle:.1f} | {self.request_s:.3f} | {self.retries} | "
-            f"{self.embed_s:.1f} | {self.parse_s:.1f} |"
-        )
+    def cells(self) -> list[Any]:
+        """The figures as :data:`TABLE`'s row shows them."""
+        seconds = (self.wall_s, self.ideal_s)
+        return [
+            self.method,
+            self.conversations,
+            self.at_once,
+            self.calls,
+            *(f"{value:.1f}" for value in seconds),
+            f"{self.percent_of_ideal:.0f}%",
+            *(f"{value:.1f}" for value in (self.busy_s, self.wall_s - self.busy_s)),
+            f"{self.request_s:.3f}",
+            self.retries,
+            *(f"{value:.1f}" for value in (self.embed_s, self.parse_s)),
+        ]
 
 
-HEADER = (
-    "| method | conversations | at once | calls | wall s | ideal s | % of ideal | busy s "
-    "| idle s | request s | retries | embed s | parse s |\n"
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-)
+#: The figures' table, without rows: :func:`main` prints each row as its method finishes.
+TABLE = Table(
+    header=[
+        "method", "conversations", "at once", "calls", "wall s", "ideal s", "% of ideal",
+        "busy s", "idle s", "request s", "retries", "embed s", "parse s",
+    ],
+    rows=[],
+    align="llrrrrrrrrrrr",
+)  # fmt: skip
 
 
 @contextmanager
@@ -272,11 +284,11 @@ def main() -> int:
             embedder.model(),
             load_pipeline(),
         )
-        print(HEADER, flush=True)
+        print("\n".join(TABLE.markdown_lines()), flush=True)
         for method in args.methods:
             with tempfile.TemporaryDirectory(prefix="bench_construction_") as scratch:
                 figures.append(build(shared, method, conversations, Path(scratch)))
-            print(figures[-1].row(), flush=True)
+            print(markdown_row(figures[-1].cells()), flush=True)
     if args.json:
         rows = [{**asdict(f), "percent_of_ideal": round(f.percent_of_ideal, 1)} for f in figures]
         args.json.write_text(json.dumps(rows, indent=2) + "\n")

@@ -29,8 +29,19 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.data import iter_longmemeval, load_locomo
+from benchmarks.tables.render import Table, markdown_row
 from memsys.embed import BACKENDS, Embedder, EmbedderConfig, EmbeddingCache, resolve_model
 from memsys.files import available_cores
+
+#: The comparison's table, without rows: :func:`main` prints each row as it is measured.
+TABLE = Table(
+    header=[
+        "dataset", "encoder", "texts/s", "× plain PyTorch", "max abs(cos - 1)",
+        "same top-10 (order)", "same top-10 (set)",
+    ],
+    rows=[],
+    align="llrrrrr",
+)  # fmt: skip
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 
@@ -103,11 +114,7 @@ def main() -> None:
         print(
             f"device {device}, cores {available_cores()}, batch size {args.batch_size}, {uptime()}"
         )
-        print(
-            "| dataset | encoder | texts/s | × plain PyTorch | max abs(cos - 1) | same top-10 "
-            "(order) | same top-10 (set) |"
-        )
-        print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+        print("\n".join(TABLE.markdown_lines()), flush=True)
         for name, batch in texts.items():
             results = {}
             for label, make in encoders.items():
@@ -123,12 +130,10 @@ def main() -> None:
                 same_set = sum(
                     set(row) == set(other) for row, other in zip(top, base_top, strict=True)
                 )
-                print(
-                    f"| {name} | {label} | {len(batch) / seconds:.0f} | "
-                    f"{base_seconds / seconds:.2f} | {np.max(np.abs(cosine - 1)):.2e} | "
-                    f"{ordered}/{len(batch)} | {same_set}/{len(batch)} |",
-                    flush=True,
-                )
+                row = [name, label, f"{len(batch) / seconds:.0f}", f"{base_seconds / seconds:.2f}"]
+                row += [f"{np.max(np.abs(cosine - 1)):.2e}"]
+                row += [f"{ordered}/{len(batch)}", f"{same_set}/{len(batch)}"]
+                print(markdown_row(row), flush=True)
     print(uptime())
 
 

@@ -40,6 +40,7 @@ from scipy.stats import rankdata
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.data.segmentation import load_segmentation
+from benchmarks.tables.render import Table
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.types import SegmentationDialogue
 
@@ -209,10 +210,6 @@ def render(result: dict[str, Any]) -> str:
         + ", ".join(f"{s} {n}" for s, n in result["utterances"].items())
         + ".",
         "",
-        "| mode | variant | scored | boundaries | best t | F1 / P / R at best | "
-        "F1 / P / R at 0.5 | F1 all-boundary | AUC | boundary p10/p25/p50 | "
-        "non-boundary p10/p25/p50 |",
-        "|---|---|---:|---:|---:|---|---|---:|---:|---|---|",
     ]
 
     def prf(row: dict[str, float]) -> str:
@@ -221,32 +218,46 @@ def render(result: dict[str, Any]) -> str:
     def pct(values: dict[str, float]) -> str:
         return " / ".join(f"{values[f'p{p}']:.3f}" for p in PERCENTILES)
 
-    per_split_rows = []
+    pooled_rows, per_split_rows = [], []
     for mode, variants in result["modes"].items():
         for variant, blocks in variants.items():
             stats = blocks["pooled"]
-            lines.append(
-                f"| {mode} | {variant} | {stats['utterances']} | {stats['boundaries']} | "
-                f"{stats['best']['threshold']:.2f} | {prf(stats['best'])} | "
-                f"{prf(stats['at_current'])} | {stats['f1_all_boundary']:.3f} | "
-                f"{stats['roc_auc']:.3f} | {pct(stats['percentiles']['boundary'])} | "
-                f"{pct(stats['percentiles']['non_boundary'])} |"
+            pooled_rows.append(
+                [
+                    mode,
+                    variant,
+                    stats["utterances"],
+                    stats["boundaries"],
+                    f"{stats['best']['threshold']:.2f}",
+                    prf(stats["best"]),
+                    prf(stats["at_current"]),
+                    f"{stats['f1_all_boundary']:.3f}",
+                    f"{stats['roc_auc']:.3f}",
+                    pct(stats["percentiles"]["boundary"]),
+                    pct(stats["percentiles"]["non_boundary"]),
+                ]
             )
             per_split_rows.append(
-                f"| {mode} | {variant} | "
-                + " | ".join(
-                    f"{s['best']['threshold']:.2f} ({s['best']['f1']:.3f})"
-                    for s in blocks["per_split"].values()
-                )
-                + " |"
+                [
+                    mode,
+                    variant,
+                    *(
+                        f"{s['best']['threshold']:.2f} ({s['best']['f1']:.3f})"
+                        for s in blocks["per_split"].values()
+                    ),
+                ]
             )
+    header = ["mode", "variant", "scored", "boundaries", "best t", "F1 / P / R at best"]
+    header += ["F1 / P / R at 0.5", "F1 all-boundary", "AUC", "boundary p10/p25/p50"]
+    header += ["non-boundary p10/p25/p50"]
+    pooled = Table(header, pooled_rows, align="llrrrllrrll")
+    per_split = Table(["mode", "variant", *result["splits"]], per_split_rows)
     lines += [
+        *pooled.markdown_lines(),
         "",
         "Best threshold per split (F1), as a stability check:",
         "",
-        "| mode | variant | " + " | ".join(result["splits"]) + " |",
-        "|---|---|" + "---|" * len(result["splits"]),
-        *per_split_rows,
+        *per_split.markdown_lines(),
         "",
         "Numbers: `results/calibration/topic_shift.json`. Command:",
         "",

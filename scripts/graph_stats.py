@@ -29,6 +29,7 @@ from hydra.utils import instantiate
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.settings import compose_config
+from benchmarks.tables.render import Table
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, ResponseCache, build_backbone
@@ -154,10 +155,10 @@ def report(_: argparse.Namespace) -> None:
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    """A markdown table; with several rows, a last row of the numeric columns' means."""
-    align = ["---" if not isinstance(c, int | float) else "---:" for c in rows[0]] if rows else []
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    """A markdown table, numeric columns right-aligned; with several rows, a last row of the
+    numeric columns' means."""
+    numeric = [isinstance(c, int | float) for c in rows[0]] if rows else []
+    body = list(rows)
     if len(rows) > 1:
         means = [
             f"{sum(r[i] for r in rows) / len(rows):.1f}"
@@ -165,8 +166,9 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
             else ""
             for i in range(len(header))
         ]
-        out.append("| " + " | ".join(["**mean**", *means[1:]]) + " |")
-    return out
+        body.append(["**mean**", *means[1:]])
+    align = "".join("r" if number else "l" for number in numeric)
+    return Table(header, body, align=align).markdown_lines()
 
 
 def _fracom_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -237,24 +239,29 @@ def _cast_table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _llm_table(method: str, rows: list[dict[str, Any]]) -> list[str]:
-    out = [
-        "",
-        "| conversation | stage | units | LLM calls | accepted 1st | retried | accepted on retry "
-        "| fallbacks to lite | parse outcomes | prompt tokens | completion tokens | LLM seconds |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
-    ]
+    header = [
+        "conversation", "stage", "units", "LLM calls", "accepted 1st", "retried",
+        "accepted on retry", "fallbacks to lite", "parse outcomes", "prompt tokens",
+        "completion tokens", "LLM seconds",
+    ]  # fmt: skip
+    body = []
     for row in rows:
         report = row["statistics"]["report"]
         stages = {"fragment": report} if method == "fracom" else report["llm"]
         for stage, numbers in stages.items():
             parse = ", ".join(f"{k} {v}" for k, v in numbers["parse"].items())
-            out.append(
-                f"| {row['conversation']} | {stage} | {numbers['units']} | {numbers['calls']} "
-                f"| {numbers['accepted_first']} | {numbers['retried']} | {numbers['accepted_retry']} "
-                f"| {numbers['fallbacks']} | {parse} | {numbers['prompt_tokens']} "
-                f"| {numbers['completion_tokens']} | {numbers['seconds']} |"
+            body.append(
+                [
+                    row["conversation"],
+                    stage,
+                    *(numbers[key] for key in ("units", "calls", "accepted_first", "retried")),
+                    numbers["accepted_retry"],
+                    numbers["fallbacks"],
+                    parse,
+                    *(numbers[key] for key in ("prompt_tokens", "completion_tokens", "seconds")),
+                ]
             )
-    return out
+    return ["", *Table(header, body, align="llrrrrrrlrrr").markdown_lines()]
 
 
 def main() -> None:

@@ -37,6 +37,7 @@ from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.memory_store import MemoryStore
 from benchmarks.pipeline.settings import compose_config
+from benchmarks.tables.render import Table
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, ResponseCache, build_backbone
@@ -48,6 +49,8 @@ REPORT = REPO_ROOT / "results" / "hingemem_stats.md"
 #: papers/hingemem.txt, Table 4 (GPT-4o, LoCoMo, averages per conversation).
 PAPER_TABLE4 = {"person": 12.8, "time": 59.6, "location": 34.6, "topic": 81.5, "hyperedges": 103.2}
 COLUMNS = ("person", "time", "location", "topic", "hyperedges")
+#: The stop table's per-question means printed without decimals, in its column order.
+STOP_MEANS = ("adaptive_tokens", "fixed_k", "fixed_tokens")
 
 
 def build(args: argparse.Namespace) -> None:
@@ -166,11 +169,10 @@ def llm_outcomes(extraction: dict[str, Any]) -> tuple[int, int, int]:
 
 
 def memory_table(files: list[dict[str, Any]]) -> list[str]:
-    lines = [
-        "| source | conversation | sessions | turns | persons | times | locations | topics | hyperedges "
-        "(before merge) | LLM replies used (first try / after retry) | lite fallbacks |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
-    ]
+    header = ["source", "conversation", "sessions", "turns", "persons", "times", "locations"]
+    header += ["topics", "hyperedges (before merge)"]
+    header += ["LLM replies used (first try / after retry)", "lite fallbacks"]
+    body: list[list[Any]] = []
     for data in files:
         label = data["config"] + (f" ({', '.join(data['overrides'])})" if data["overrides"] else "")
         rows = data["conversations"]
@@ -180,17 +182,18 @@ def memory_table(files: list[dict[str, Any]]) -> list[str]:
             if extraction.get("mode") == "llm":
                 first, retry, fallbacks = llm_outcomes(extraction)
                 llm = f"{first} / {retry}"
-            lines.append(
-                f"| {label} | {row['conversation_id']} | {row['sessions']} | {row['turns']} | "
-                + " | ".join(str(row[c]) for c in COLUMNS[:-1])
-                + f" | {row['hyperedges']} ({row['stats'].get('hyperedges_before_merge', '-')}) | {llm} | {fallbacks} |"
+            before = row["stats"].get("hyperedges_before_merge", "-")
+            body.append(
+                [label, row["conversation_id"], row["sessions"], row["turns"]]
+                + [row[c] for c in COLUMNS[:-1]]
+                + [f"{row['hyperedges']} ({before})", llm, fallbacks]
             )
         if len(rows) > 1:
-            means = " | ".join(f"{_mean([r[c] for r in rows]):.1f}" for c in COLUMNS)
-            lines.append(f"| {label} | **mean of {len(rows)}** | | | {means} | | |")
-    paper = " | ".join(str(PAPER_TABLE4[c]) for c in COLUMNS)
-    lines.append(f"| paper Table 4 (GPT-4o) | mean of 10 | 27.2 | 294.1 | {paper} | | |")
-    return lines
+            means = [f"{_mean([r[c] for r in rows]):.1f}" for c in COLUMNS]
+            body.append([label, f"**mean of {len(rows)}**", "", "", *means, "", ""])
+    paper = [PAPER_TABLE4[c] for c in COLUMNS]
+    body.append(["paper Table 4 (GPT-4o)", "mean of 10", 27.2, 294.1, *paper, "", ""])
+    return Table(header, body, align="llrrrrrrrlr").markdown_lines()
 
 
 def stop_table(data: dict[str, Any]) -> list[str]:
@@ -200,39 +203,48 @@ def stop_table(data: dict[str, Any]) -> list[str]:
         groups[f"type: {record['query_type']}"].append(record)
         groups[f"category: {record['category']}"].append(record)
     groups["all"] = records
-    lines = [
-        "| group | questions | kept: mean | median | p90 | max | shown within budget (mean) | "
-        "context tokens adaptive (mean) | fixed top-k items | context tokens fixed top-k (mean) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    header = ["group", "questions", "kept: mean", "median", "p90", "max"]
+    header += ["shown within budget (mean)", "context tokens adaptive (mean)"]
+    header += ["fixed top-k items", "context tokens fixed top-k (mean)"]
+    body = []
     for name in sorted(groups, key=lambda g: (g != "all", g)):
         members = groups[name]
         kept = [r["kept"] for r in members]
-        lines.append(
-            f"| {name} | {len(members)} | {_mean(kept):.1f} | {np.median(kept):.0f} | "
-            f"{np.percentile(kept, 90):.0f} | {max(kept)} | {_mean([r['kept_in_budget'] for r in members]):.1f} | "
-            f"{_mean([r['adaptive_tokens'] for r in members]):.0f} | {_mean([r['fixed_k'] for r in members]):.0f} | "
-            f"{_mean([r['fixed_tokens'] for r in members]):.0f} |"
+        body.append(
+            [
+                name,
+                len(members),
+                f"{_mean(kept):.1f}",
+                f"{np.median(kept):.0f}",
+                f"{np.percentile(kept, 90):.0f}",
+                max(kept),
+                f"{_mean([r['kept_in_budget'] for r in members]):.1f}",
+                *(f"{_mean([r[key] for r in members]):.0f}" for key in STOP_MEANS),
+            ]
         )
-    return lines
+    return Table(header, body, align="lrrrrrrrrr").markdown_lines()
 
 
 def runs_table(runs: list[tuple[str, Path]]) -> list[str]:
     """One row per runner output folder: evidence recall and context size from ``metrics.json``."""
-    lines = [
-        "| config | run | questions | evidence recall (95% CI) | all evidence shown | "
-        "context tokens mean | median |",
-        "|---|---|---:|---|---:|---:|---:|",
-    ]
+    header = ["config", "run", "questions", "evidence recall (95% CI)", "all evidence shown"]
+    header += ["context tokens mean", "median"]
+    body = []
     for label, run_dir in runs:
         metrics = json.loads((run_dir / "metrics.json").read_text())
         recall, tokens = metrics["evidence_recall"], metrics["context_tokens"]
-        lines.append(
-            f"| {label} | `{run_dir.name}` | {metrics['questions']} | {recall['mean']:.4f} "
-            f"({recall['ci95'][0]:.4f}-{recall['ci95'][1]:.4f}) | "
-            f"{recall['all_retrieved_share']:.3f} | {tokens['mean']:.1f} | {tokens['median']:.0f} |"
+        body.append(
+            [
+                label,
+                f"`{run_dir.name}`",
+                metrics["questions"],
+                f"{recall['mean']:.4f} ({recall['ci95'][0]:.4f}-{recall['ci95'][1]:.4f})",
+                f"{recall['all_retrieved_share']:.3f}",
+                f"{tokens['mean']:.1f}",
+                f"{tokens['median']:.0f}",
+            ]
         )
-    return lines
+    return Table(header, body, align="llrlrrr").markdown_lines()
 
 
 def category_table(run_dir: Path) -> list[str]:
@@ -243,20 +255,22 @@ def category_table(run_dir: Path) -> list[str]:
     by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         by_category[record["category"]].append(record)
-    lines = [
-        "| category | questions | evidence recall | context tokens (mean) | items retrieved (mean) "
-        "| items shown (mean) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
+    header = ["category", "questions", "evidence recall", "context tokens (mean)"]
+    header += ["items retrieved (mean)", "items shown (mean)"]
+    body = []
     for category, members in sorted(by_category.items()):
         recalls = [r["evidence_recall"] for r in members if r["evidence_recall"] is not None]
-        lines.append(
-            f"| {category} | {len(members)} | {_mean(recalls):.4f} | "
-            f"{_mean([r['context_tokens'] for r in members]):.0f} | "
-            f"{_mean([r['retrieved_items'] for r in members]):.1f} | "
-            f"{_mean([r['context_items'] for r in members]):.1f} |"
+        body.append(
+            [
+                category,
+                len(members),
+                f"{_mean(recalls):.4f}",
+                f"{_mean([r['context_tokens'] for r in members]):.0f}",
+                f"{_mean([r['retrieved_items'] for r in members]):.1f}",
+                f"{_mean([r['context_items'] for r in members]):.1f}",
+            ]
         )
-    return lines
+    return Table(header, body, align="lrrrrr").markdown_lines()
 
 
 def report(args: argparse.Namespace) -> None:

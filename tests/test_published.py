@@ -2,7 +2,10 @@
 
 A ``paper:`` block (``title``, ``authors``, ``file``) and a ``results:`` list whose entries each
 name their ``table``, ``row``, ``column``, a numeric ``value`` and a ``setting`` (``backbone``,
-``judge``, ``metric``, ``dataset``; optional ``notes``), no cell twice.
+``judge``, ``metric``, ``dataset``; optional ``notes``, ``category``, ``question_type``,
+``group``), no cell twice. The segmentation cells (read by the segmentation table through
+:mod:`benchmarks.published.segmentation`) are checked against the paper's text as well: every
+printed number quoted, each with its row's section as ``group``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import pytest
 import yaml
 
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.data.segmentation import SEGMENTATION_DATASETS
+from benchmarks.published.segmentation import is_segmentation, published_segmentation
 
 PUBLISHED = REPO_ROOT / "results" / "published"
 PAPER_KEYS = ("title", "authors", "file")
@@ -89,3 +94,80 @@ def test_there_are_published_results() -> None:
 def test_published_results_follow_the_schema(path: Path) -> None:
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert problems(document) == []
+
+
+#: DESIGN.md's folder in this environment: each file's ``paper.file`` (``papers/es-mem.txt``) lies
+#: under it.
+SHARED = Path("/work/shared")
+#: The files quoting segmentation scores (a cheap look at their text; the test reads the cells).
+SEGMENTATION_FILES = [
+    path
+    for path in FILES
+    if any(f"dataset: {name}" in path.read_text(encoding="utf-8") for name in SEGMENTATION_DATASETS)
+]
+
+
+def printed_table(text: str, table: str) -> list[list[str]]:
+    """The cells of ``table`` in a paper's text: the tab-separated lines just above its caption
+    (``Table 4: ...``), the header lines first."""
+    lines = text.splitlines()
+    end = next(i for i, line in enumerate(lines) if line.startswith(f"{table}:"))
+    while end > 0 and not lines[end - 1].strip():
+        end -= 1
+    start = end
+    while start > 0 and "\t" in lines[start - 1]:
+        start -= 1
+    return [line.split("\t") for line in lines[start:end]]
+
+
+def segmentation_problems(results: list[dict[str, Any]], text: str) -> list[str]:
+    """Where the segmentation cells differ from the paper's table: a value or a section (a
+    table's first header line names the datasets, its second the metrics, a line with no number
+    opens a section), or a printed number not quoted."""
+    found = []
+    for table in dict.fromkeys(result["table"] for result in results):
+        datasets, metrics, *body = printed_table(text, table)
+        columns, dataset = {}, ""
+        for index, (name, metric) in enumerate(zip(datasets, metrics, strict=True)):
+            dataset = name or dataset
+            if index and metric:
+                columns[f"{dataset} / {metric.rstrip('↓↑')}"] = index
+        printed, group = {}, ""
+        for cells in body:
+            if not any(cells[1:]):
+                group = cells[0]
+                continue
+            for column, index in columns.items():
+                if cells[index] != "-":
+                    printed[(cells[0], column)] = (group, float(cells[index]))
+        quoted = {
+            (r["row"], r["column"]): (r["setting"].get("group"), r["value"])
+            for r in results
+            if r["table"] == table
+        }
+        found += [
+            f"{table}, {cell}: quoted {quoted.get(cell)}, printed {printed.get(cell)}"
+            for cell in sorted(set(printed) | set(quoted))
+            if quoted.get(cell) != printed.get(cell)
+        ]
+    return found
+
+
+@pytest.mark.parametrize("path", SEGMENTATION_FILES, ids=[path.stem for path in SEGMENTATION_FILES])
+def test_segmentation_cells_are_the_papers_text(path: Path) -> None:
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    paper = SHARED / document["paper"]["file"]
+    if not paper.exists():
+        pytest.skip(f"the paper's text {paper} is not available here")
+    results = [result for result in document["results"] if is_segmentation(result)]
+    assert results and segmentation_problems(results, paper.read_text(encoding="utf-8")) == []
+
+
+def test_segmentation_rows_gather_every_segmentation_cell() -> None:
+    rows = published_segmentation("es-mem", PUBLISHED)
+    assert [(row.group, row.row) for row in rows][:2] == [
+        ("Unsupervised Methods", "BayesSeg"),
+        ("Unsupervised Methods", "TextTiling"),
+    ]
+    assert sum(len(row.scores) * 4 for row in rows) == 108  # Table 4 less the 3 × 4 "-" cells
+    assert "dialseg711" not in next(row for row in rows if row.row == "BERT").scores

@@ -19,7 +19,8 @@ from benchmarks.metrics.segmentation import main as score_cli
 from benchmarks.pipeline.runlog import RecordLog
 from benchmarks.pipeline.segment import run
 from benchmarks.pipeline.settings import ConfigError
-from benchmarks.tables.segmentation import PUBLISHED, collect
+from benchmarks.published.segmentation import published_segmentation
+from benchmarks.tables.segmentation import collect
 from benchmarks.tables.segmentation import main as table_cli
 from memsys.llm.fake_server import FakeChatServer
 
@@ -299,22 +300,9 @@ def test_table_keeps_measured_and_quoted_rows_apart(tmp_path: Path, data: Path) 
     rows = list(csv.DictReader(out.with_suffix(".csv").open()))
     assert rows[0]["source"] == "measured" and rows[0]["n"] == "4"
     quoted_rows = [r for r in rows if r["source"].startswith("quoted")]
-    assert len(quoted_rows) == sum(len(numbers) for _, _, numbers in PUBLISHED)
+    assert len(quoted_rows) == sum(len(row.scores) for row in published_segmentation())
     assert all(r["n"] == "" and r["pk_low"] == "" for r in quoted_rows)
 
 
 def test_table_reports_a_missing_folder(tmp_path: Path, data: Path) -> None:
     assert table_cli(["--runs", str(tmp_path / "nothing"), "--out", str(tmp_path / "t")]) == 2
-
-
-PAPER = Path("/work/shared/papers/es-mem.txt")
-
-
-@pytest.mark.skipif(not PAPER.exists(), reason="the ES-Mem paper text is not available here")
-def test_quoted_numbers_match_the_paper_text() -> None:
-    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in PAPER.read_text().splitlines()}
-    order = ("dialseg711", "superdialseg", "tiage")  # Table 4's columns
-    for _, method, numbers in PUBLISHED:
-        paper_row = rows["ES-Mem (Ours)" if method == "ES-Mem" else method]
-        quoted = [f"{numbers[d][i]:.3f}" if d in numbers else "-" for d in order for i in range(4)]
-        assert quoted == paper_row, method

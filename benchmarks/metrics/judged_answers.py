@@ -65,6 +65,7 @@ from benchmarks.metrics.qa import (
     text_field,
 )
 from benchmarks.pipeline.settings import ConfigError, check_backbone, compose_config
+from benchmarks.tables.render import Table
 from benchmarks.tables.summary import (
     Cell,
     cells_by_scope,
@@ -207,12 +208,10 @@ def verdict_line(answer: JudgedAnswer, protocol: str, verdict: Verdict) -> dict[
     }
 
 
-def _row(scope: str, cell: Cell | None, failed: int) -> str:
+def _row(scope: str, cell: Cell | None, failed: int) -> list[Any]:
     if cell is None:
-        return f"| {scope} | — | — | 0 | {failed} |"
-    return (
-        f"| {scope} | {cell.mean:.4f} | [{cell.low:.3f}, {cell.high:.3f}] | {cell.n} | {failed} |"
-    )
+        return [scope, "—", "—", 0, failed]
+    return [scope, f"{cell.mean:.4f}", f"[{cell.low:.3f}, {cell.high:.3f}]", cell.n, failed]
 
 
 def accuracy_table(records: Sequence[Mapping[str, Any]], *, adversarial: str) -> str:
@@ -225,11 +224,7 @@ def accuracy_table(records: Sequence[Mapping[str, Any]], *, adversarial: str) ->
         return sum(member["scores"][SCORE] is None for member in members)
 
     overall = [record for record in records if in_overall(record, adversarial)]
-    rows = [
-        "| scope | judge accuracy | 95% CI | n | failed |",
-        "|---|---|---|---|---|",
-        _row("overall", cells["overall"][SCORE], failed(overall)),
-    ]
+    rows = [_row("overall", cells["overall"][SCORE], failed(overall))]
     for category in categories:
         members = [r for r in records if r["category"] == category]
         rows.append(_row(category, cells[category][SCORE], failed(members)))
@@ -238,13 +233,12 @@ def accuracy_table(records: Sequence[Mapping[str, Any]], *, adversarial: str) ->
         lme = longmemeval_cells(longmemeval, unit=UNIT, seed=SEED, corpora={})
         judged = [r for r in longmemeval if r["scores"][SCORE] is not None]
         average = "—" if lme.task_averaged is None else f"{lme.task_averaged:.4f}"
-        rows.append(
-            f"| task-averaged (mean of {plural(len(lme.per_type), 'type mean')}) | {average} "
-            f"| — | {len(judged)} | {failed(longmemeval)} |"
-        )
+        scope = f"task-averaged (mean of {plural(len(lme.per_type), 'type mean')})"
+        rows.append([scope, average, "—", len(judged), failed(longmemeval)])
         abstention = [r for r in longmemeval if r["is_abstention"]]
         rows.append(_row("abstention (_abs)", lme.abstention, failed(abstention)))
-    return "\n".join(rows)
+    header = ["scope", "judge accuracy", "95% CI", "n", "failed"]
+    return "\n".join(Table(header, rows).markdown_lines())
 
 
 @dataclass

@@ -46,6 +46,7 @@ from benchmarks.metrics.longmemeval_official import (
     turn_id,
 )
 from benchmarks.metrics.stats import bootstrap_ci
+from benchmarks.tables.render import Table
 from memsys.types import Conversation, Retrieval, Turn
 
 #: Distinct sessions a stored ranking covers: the largest cut-off.
@@ -190,6 +191,11 @@ def score_lines(
     return out
 
 
+def _interval(values: Sequence[float], seed: int) -> str:
+    ci = bootstrap_ci(values, seed=seed)
+    return f"{ci.mean:.4f} [{ci.low:.3f}, {ci.high:.3f}]"
+
+
 def summary_table(scored: Sequence[Mapping[str, Any]], *, seed: int = 0) -> str:
     """Markdown: per input granularity, each metric's mean [95% CI] at each level, and n."""
     parts = []
@@ -200,18 +206,11 @@ def summary_table(scored: Sequence[Mapping[str, Any]], *, seed: int = 0) -> str:
             continue
         levels = [level for level in ("turn", "session") if level in group[0]]
         rows = [
-            f"## {granularity.capitalize()} rankings (n = {len(group)})",
-            "",
-            "| metric | " + " | ".join(levels) + " |",
-            "|---|" + "---|" * len(levels),
+            [name, *(_interval([e[level][name] for e in group], seed) for level in levels)]
+            for name in metric_names()
         ]
-        for name in metric_names():
-            cells = []
-            for level in levels:
-                ci = bootstrap_ci([e[level][name] for e in group], seed=seed)
-                cells.append(f"{ci.mean:.4f} [{ci.low:.3f}, {ci.high:.3f}]")
-            rows.append(f"| {name} | " + " | ".join(cells) + " |")
-        parts.append("\n".join(rows))
+        title = f"{granularity.capitalize()} rankings (n = {len(group)})"
+        parts.append("\n".join(Table(["metric", *levels], rows, title=title).markdown_lines()))
     parts.append(f"Skipped by the definition: {skipped} question(s).")
     return "\n\n".join(parts)
 

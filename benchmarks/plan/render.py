@@ -11,6 +11,7 @@ from typing import Any
 
 from benchmarks.plan.build import Plan, Row
 from benchmarks.plan.costs import STAGES
+from benchmarks.tables.render import Table
 
 #: Harness tokenizer named in every output: prompt tokens are counted with it.
 TOKENIZER_NOTE = (
@@ -36,16 +37,8 @@ def markdown(plan: Plan) -> str:
         "hours (est.)",
         "$ est. / bound",
     ]
-    lines = [
-        f"# Plan: `{plan.command}`",
-        "",
-        *scope_lines(plan),
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-    ]
-    for row in plan.rows:
-        lines.append("| " + " | ".join(row_cells(row, keys)) + " |")
+    table = Table(header, [row_cells(row, keys) for row in plan.rows])
+    lines = [f"# Plan: `{plan.command}`", "", *scope_lines(plan), "", *table.markdown_lines()]
     lines += ["", *totals_by_model(plan), "", *fallback_lines(plan), "", *assumption_lines(plan)]
     return "\n".join(lines) + "\n"
 
@@ -96,28 +89,26 @@ def totals_by_model(plan: Plan) -> list[str]:
             for name in ("calls", "prompt_tokens", "completion_estimate", "completion_bound",
                          "hours", "dollars_estimate", "dollars_bound"):  # fmt: skip
                 total[name] += getattr(stage, name)
-    lines = [
-        "## Totals per model (every stage it serves)",
-        "",
-        "| model | calls | prompt tok (M) | completion tok (M) est. / bound | hours (est.) "
-        "| $ est. / bound |",
-        "|---|---|---|---|---|---|",
-    ]
     grand: Counter[str] = Counter()
+    body = []
     for backbone, total in sorted(totals.items()):
         grand.update(total)
-        lines.append(total_line(backbone, total))
-    lines.append(total_line("**all**", grand))
-    return lines
+        body.append(total_cells(backbone, total))
+    body.append(total_cells("**all**", grand))
+    header = ["model", "calls", "prompt tok (M)", "completion tok (M) est. / bound"]
+    header += ["hours (est.)", "$ est. / bound"]
+    return Table(header, body, title="Totals per model (every stage it serves)").markdown_lines()
 
 
-def total_line(label: str, total: Mapping[str, float]) -> str:
-    return (
-        f"| {label} | {total['calls']:,.0f} | {millions(total['prompt_tokens'])} | "
-        f"{millions(total['completion_estimate'])} / {millions(total['completion_bound'])} | "
-        f"{total['hours']:,.1f} | {total['dollars_estimate']:,.2f} / "
-        f"{total['dollars_bound']:,.2f} |"
-    )
+def total_cells(label: str, total: Mapping[str, float]) -> list[str]:
+    return [
+        label,
+        f"{total['calls']:,.0f}",
+        millions(total["prompt_tokens"]),
+        f"{millions(total['completion_estimate'])} / {millions(total['completion_bound'])}",
+        f"{total['hours']:,.1f}",
+        f"{total['dollars_estimate']:,.2f} / {total['dollars_bound']:,.2f}",
+    ]
 
 
 def fallback_lines(plan: Plan) -> list[str]:

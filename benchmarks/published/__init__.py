@@ -33,7 +33,8 @@ The package, one job a module: ``grid`` composes the paper grid's entries and pi
 entry's run per reader, ``cells`` reads ``results/published/*.yaml`` and keeps the cells the grid
 measures, ``compare`` names every setting in which a run differs from the paper's, ``build``
 pairs each cell with its run as a :class:`PaperReport`, ``render`` writes it as markdown, ``cli``
-is the command line.
+is the command line; ``segmentation`` gathers the published segmentation cells (no QA grid measures
+them) into the rows ``python -m benchmarks.tables.segmentation`` quotes.
 """
 
 from benchmarks.published.build import Line, build_paper_report

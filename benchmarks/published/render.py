@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from benchmarks.data.specs import spec_of
 from benchmarks.published.build import PaperReport
+from benchmarks.tables.render import Table
 from benchmarks.tables.report import (
     Cell,
     Run,
@@ -120,18 +121,14 @@ RUNS_HEADER = [
 ]
 
 
-def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A markdown table's lines."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(cells) + " |" for cells in rows]
-
-
 def render_paper_markdown(report: PaperReport) -> str:
     """The report as markdown: header, published beside measured, the grid's runs, left out."""
-    lines = [f"# {report.title}", "", *(f"- {line}" for line in report.header), ""]
-    lines += ["## Published beside measured", ""]
-    lines += markdown_table(PUBLISHED_HEADER, published_table(report))
-    lines += ["", "## The paper grid's runs", ""]
-    lines += markdown_table(RUNS_HEADER, runs_table(report))
+    tables = [
+        Table(PUBLISHED_HEADER, published_table(report), title="Published beside measured"),
+        Table(RUNS_HEADER, runs_table(report), title="The paper grid's runs"),
+    ]
+    lines = [f"# {report.title}", "", *(f"- {line}" for line in report.header)]
+    for table in tables:
+        lines += ["", *table.markdown_lines()]
     lines += ["", "## Published cells not shown", "", *(f"- {line}" for line in report.left_out)]
     return "\n".join(lines) + "\n"

@@ -35,6 +35,7 @@ from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.runlog import latest_records
 from benchmarks.pipeline.settings import CONF, compose_config, context_order
+from benchmarks.tables.render import Table
 
 SPEC = CONF / "ablations.yaml"
 OUT = REPO_ROOT / "results"
@@ -314,27 +315,24 @@ def depth_markdown(rows: Sequence[dict[str, Any]], legends: dict[str, str]) -> l
         fields = sorted(
             {f for row in rows_of for g in row["depth"].values() for f in g} - {"questions"}
         )
-        lines += [
-            "",
-            f"### {method}",
-            "",
-            *([legends[method], ""] if method in legends else []),
-            "| Config | Group | Questions | " + " | ".join(fields) + " |",
-            "|---|---|---|" + "---|" * len(fields),
-        ]
-        for row in rows_of:
-            for group, stats in row["depth"].items():
-                cells = [
+        body = [
+            [
+                f"`{row['config']}`",
+                group,
+                stats["questions"],
+                *(
                     " / ".join(f"{stats[f][k]:g}" for k in ("mean", "median", "p90", "max"))
                     if f in stats
                     else "—"
                     for f in fields
-                ]
-                lines.append(
-                    f"| `{row['config']}` | {group} | {stats['questions']} | "
-                    + " | ".join(cells)
-                    + " |"
-                )
+                ),
+            ]
+            for row in rows_of
+            for group, stats in row["depth"].items()
+        ]
+        legend = [legends[method]] if method in legends else []
+        table = Table(["Config", "Group", "Questions", *fields], body, title=method, caption=legend)
+        lines += ["", *table.markdown_lines(level=3)]
     return lines
 
 
@@ -373,11 +371,18 @@ def to_markdown(summary: dict[str, Any]) -> str:
         "say why",
         "- Records: `results/ablations/<config>.jsonl.gz`; rebuild with `python -m benchmarks.tables.ablations table`",
         "",
-        "| Method | Config | What it is | Evidence recall | All retrieved | Context tokens "
-        "| Set changed | Order only | Note |",
-        "|---|---|---|---|---|---|---|---|---|",
+        *effects_table(summary["rows"]).markdown_lines(),
+        *depth_markdown(summary["rows"], summary.get("traces", {})),
     ]
-    for row in summary["rows"]:
+    return "\n".join(lines) + "\n"
+
+
+def effects_table(rows: Sequence[dict[str, Any]]) -> Table:
+    """One row per config: what the reader's context holds, and how much of it changed."""
+    header = ["Method", "Config", "What it is", "Evidence recall", "All retrieved"]
+    header += ["Context tokens", "Set changed", "Order only", "Note"]
+    body = []
+    for row in rows:
         if row["status"] != "run":
             cells = ["—", "—", "—", "—", "—", f"{row['status']}: {row['note']}"]
         else:
@@ -392,13 +397,8 @@ def to_markdown(summary: dict[str, Any]) -> str:
                 "(reference)" if reference else f"{row['order_only']:.1%}",
                 row.get("note", ""),
             ]
-        lines.append(
-            f"| {row['method']} | `{row['config']}` | {row['description']} | "
-            + " | ".join(cells)
-            + " |"
-        )
-    lines += depth_markdown(summary["rows"], summary.get("traces", {}))
-    return "\n".join(lines) + "\n"
+        body.append([row["method"], f"`{row['config']}`", row["description"], *cells])
+    return Table(header, body)
 
 
 def build_table(spec: dict[str, Any], folder: Path, out: Path) -> dict[str, Any]:

@@ -4,7 +4,8 @@ The table is built from result files only (STYLE.md): for every finished run und
 ``results/runs/segmentation`` on a test split, the predicted labels in ``labels.jsonl`` are
 rescored against the dataset's references, with the same scorer and bootstrap as the runner.
 Beside the measured rows, ES-Mem's Table 4 is quoted verbatim in its own section (and with
-``source = quoted`` in the csv); quoted numbers are never mixed into a measured row.
+``source = quoted`` in the csv), its numbers read from ``results/published/es-mem.yaml``
+(:mod:`benchmarks.published.segmentation`); quoted numbers are never mixed into a measured row.
 
 Readings taken:
 
@@ -28,7 +29,6 @@ Readings taken:
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from collections.abc import Sequence
@@ -43,64 +43,20 @@ from benchmarks.data.errors import DataMissingError
 from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 from benchmarks.metrics.segmentation import METRIC_NAMES
 from benchmarks.pipeline.segment import fell_back, summarize
+from benchmarks.published.segmentation import (
+    SEGMENTATION_METRICS,
+    PublishedSegmentationError,
+    QuotedRow,
+    published_segmentation,
+)
+from benchmarks.tables.render import Table
 from memsys.segment.secom_reflection import ReflectionConfig
 
 #: Table 4's dataset order and display names.
 DATASETS = {"dialseg711": "DialSeg711", "superdialseg": "SuperDialSeg", "tiage": "TIAGE"}
-TABLE_METRICS = ("pk", "wd", "f1", "score")
-QUOTED_SOURCE = "quoted: ES-Mem Table 4"
-#: ES-Mem (papers/es-mem.txt) Table 4, verbatim: (group, method, {dataset: (Pk, WD, F1, Score)}).
-#: The paper: unsupervised rows from Jiang et al. (2023), supervised rows from Lee et al. (2025),
-#: LLM rows with Qwen2.5-3B; no supervised results on DialSeg711 (no training split).
-PUBLISHED: tuple[tuple[str, str, dict[str, tuple[float, float, float, float]]], ...] = (
-    ("Unsupervised", "BayesSeg", {
-        "dialseg711": (0.306, 0.350, 0.556, 0.614),
-        "superdialseg": (0.433, 0.593, 0.438, 0.463),
-        "tiage": (0.486, 0.571, 0.366, 0.419),
-    }),
-    ("Unsupervised", "TextTiling", {
-        "dialseg711": (0.470, 0.493, 0.245, 0.382),
-        "superdialseg": (0.441, 0.453, 0.388, 0.471),
-        "tiage": (0.469, 0.488, 0.204, 0.363),
-    }),
-    ("Unsupervised", "GraphSeg", {
-        "dialseg711": (0.412, 0.442, 0.392, 0.483),
-        "superdialseg": (0.450, 0.454, 0.249, 0.398),
-        "tiage": (0.496, 0.515, 0.238, 0.366),
-    }),
-    ("Unsupervised", "GreedySeg", {
-        "dialseg711": (0.381, 0.410, 0.445, 0.525),
-        "superdialseg": (0.490, 0.494, 0.365, 0.437),
-        "tiage": (0.490, 0.506, 0.181, 0.341),
-    }),
-    ("Supervised", "BERT", {
-        "superdialseg": (0.214, 0.225, 0.725, 0.745),
-        "tiage": (0.418, 0.435, 0.124, 0.349),
-    }),
-    ("Supervised", "RoBERTa", {
-        "superdialseg": (0.185, 0.192, 0.784, 0.798),
-        "tiage": (0.265, 0.287, 0.572, 0.648),
-    }),
-    ("Supervised", "RetroTS-T5", {
-        "superdialseg": (0.227, 0.237, 0.733, 0.750),
-        "tiage": (0.280, 0.317, 0.576, 0.639),
-    }),
-    ("LLM-based", "Def-DTS", {
-        "dialseg711": (0.500, 0.380, 0.133, 0.346),
-        "superdialseg": (0.480, 0.518, 0.179, 0.340),
-        "tiage": (0.455, 0.282, 0.420, 0.526),
-    }),
-    ("LLM-based", "SeCom", {
-        "dialseg711": (0.447, 0.316, 0.181, 0.400),
-        "superdialseg": (0.492, 0.391, 0.316, 0.437),
-        "tiage": (0.523, 0.408, 0.397, 0.465),
-    }),
-    ("LLM-based", "ES-Mem", {
-        "dialseg711": (0.172, 0.098, 0.692, 0.778),
-        "superdialseg": (0.434, 0.283, 0.411, 0.526),
-        "tiage": (0.382, 0.268, 0.556, 0.616),
-    }),
-)  # fmt: skip
+TABLE_METRICS = tuple(SEGMENTATION_METRICS.values())
+#: The published file whose segmentation rows the table quotes (``results/published/``).
+QUOTED_PAPER = "es-mem"
 #: A row is marked FALLBACK when at least this share of its dialogues fell back.
 FALLBACK_MARK_SHARE = 0.5
 #: Appendix A.1's reflection setting, printed beside every measured reflection row.
@@ -285,8 +241,11 @@ def _cell(scores: dict[str, Any], metric: str) -> str:
 DEFAULT_TITLE = "Dialogue topic segmentation (test sets)"
 
 
-def render_markdown(cells: Sequence[MeasuredCell], seed: int, title: str = DEFAULT_TITLE) -> str:
-    """Measured sections per dataset, reflection details, then the quoted Table 4."""
+def render_markdown(
+    cells: Sequence[MeasuredCell], seed: int, title: str, quoted: Sequence[QuotedRow]
+) -> str:
+    """Measured sections per dataset, reflection details, then the quoted Table 4 (``quoted``:
+    :func:`benchmarks.published.segmentation.published_segmentation`)."""
     lines = [
         f"# {title}",
         "",
@@ -305,55 +264,68 @@ def render_markdown(cells: Sequence[MeasuredCell], seed: int, title: str = DEFAU
         "",
         "## Measured (this harness)",
     ]
-    for dataset, title in DATASETS.items():
+    for dataset in DATASETS:
         rows = [c for c in cells if c.dataset == dataset]
-        if not rows:
-            continue
-        lines += [
-            "",
-            f"### {title} (test, {rows[0].n_split} dialogues)",
-            "",
-            "| Segmenter | Mode | Backbone | n | Pk ↓ | WD ↓ | F1 ↑ | Score ↑ "
-            "| LLM calls | Tokens (in/out) | Fell back |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for c in rows:
-            n = f"{c.n}" if c.n == c.n_split else f"{c.n} *subset*"
-            calls = f"{c.cost['llm_calls']:.1f}" if c.key.mode == "llm" else "0"
-            tokens = (
-                f"{c.cost['prompt_tokens']:.0f} / {c.cost['completion_tokens']:.0f}"
-                if c.key.mode == "llm"
-                else "—"
-            )
-            metrics = " | ".join(_cell(c.scores, m) for m in TABLE_METRICS)
-            method = f"**{c.method}**" if c.marked else c.method
-            lines.append(
-                f"| {method} | {c.key.mode} | {c.key.backbone or '—'} | {n} | {metrics} "
-                f"| {calls} | {tokens} | {c.fallback_dialogues}/{c.n} |"
-            )
+        if rows:
+            lines += ["", *measured_table(dataset, rows).markdown_lines(level=3)]
     lines += reflection_section(cells)
-    lines += [
-        "",
-        "## Published (quoted verbatim from ES-Mem, Table 4; not measured here)",
-        "",
-        "Unsupervised rows as reported by Jiang et al. (2023), supervised rows by Lee et al. "
-        "(2025); the LLM-based rows use Qwen2.5-3B. Their code, prompts and backbones differ "
-        "from the measured rows above.",
-        "",
-        "| Group | Method | "
-        + " | ".join(
-            f"{title} {m}" for title in DATASETS.values() for m in ("Pk", "WD", "F1", "Score")
-        )
-        + " |",
-        "|---|---|" + "---|" * (4 * len(DATASETS)),
-    ]
-    for group, method, numbers in PUBLISHED:
-        values = []
-        for dataset in DATASETS:
-            quoted = numbers.get(dataset)
-            values += [f"{v:.3f}" for v in quoted] if quoted else ["-"] * 4
-        lines.append(f"| {group} | {method} | " + " | ".join(values) + " |")
+    if quoted:
+        lines += ["", *quoted_table(quoted).markdown_lines()]
     return "\n".join(lines) + "\n"
+
+
+def measured_table(dataset: str, rows: Sequence[MeasuredCell]) -> Table:
+    """One dataset's measured rows."""
+    header = ["Segmenter", "Mode", "Backbone", "n", "Pk ↓", "WD ↓", "F1 ↑", "Score ↑"]
+    header += ["LLM calls", "Tokens (in/out)", "Fell back"]
+    body = []
+    for c in rows:
+        llm = c.key.mode == "llm"
+        tokens = f"{c.cost['prompt_tokens']:.0f} / {c.cost['completion_tokens']:.0f}"
+        body.append(
+            [
+                f"**{c.method}**" if c.marked else c.method,
+                c.key.mode,
+                c.key.backbone or "—",
+                f"{c.n}" if c.n == c.n_split else f"{c.n} *subset*",
+                *(_cell(c.scores, m) for m in TABLE_METRICS),
+                f"{c.cost['llm_calls']:.1f}" if llm else "0",
+                tokens if llm else "—",
+                f"{c.fallback_dialogues}/{c.n}",
+            ]
+        )
+    title = f"{DATASETS[dataset]} (test, {rows[0].n_split} dialogues)"
+    return Table(header, body, title=title)
+
+
+def quoted_table(quoted: Sequence[QuotedRow]) -> Table:
+    """The published rows, every dataset's four scores, "-" where the paper prints none."""
+    header = ["Group", "Method"]
+    header += [f"{name} {m}" for name in DATASETS.values() for m in SEGMENTATION_METRICS]
+    body = []
+    for row in quoted:
+        values = [quoted_name(row.group), quoted_name(row.row)]
+        for dataset in DATASETS:
+            scores = row.scores.get(dataset)
+            values += [f"{scores[m]:.3f}" for m in TABLE_METRICS] if scores else ["-"] * 4
+        body.append(values)
+    sources = ", ".join(dict.fromkeys(f"{row.paper}, {row.table}" for row in quoted))
+    return Table(
+        header,
+        body,
+        title=f"Published (quoted verbatim from {sources}; not measured here)",
+        caption=[
+            "Unsupervised rows as reported by Jiang et al. (2023), supervised rows by Lee et al. "
+            "(2025); the LLM-based rows use Qwen2.5-3B. Their code, prompts and backbones differ "
+            "from the measured rows above."
+        ],
+    )
+
+
+def quoted_name(printed: str) -> str:
+    """A published group or row as the table names it: ``Unsupervised Methods`` →
+    ``Unsupervised``, the paper's own ``ES-Mem (Ours)`` → ``ES-Mem``."""
+    return printed.removesuffix(" Methods").removesuffix(" (Ours)")
 
 
 def reflection_section(cells: Sequence[MeasuredCell]) -> list[str]:
@@ -361,30 +333,33 @@ def reflection_section(cells: Sequence[MeasuredCell]) -> list[str]:
     rows = [c for c in cells if c.reflection is not None]
     if not rows:
         return []
-    lines = [
-        "",
-        "## Reflection (SeCom Appendix A.1)",
-        "",
-        f"Paper: {PAPER_REFLECTION}. Rows on another backbone or a smaller sample are not the "
-        "paper's setting; with the embedded SmolLM2-135M they say what the procedure does with a "
-        "135M model, not what it does with GPT-4. Compare each row with the zero-shot SeCom row "
-        "on the same test dialogues above.",
-        "",
-        "| Row | Tested on | n | Training dialogues (fell back) | Hard examples (fell back) "
-        "| Rounds × batch | Reflections | Rubric items learned |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["Row", "Tested on", "n", "Training dialogues (fell back)"]
+    header += ["Hard examples (fell back)", "Rounds × batch", "Reflections", "Rubric items learned"]
+    body = []
     for c in rows:
         assert c.reflection is not None
         training = c.training or {}
         hard = training.get("hard_examples", {})
-        lines.append(
-            f"| {c.method} | {DATASETS[c.dataset]} | {c.n} "
-            f"| {training.get('training_dialogues', '?')} ({training.get('zero_shot_fallbacks', '?')}) "
-            f"| {len(hard)} ({training.get('hard_example_fallbacks', '?')}) "
-            f"| {training.get('rounds', '?')} × {c.reflection.batch_size} "
-            f"| {_counts(training.get('reflections', {}))} | {len(rubric_items(c))} |"
+        body.append(
+            [
+                c.method,
+                DATASETS[c.dataset],
+                c.n,
+                f"{training.get('training_dialogues', '?')} ({training.get('zero_shot_fallbacks', '?')})",
+                f"{len(hard)} ({training.get('hard_example_fallbacks', '?')})",
+                f"{training.get('rounds', '?')} × {c.reflection.batch_size}",
+                _counts(training.get("reflections", {})),
+                len(rubric_items(c)),
+            ]
         )
+    caption = (
+        f"Paper: {PAPER_REFLECTION}. Rows on another backbone or a smaller sample are not the "
+        "paper's setting; with the embedded SmolLM2-135M they say what the procedure does with a "
+        "135M model, not what it does with GPT-4. Compare each row with the zero-shot SeCom row "
+        "on the same test dialogues above."
+    )
+    table = Table(header, body, title="Reflection (SeCom Appendix A.1)", caption=[caption])
+    lines = ["", *table.markdown_lines()]
     for c in rows:
         lines += ["", f"Rubric learned for *{c.key.label}* on {DATASETS[c.dataset]}:"]
         lines += [f"{k}. {_shorten(item)}" for k, item in enumerate(rubric_items(c), 1)] or [
@@ -416,7 +391,7 @@ CSV_FIELDS = (
 )  # fmt: skip
 
 
-def csv_rows(cells: Sequence[MeasuredCell]) -> list[dict[str, Any]]:
+def csv_rows(cells: Sequence[MeasuredCell], quoted: Sequence[QuotedRow]) -> list[dict[str, Any]]:
     """Measured rows (``source = measured``) followed by the quoted Table 4 rows."""
     rows = []
     for c in cells:
@@ -449,11 +424,18 @@ def csv_rows(cells: Sequence[MeasuredCell]) -> list[dict[str, Any]]:
                 f"{metric}_high": high,
             }
         rows.append(row)
-    for group, method, numbers in PUBLISHED:
-        for dataset, quoted in numbers.items():
-            row = {"source": QUOTED_SOURCE, "group": group, "method": method, "dataset": dataset}
-            row |= {"split": "test", **dict(zip(TABLE_METRICS, quoted, strict=True))}
-            rows.append(row)
+    for published in quoted:
+        for dataset, scores in published.scores.items():
+            rows.append(
+                {
+                    "source": f"quoted: {published.source}",
+                    "group": quoted_name(published.group),
+                    "method": quoted_name(published.row),
+                    "dataset": dataset,
+                    "split": "test",
+                    **{metric: scores[metric] for metric in TABLE_METRICS},
+                }
+            )
     return rows
 
 
@@ -465,16 +447,21 @@ def _relative(path: Path) -> str:
 
 
 def write_tables(
-    cells: Sequence[MeasuredCell], out: Path, seed: int, title: str = DEFAULT_TITLE
+    cells: Sequence[MeasuredCell],
+    out: Path,
+    seed: int,
+    title: str = DEFAULT_TITLE,
+    quoted: Sequence[QuotedRow] | None = None,
 ) -> tuple[Path, Path]:
-    """Write ``<out>.md`` and ``<out>.csv``; return their paths."""
+    """Write ``<out>.md`` and ``<out>.csv`` (its lines end in ``\\r\\n``, as :mod:`csv`'s
+    default dialect writes them); return their paths. ``quoted`` defaults to
+    :data:`QUOTED_PAPER`'s published rows."""
+    quoted = published_segmentation(QUOTED_PAPER) if quoted is None else quoted
     out.parent.mkdir(parents=True, exist_ok=True)
     markdown, table = out.with_suffix(".md"), out.with_suffix(".csv")
-    markdown.write_text(render_markdown(cells, seed, title), encoding="utf-8")
-    with table.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
-        writer.writeheader()
-        writer.writerows(csv_rows(cells))
+    markdown.write_text(render_markdown(cells, seed, title, quoted), encoding="utf-8")
+    rows = Table.from_records(csv_rows(cells, quoted), CSV_FIELDS)
+    table.write_text(rows.to_csv(line_end="\r\n"), encoding="utf-8", newline="")
     return markdown, table
 
 
@@ -491,10 +478,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         cells = collect(args.runs, resolve_data_dir(args.data_dir), args.seed)
-    except (TableError, DataMissingError) as error:
+        quoted = published_segmentation(QUOTED_PAPER)
+    except (TableError, DataMissingError, PublishedSegmentationError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    markdown, _ = write_tables(cells, args.out, args.seed, args.title)
+    markdown, _ = write_tables(cells, args.out, args.seed, args.title, quoted)
     print(markdown.read_text(encoding="utf-8"))
     return 0
 

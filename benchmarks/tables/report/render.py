@@ -3,10 +3,10 @@ own column, and the four files (the plot too) under one name."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
+from benchmarks.tables.render import Table
 from benchmarks.tables.report.build import Report
 from benchmarks.tables.report.plot import write_plot
 from benchmarks.tables.report.rows import STAGES, Comparison, Row
@@ -17,20 +17,9 @@ from benchmarks.tables.summary import Cell
 def render_markdown(report: Report) -> str:
     """A readable table per section under the header."""
     lines = [f"# {report.title}", "", *(f"- {line}" for line in report.header)]
-    for name, (header, body) in sections(report):
-        lines += ["", f"## {name}", "", "| " + " | ".join(header) + " |"]
-        lines.append("|" + "---|" * len(header))
-        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    for table in sections(report):
+        lines += ["", *table.markdown_lines(marks=False)]
     return "\n".join(lines) + "\n"
-
-
-def tex_escape(text: str) -> str:
-    """Escape LaTeX's special characters in a cell."""
-    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%")):
-        text = text.replace(char, escaped)
-    for char in "_#$":
-        text = text.replace(char, "\\" + char)
-    return text.replace("—", "--").replace("†", r"\dag{}")
 
 
 def render_tex(report: Report) -> str:
@@ -40,22 +29,8 @@ def render_tex(report: Report) -> str:
         *(f"% {line}" for line in report.header),
         r"% needs \usepackage{booktabs,graphicx}",
     ]
-    for name, (header, body) in sections(report):
-        lines += [
-            "",
-            r"\begin{table}[t]",
-            r"\centering",
-            rf"\caption{{{tex_escape(report.title)}: {tex_escape(name)}}}",
-            r"\resizebox{\linewidth}{!}{%",
-            rf"\begin{{tabular}}{{lll{'r' * (len(header) - 3)}}}",
-            r"\toprule",
-            " & ".join(tex_escape(cell) for cell in header) + r" \\",
-            r"\midrule",
-            *(" & ".join(tex_escape(cell) for cell in cells) + r" \\" for cells in body),
-            r"\bottomrule",
-            r"\end{tabular}}",
-            r"\end{table}",
-        ]
+    for table in sections(report):
+        lines += ["", *table.latex_lines(caption=f"{report.title}: {table.title}")]
     return "\n".join(lines) + "\n"
 
 
@@ -144,11 +119,8 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
 def write_csv(report: Report, path: Path) -> None:
     """Header as leading ``#`` lines (read with ``pandas.read_csv(path, comment="#")``)."""
     records = [csv_record(row, report) for row in report.rows]
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        handle.writelines(f"# {line}\n" for line in [report.title, *report.header])
-        writer = csv.DictWriter(handle, fieldnames=list(records[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(records)
+    table = Table.from_records(records, title=report.title, caption=report.header)
+    path.write_text(table.to_csv(), encoding="utf-8", newline="")
 
 
 def write_report(report: Report, out: Path) -> list[Path]:

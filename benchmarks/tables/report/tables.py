@@ -1,10 +1,11 @@
-"""A report's tables as header and body cells (overall, per category, retrieval only,
-LongMemEval's accuracy and retrieval), and how each kind of cell is formatted."""
+"""A report's tables as :class:`~benchmarks.tables.render.Table` values (overall, per category,
+retrieval only, LongMemEval's accuracy and retrieval), and how each kind of cell is formatted."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.tables.render import Table
 from benchmarks.tables.report.build import Report
 from benchmarks.tables.report.header import STALE_MARK
 from benchmarks.tables.report.rows import (
@@ -14,6 +15,11 @@ from benchmarks.tables.report.rows import (
     Row,
 )
 from benchmarks.tables.summary import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell
+
+
+def section(title: str, header: list[str], body: list[list[str]]) -> Table:
+    """A report table: the three identifying columns left-aligned, the numbers right (tex)."""
+    return Table(header, body, title=title, align="lll" + "r" * (len(header) - 3))
 
 
 def fmt_cell(found: Cell | None) -> str:
@@ -105,7 +111,7 @@ def judge_label(score: str) -> str:
     return "Judge" if score == "judge_acc" else f"Judge {score.removeprefix(OTHER_JUDGE_PREFIX)}"
 
 
-def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
+def overall_table(report: Report) -> Table:
     """Answered rows: overall scores, significance, retrieval and costs."""
     header = [
         "Method",
@@ -148,10 +154,10 @@ def overall_table(report: Report) -> tuple[list[str], list[list[str]]]:
                 run_cell(row),
             ]
         )
-    return header, body
+    return section("Overall", header, body)
 
 
-def category_table(report: Report) -> tuple[list[str], list[list[str]]]:
+def category_table(report: Report) -> Table:
     """Answered rows: each category × (F1, BLEU-1, judge)."""
     metrics = ((report.metric, "F1"), ("bleu1", "BLEU-1"), ("judge_acc", "Judge"))
     header = ["Method", "Backbone", "Extraction"] + [
@@ -168,10 +174,10 @@ def category_table(report: Report) -> tuple[list[str], list[list[str]]]:
         ]
         for row in report.answered
     ]
-    return header, body
+    return section("Per category", header, body)
 
 
-def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
+def retrieval_table(report: Report) -> Table:
     """Retrieval-only rows: what the reader would have been shown, and what it cost."""
     header = [
         "Method",
@@ -206,7 +212,7 @@ def retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
         ]
         for row in report.retrieval_only
     ]
-    return header, body
+    return section("Retrieval only (answer=none)", header, body)
 
 
 def questions_per_category(report: Report) -> dict[str, int]:
@@ -219,7 +225,7 @@ def questions_per_category(report: Report) -> dict[str, int]:
     }
 
 
-def longmemeval_table(report: Report) -> tuple[list[str], list[list[str]]]:
+def longmemeval_table(report: Report) -> Table:
     """Answered rows: LongMemEval's Table 2, judge accuracy per question type and overall."""
     counts = questions_per_category(report)
     header = [
@@ -251,10 +257,10 @@ def longmemeval_table(report: Report) -> tuple[list[str], list[list[str]]]:
                 run_cell(row),
             ]
         )
-    return header, body
+    return section("LongMemEval accuracy (judge) per question type", header, body)
 
 
-def longmemeval_retrieval_table(report: Report) -> tuple[list[str], list[list[str]]]:
+def longmemeval_retrieval_table(report: Report) -> Table:
     """Every row: LongMemEval's session- and turn-level ranking metrics."""
     header = ["Method", "Backbone", "Extraction"]
     for level in RANKING_LEVELS:
@@ -271,7 +277,7 @@ def longmemeval_retrieval_table(report: Report) -> tuple[list[str], list[list[st
             cells += [fmt_cell(found[name]) for name in LONGMEMEVAL_RANKING]
             cells.append(str(first.n) if first else "0")
         body.append([*cells, run_cell(row)])
-    return header, body
+    return section("LongMemEval retrieval", header, body)
 
 
 def ranked(row: Row) -> bool:
@@ -282,20 +288,18 @@ def ranked(row: Row) -> bool:
     )
 
 
-def sections(report: Report) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
+def sections(report: Report) -> list[Table]:
     """The tables of md and tex, in order, leaving out empty ones. LongMemEval's accuracy table
     takes the place of the per-category one (its F1 and BLEU-1 per type stay in the csv)."""
     found = []
     if report.answered:
-        found.append(("Overall", overall_table(report)))
+        found.append(overall_table(report))
         if report.dataset.longmemeval_scores:
-            found.append(
-                ("LongMemEval accuracy (judge) per question type", longmemeval_table(report))
-            )
+            found.append(longmemeval_table(report))
         else:
-            found.append(("Per category", category_table(report)))
+            found.append(category_table(report))
     if report.dataset.longmemeval_scores and any(ranked(row) for row in report.rows):
-        found.append(("LongMemEval retrieval", longmemeval_retrieval_table(report)))
+        found.append(longmemeval_retrieval_table(report))
     if report.retrieval_only:
-        found.append(("Retrieval only (answer=none)", retrieval_table(report)))
+        found.append(retrieval_table(report))
     return found

@@ -1,0 +1,156 @@
+"""The one table renderer: every table the harness writes (QA, retrieval, segmentation, ablations,
+published, plan, the scripts' statistics) is a :class:`Table` value written as markdown, csv or
+LaTeX here, so that a cell is escaped, aligned and laid out the same way in every file.
+
+Producers keep their own job (which rows, which numbers, how a number is printed: cells arrive
+as the text or value to show) and build :class:`Table` values; nothing else writes ``|`` rows,
+csv lines or tabulars.
+
+Readings taken:
+
+* **Markdown** is GitHub's pipe table: ``| a | b |``, a rule of ``---`` per column (``---:`` for
+  a right-aligned, ``:---:`` for a centred column when ``marks`` is on), a cell's ``|`` escaped
+  as ``\\|``. A table's ``title`` is a heading (``level`` ``#``), its ``caption`` paragraphs
+  stand between heading and table, its ``notes`` after it.
+* **csv** has its ``title`` and ``caption`` as leading ``# `` lines (read with
+  ``pandas.read_csv(path, comment="#")``) and writes values as :mod:`csv` does (``None`` blank).
+* **LaTeX** is a booktabs tabular in a ``table`` float scaled to the line width, with the title
+  as caption and the column alignment as its column spec; every cell and the caption are
+  escaped by :func:`latex_escape`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: Markdown rule cell per alignment (``l`` is the plain rule: GitHub's default, left).
+MARKDOWN_RULES = {"l": "---", "r": "---:", "c": ":---:"}
+
+#: LaTeX's special characters (and the two non-ASCII marks the tables print), one pass.
+LATEX_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "_": r"\_",
+    "#": r"\#",
+    "$": r"\$",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "—": "--",
+    "†": r"\dag{}",
+}
+
+
+def markdown_escape(value: Any) -> str:
+    """A markdown cell's text: ``None`` blank, ``|`` escaped so it cannot split the cell."""
+    return "" if value is None else str(value).replace("|", "\\|")
+
+
+def latex_escape(value: Any) -> str:
+    """A LaTeX cell's text with every special character escaped (``None`` blank)."""
+    return "".join(LATEX_ESCAPES.get(char, char) for char in ("" if value is None else str(value)))
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table: its header, its rows (cells as shown; numbers are written as they are), the
+    alignment of each column (``l``, ``r``, ``c``; empty: all left), and the text around it."""
+
+    header: Sequence[str]
+    rows: Sequence[Sequence[Any]]
+    #: Markdown heading, LaTeX caption, first csv comment line.
+    title: str = ""
+    #: Lines that describe the table: markdown paragraphs, csv comment lines.
+    caption: Sequence[str] = ()
+    #: One letter per column; empty for all left.
+    align: str = ""
+    #: Lines after the table (markdown).
+    notes: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        width = len(self.header)
+        if self.align and (len(self.align) != width or set(self.align) - set(MARKDOWN_RULES)):
+            raise ValueError(f"align {self.align!r} must be one of l, r, c per column ({width})")
+        for index, row in enumerate(self.rows):
+            if len(row) != width:
+                raise ValueError(f"row {index} has {len(row)} cells, the header {width}: {row}")
+
+    @classmethod
+    def from_records(
+        cls, records: Sequence[Mapping[str, Any]], fields: Sequence[str] | None = None, **text: Any
+    ) -> Table:
+        """A table of mappings, one column per field (default: the first record's keys); a
+        field a record lacks is blank, a key outside the fields is an error."""
+        header = list(fields if fields is not None else records[0] if records else [])
+        for record in records:
+            if extra := [key for key in record if key not in header]:
+                raise ValueError(f"record has fields outside the table: {extra}")
+        rows = [[record.get(field, "") for field in header] for record in records]
+        return cls(header, rows, **text)
+
+    def markdown_lines(self, level: int = 2, *, marks: bool = True) -> list[str]:
+        """The table's markdown lines: heading, caption paragraphs, table, notes. ``marks``
+        off writes a plain ``---`` rule whatever the alignment."""
+        lines = [f"{'#' * level} {self.title}", ""] if self.title else []
+        for paragraph in self.caption:
+            lines += [paragraph, ""]
+        align = self.align if marks and self.align else "l" * len(self.header)
+        lines += [
+            markdown_row(self.header),
+            "|" + "".join(f"{MARKDOWN_RULES[a]}|" for a in align),
+            *(markdown_row(row) for row in self.rows),
+        ]
+        return lines + (["", *self.notes] if self.notes else [])
+
+    def to_markdown(self, level: int = 2, *, marks: bool = True) -> str:
+        """:meth:`markdown_lines` as text, ending in a newline."""
+        return "\n".join(self.markdown_lines(level, marks=marks)) + "\n"
+
+    def to_csv(self, *, line_end: str = "\n") -> str:
+        """Title and caption as ``# `` lines, then the header and the rows."""
+        buffer = io.StringIO()
+        comments = [self.title, *self.caption] if self.title else self.caption
+        buffer.writelines(f"# {line}\n" for line in comments)
+        writer = csv.writer(buffer, lineterminator=line_end)
+        writer.writerow(self.header)
+        writer.writerows(self.rows)
+        return buffer.getvalue()
+
+    def latex_lines(self, caption: str | None = None) -> list[str]:
+        """A booktabs ``table`` float captioned ``caption`` (default: the title), scaled to the
+        line width, the alignment as its column spec."""
+        spec = self.align or "l" * len(self.header)
+        return [
+            r"\begin{table}[t]",
+            r"\centering",
+            rf"\caption{{{latex_escape(self.title if caption is None else caption)}}}",
+            r"\resizebox{\linewidth}{!}{%",
+            rf"\begin{{tabular}}{{{spec}}}",
+            r"\toprule",
+            _latex_row(self.header),
+            r"\midrule",
+            *(_latex_row(row) for row in self.rows),
+            r"\bottomrule",
+            r"\end{tabular}}",
+            r"\end{table}",
+        ]
+
+    def to_latex(self, caption: str | None = None) -> str:
+        """:meth:`latex_lines` as text, ending in a newline."""
+        return "\n".join(self.latex_lines(caption)) + "\n"
+
+
+def markdown_row(cells: Iterable[Any]) -> str:
+    """One markdown table line; public for a producer that prints a table's rows as they come
+    (after its :meth:`Table.markdown_lines` with no rows)."""
+    return "| " + " | ".join(markdown_escape(cell) for cell in cells) + " |"
+
+
+def _latex_row(cells: Iterable[Any]) -> str:
+    return " & ".join(latex_escape(cell) for cell in cells) + r" \\"
