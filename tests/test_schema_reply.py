@@ -18,13 +18,13 @@ from memsys.llm.types import LLMRequest, SamplingParams
 from memsys.methods.cast.prompts import FILTER_SCHEMA, OPENIE_SCHEMA, SUMMARY_SCHEMA
 from memsys.methods.cast.prompts import QUERY_SCHEMA as CAST_QUERY_SCHEMA
 from memsys.methods.esmem.prompts import clean_boundary
+from memsys.methods.esmem.segmenter import INTENT_SCHEMA
+from memsys.methods.esmem.segmenter import TOPIC_SCHEMA as ESMEM_TOPIC_SCHEMA
 from memsys.methods.fracom.prompts import FRAGMENT_SCHEMA
 from memsys.methods.hingemem.extract import BOUNDARY_SCHEMA, TOPIC_SCHEMA, constrained
 from memsys.methods.hingemem.query import QUERY_SCHEMA as HINGEMEM_QUERY_SCHEMA
+from memsys.methods.secom.segmenter import SeComSegmenter, parse_segmentation
 from memsys.segment.base import DialogueText
-from memsys.segment.esmem import INTENT_SCHEMA
-from memsys.segment.esmem import TOPIC_SCHEMA as ESMEM_TOPIC_SCHEMA
-from memsys.segment.secom import SeComSegmenter, parse_segmentation
 
 SYNTHETIC: dict[str, dict[str, Any]] = {
     "empty": {},

@@ -175,7 +175,10 @@ def write_run(
     run_dir.mkdir(parents=True)
     config = {
         "dataset": {"name": "tiage", "split": "test"},
-        "segmenter": {"_target_": "memsys.segment.secom.SeComSegmenter", "extraction": "llm"},
+        "segmenter": {
+            "_target_": "memsys.methods.secom.segmenter.SeComSegmenter",
+            "extraction": "llm",
+        },
         "backbone": {"name": backbone},
     }
     (run_dir / "config.yaml").write_text(json.dumps(config))

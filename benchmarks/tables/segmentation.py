@@ -43,7 +43,7 @@ from benchmarks.data.errors import DataMissingError
 from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 from benchmarks.metrics.segmentation import METRIC_NAMES
 from benchmarks.pipeline.segment import fell_back, summarize
-from memsys.segment.secom_reflection import ReflectionConfig
+from memsys.methods.secom.reflection import ReflectionConfig
 
 #: Table 4's dataset order and display names.
 DATASETS = {"dialseg711": "DialSeg711", "superdialseg": "SuperDialSeg", "tiage": "TIAGE"}

@@ -227,7 +227,7 @@ def completion_body(request: dict[str, Any], reply: str | None = None) -> dict[s
     }
 
 
-#: A ``[Exchange k]`` label of SeCom's segmentation prompt (memsys/segment/secom.py).
+#: A ``[Exchange k]`` label of SeCom's segmentation prompt (memsys/methods/secom/segmenter.py).
 _EXCHANGE = re.compile(r"^\[Exchange (\d+)\]: ", re.MULTILINE)
 #: A plain reply of three words or more, no JSON, no prompt scaffolding: ES-Mem's boundary
 #: description (memsys/methods/esmem/prompts.py, ``clean_boundary``) accepts it.

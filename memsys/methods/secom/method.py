@@ -4,8 +4,8 @@ Paper: Pan et al., "SeCom: On Memory Construction and Retrieval for Personalized
 Agents", ICLR 2025 (papers/secom.txt). Implemented: §2.1 (memory units are topical segments of
 each session; the N retrieved units are handed to the reader in time order), §2.2 (the
 conversation segmentation model: the configured segmenter, SeCom's own one-call LLM segmenter
-:mod:`memsys.segment.secom` under ``extraction: llm``, zero-shot as the paper runs it on QA
-benchmarks; :mod:`.segmentation`) and §2.3 (Eq. 2, ``f_R(u*, f_Comp(M), N)``: every segment is
+:mod:`.segmenter` under ``extraction: llm``, zero-shot as the paper runs it on QA benchmarks;
+:mod:`.segmentation`) and §2.3 (Eq. 2, ``f_R(u*, f_Comp(M), N)``: every segment is
 compressed before indexing, retrieval ranks the compressed texts, the reader gets the original
 segment text; :mod:`.denoising`), with BM25 or dense retrieval (§3, implementation details).
 ``docs/methods/secom.md`` maps every section to the code.
