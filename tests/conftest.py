@@ -15,8 +15,8 @@ from fakes.llm import free_port
 
 from benchmarks.data.paths import resolve_data_dir
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.gguf import locate_gguf
 from memsys.llm.fake_server import FakeChatServer
-from memsys.llm.providers.llamacpp import locate_gguf
 from memsys.nlp import NLP
 
 
