@@ -15,7 +15,7 @@ A paper method's own segmenter lives in its method's folder, with its prompts:
   with optional reflection (:mod:`memsys.methods.secom.reflection`).
 
 Each is built from a ``conf/segmenter/*.yaml`` node (``_target_``) with its services injected:
-``instantiate(cfg.segmenter, embedder=..., backbone=...)``.
+``segmenter_from_config(cfg.segmenter, embedder=..., backbone=...)`` (:mod:`.build`).
 """
 
 from memsys.segment.base import (
