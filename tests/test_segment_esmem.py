@@ -14,9 +14,8 @@ from fakes.segment import PETS_THEN_COOKING, rule_backbone, user_text
 
 from memsys.llm.structured import Rejected
 from memsys.llm.types import LLMRequest
+from memsys.methods.esmem.prompts import INTENT_SCHEMA, TOPIC_SCHEMA
 from memsys.methods.esmem.segmenter import (
-    INTENT_SCHEMA,
-    TOPIC_SCHEMA,
     ESMemSegmenter,
     _intent_probability,
     adjacent_pearson,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from fakes.segment import write_segmentation_data
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
@@ -21,7 +22,6 @@ from benchmarks.pipeline.segment import run
 from benchmarks.pipeline.settings import ConfigError
 from benchmarks.tables.segmentation import PUBLISHED, collect
 from benchmarks.tables.segmentation import main as table_cli
-from memsys.llm.fake_server import FakeChatServer
 
 CONF = REPO_ROOT / "conf"
 
