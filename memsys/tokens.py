@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from memsys.llm.providers.llamacpp import locate_gguf
+from memsys.gguf import locate_gguf
 
 
 class TokenCounter:

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/bench_construction.py [--conversations conv-26 | all] [--methods ...]
         [--latency 0.2] [--concurrency 32] [--at-once 1] [--json figures.json]
 
-The server (:mod:`memsys.llm.fake_server`, its own process) answers every request after exactly
+The server (``tests/fakes/chat_server.py``, its own process) answers every request after exactly
 ``--latency`` seconds with a reply the method can use (``--schema-replies``: the smallest
 instance of the request's JSON schema, or a plain reply its text parser accepts), so a method
 makes the requests it makes with a good model, not its retry and fallback ones. Each method
@@ -44,6 +44,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+#: The fake chat server is test infrastructure, not part of the package: tests/fakes/chat_server.py,
+#: run as ``python -m fakes.chat_server`` with tests/ on the server process's path (explicitly here,
+#: as pytest puts it there for the tests).
+SERVER_PATH = os.pathsep.join([str(REPO), str(REPO / "tests")])
 
 
 from benchmarks.data import load_locomo  # noqa: E402
@@ -151,12 +155,12 @@ def fake_server(latency_s: float) -> Iterator[str]:
     """The fake server in its own process (so that serving takes no time from the method's
     process); yields its base URL."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "memsys.llm.fake_server", "--latency", str(latency_s)]
+        [sys.executable, "-m", "fakes.chat_server", "--latency", str(latency_s)]
         + ["--schema-replies"],
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": SERVER_PATH},
     )
     try:
         assert server.stdout is not None

@@ -38,6 +38,7 @@ from benchmarks.data import load_locomo  # noqa: E402
 from benchmarks.metrics.judge import judge_prompt, ladder_request  # noqa: E402
 from benchmarks.pipeline.settings import compose_config  # noqa: E402
 from memsys.files import available_cores  # noqa: E402
+from memsys.gguf import locate_gguf  # noqa: E402
 from memsys.llm import (  # noqa: E402
     Accounting,
     LLMRequest,
@@ -45,11 +46,7 @@ from memsys.llm import (  # noqa: E402
     SamplingParams,
     build_backbone,
 )
-from memsys.llm.providers.llamacpp import (  # noqa: E402
-    LlamaCppConfig,
-    chat_arguments,
-    locate_gguf,
-)
+from memsys.llm.providers.llamacpp import LlamaCppConfig, chat_arguments  # noqa: E402
 from memsys.tokens import TokenCounter  # noqa: E402
 
 

@@ -29,6 +29,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+#: The fake chat server is test infrastructure, not part of the package: tests/fakes/chat_server.py,
+#: run as ``python -m fakes.chat_server`` with tests/ on the server process's path (explicitly here,
+#: as pytest puts it there for the tests).
+SERVER_PATH = os.pathsep.join([str(REPO), str(REPO / "tests")])
 
 from benchmarks.data import load_locomo  # noqa: E402
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache  # noqa: E402
@@ -91,11 +95,11 @@ def bench_cache_hit(workdir: Path, calls: int) -> dict[str, Any]:
 def bench_http_concurrency(requests_total: int, concurrency: int, latency_s: float) -> dict:
     """Throughput of ``complete_many`` over HTTP against a fixed-latency fake server."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "memsys.llm.fake_server", "--latency", str(latency_s)],
+        [sys.executable, "-m", "fakes.chat_server", "--latency", str(latency_s)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": SERVER_PATH},
     )
     try:
         ready = server.stdout.readline().split()

@@ -6,8 +6,8 @@ with personalized PageRank seeded the way CAST seeds it (query entities linked t
 weighted by specificity, plus passages weighted by their dense score × 0.05). Two
 implementations, same seeds, same damping (0.5) and tolerance:
 
-* ``scipy``: :class:`memsys.pagerank.PageRank` — transition matrix built once per graph, then sparse
-  power iteration per query (what CAST uses);
+* ``scipy``: :class:`memsys.methods.cast.pagerank.PageRank` — transition matrix built once per
+  graph, then sparse power iteration per query (what CAST uses);
 * ``networkx``: ``networkx.pagerank(graph, alpha, personalization)`` per query, which converts the
   graph to a sparse matrix on every call.
 
@@ -32,8 +32,8 @@ from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
-from memsys.hipporag import PassageGraphIndex, build_graph, min_max
 from memsys.methods.cast import CAST
+from memsys.methods.cast.hipporag import PassageGraphIndex, build_graph, min_max
 from memsys.propositions import dialogue_utterances
 
 

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from fakes.llm import free_port
 
 from benchmarks.data.paths import resolve_data_dir
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
-from memsys.llm.fake_server import FakeChatServer
-from memsys.llm.providers.llamacpp import locate_gguf
+from memsys.gguf import locate_gguf
 from memsys.nlp import NLP
 
 
@@ -90,6 +90,6 @@ def no_env_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def server() -> Iterator[FakeChatServer]:
-    """A scripted OpenAI-compatible server (see :mod:`memsys.llm.fake_server`)."""
+    """A scripted OpenAI-compatible server (see :mod:`fakes.chat_server`)."""
     with FakeChatServer(hang_s=10.0) as running:
         yield running

@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fakes.chat_server import FakeChatServer
 from fakes.llm import without_timings
 from run_helpers import (
     read_ledger,
 )
 
 from benchmarks.metrics.official_prompts import mem0_accuracy_prompt
-from memsys.llm.fake_server import FakeChatServer
 
 #: One llama.cpp thread: on shared cores, more threads spin against each other and run slower.
 EMBEDDED_ONE_THREAD = "backbone.provider.n_threads=1"

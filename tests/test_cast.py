@@ -19,7 +19,6 @@ from benchmarks.answering.context import render_context
 from memsys.base import Services
 from memsys.embed import Embedder
 from memsys.graph_store import count_kinds
-from memsys.hipporag import PassageGraphIndex, build_graph
 from memsys.llm import Backbone, LLMRequest
 from memsys.methods.cast import (
     CAST,
@@ -30,8 +29,9 @@ from memsys.methods.cast import (
     insert_at_slot,
     union,
 )
+from memsys.methods.cast.hipporag import PassageGraphIndex, build_graph
+from memsys.methods.cast.pagerank import PageRank
 from memsys.nlp import NLP
-from memsys.pagerank import PageRank
 from memsys.tokens import TokenCounter
 from memsys.types import Conversation, MemoryItem, Question
 

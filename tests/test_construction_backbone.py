@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from run_helpers import compose_config, fixture_overrides
 
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.settings import ConfigError, run_id, run_identity, validate
-from memsys.llm.fake_server import FakeChatServer
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
 

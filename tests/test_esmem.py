@@ -35,7 +35,7 @@ from memsys.methods.esmem import (
     clean_boundary,
     distinctive_words,
 )
-from memsys.segment.esmem import ESMemSegmenter
+from memsys.methods.esmem.segmenter import ESMemSegmenter
 
 
 def test_lite_construct_dump_load_retrieve() -> None:

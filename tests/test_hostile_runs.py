@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from run_helpers import compose_config, fixture_overrides, read_records
 
 from benchmarks.data.paths import REPO_ROOT
@@ -23,7 +24,6 @@ from benchmarks.pipeline.runlog import QUESTIONS_FILE, ForeignRowsError, Results
 from benchmarks.pipeline.settings import ConfigError
 from benchmarks.tables.report.runs import load_runs
 from memsys.kvstore import CacheError, SQLiteKV
-from memsys.llm.fake_server import FakeChatServer
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
 

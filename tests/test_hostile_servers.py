@@ -1,7 +1,7 @@
 """A misbehaving OpenAI-compatible server on 127.0.0.1 (issue 48): one deadline per attempt,
 capped replies, no key in anything written, bad bytes and bad counts counted as failures.
 
-The hostile actions are :class:`~memsys.llm.fake_server.FakeChatServer`'s (``trickle``,
+The hostile actions are :class:`~fakes.chat_server.FakeChatServer`'s (``trickle``,
 ``endless``, ``echo_auth``, ``bad_utf8``, ``bad_usage``, ``huge``); each ends by itself.
 """
 
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from fakes.llm import FAST_RETRY
 from reliability_helpers import CORRECT, JUDGE, QUESTIONS, by_question, server_backbone
 from run_helpers import compose_config, fixture_overrides, read_records
@@ -22,7 +23,6 @@ from run_helpers import compose_config, fixture_overrides, read_records
 from benchmarks.pipeline.run import run
 from memsys.llm import Accounting, Backbone, BackboneSettings, LLMRequest, ResponseCache
 from memsys.llm.errors import LLMRequestError, ProviderError, TransientProviderError
-from memsys.llm.fake_server import FakeChatServer
 from memsys.llm.pool import Cancelled
 from memsys.llm.providers.openai_compat import (
     OpenAICompatConfig,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from reliability_helpers import CORRECT, JUDGE, server_backbone
 from run_helpers import FIXTURE, compose_config, fixture_overrides, read_records
 
@@ -30,7 +31,6 @@ from benchmarks.pipeline.run import run
 from benchmarks.pipeline.settings import ConfigError, run_identity, validate
 from memsys.llm import Accounting, LLMRequest, LLMResponse, ResponseCache
 from memsys.llm.factory import build_backbone
-from memsys.llm.fake_server import FakeChatServer
 from memsys.types import Question
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")

@@ -7,6 +7,7 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from fakes.llm import ScriptedProvider, ask, make_backbone
 
 from memsys.llm import (
@@ -23,7 +24,6 @@ from memsys.llm import (
     SamplingParams,
 )
 from memsys.llm.cache import request_key
-from memsys.llm.fake_server import FakeChatServer
 from memsys.llm.providers.openai_compat import OpenAICompatConfig
 
 PLANTED_KEY = "sk-planted-TEST-3f9c1e7a5b2d4c6e8f0a"

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 
 from memsys.llm import (
     Accounting,
@@ -20,7 +21,6 @@ from memsys.llm import (
     ResponseCache,
     RetryPolicy,
 )
-from memsys.llm.fake_server import FakeChatServer
 from memsys.llm.providers.openai_compat import OpenAICompatConfig
 
 TINY_BACKOFF = RetryPolicy(

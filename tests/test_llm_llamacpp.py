@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from memsys.gguf import locate_gguf
 from memsys.llm import (
     Accounting,
     Backbone,
@@ -16,7 +17,7 @@ from memsys.llm import (
     ResponseCache,
     SamplingParams,
 )
-from memsys.llm.providers.llamacpp import LlamaCppConfig, LlamaCppProvider, locate_gguf
+from memsys.llm.providers.llamacpp import LlamaCppConfig, LlamaCppProvider
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 

@@ -34,7 +34,7 @@ def fake_vllm(bin_dir: Path, body: str) -> dict[str, str]:
     return {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'tests'}",
         "VLLM_STARTUP_TIMEOUT": "30",
     }
 
@@ -42,7 +42,7 @@ def fake_vllm(bin_dir: Path, body: str) -> dict[str, str]:
 def test_waits_until_the_server_answers(tmp_path: Path) -> None:
     env = fake_vllm(
         tmp_path / "bin",
-        f'sleep 0.5; exec {sys.executable} -m memsys.llm.fake_server --port "$port"',
+        f'sleep 0.5; exec {sys.executable} -m fakes.chat_server --port "$port"',
     )
     port = free_port()
     done = subprocess.run(

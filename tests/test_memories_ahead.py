@@ -13,12 +13,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from fakes.llm import Jittered, make_backbone, without_timings
 from run_helpers import FIXTURE, compose_config, fixture_overrides, read_records, stable
 
 from benchmarks.pipeline.memories_ahead import builds_ahead
 from benchmarks.pipeline.run import run
-from memsys.llm.fake_server import FakeChatServer
 from memsys.llm.flow import RequestFlow
 from memsys.llm.types import Completion, LLMRequest
 

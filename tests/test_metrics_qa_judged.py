@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from reliability_helpers import server_backbone
 from run_helpers import longmemeval_item, write_longmemeval_oracle
 
@@ -20,7 +21,6 @@ from benchmarks.data.paths import resolve_data_dir
 from benchmarks.metrics.judge import PROTOCOLS, judge_prompt
 from benchmarks.metrics.qa import main
 from benchmarks.metrics.stats import bootstrap_ci
-from memsys.llm.fake_server import FakeChatServer
 from memsys.types import Question
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")

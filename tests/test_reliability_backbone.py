@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from reliability_helpers import (
     CORRECT,
     JUDGE,
@@ -26,7 +27,6 @@ from benchmarks.pipeline.run import run
 from benchmarks.pipeline.runlog import latest_records
 from benchmarks.tables.report import load_runs
 from benchmarks.tables.summary import format_summary
-from memsys.llm.fake_server import FakeChatServer
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakes.chat_server import FakeChatServer
 from fakes.dialogues import tiny_fixture
 from fakes.llm import ScriptedProvider, ask, make_backbone
 from reliability_helpers import (
@@ -37,7 +38,6 @@ from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.kvstore import CacheError, SQLiteKV
 from memsys.llm import Completion, LLMRequest, ResponseCache
 from memsys.llm.cache import request_key
-from memsys.llm.fake_server import FakeChatServer
 from memsys.methods.baselines import FullHistory
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")

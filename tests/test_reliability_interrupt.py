@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from reliability_helpers import CORRECT, JUDGE, QUESTIONS, by_question
 from run_helpers import compose_config, fixture_overrides, read_records, start_cli
 
@@ -21,7 +22,6 @@ from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone, BackboneSettings
 from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import TransientProviderError
-from memsys.llm.fake_server import FakeChatServer
 from memsys.llm.retry import RetryPolicy
 from memsys.llm.types import Completion
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from reliability_helpers import (
     CORRECT,
     JUDGE,
@@ -26,7 +27,6 @@ from run_helpers import (
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.settings import run_id, run_identity
-from memsys.llm.fake_server import FakeChatServer
 from memsys.llm.providers.openai_compat import OpenAICompatConfig
 from memsys.llm.redact import RedactFilter, redact
 

@@ -9,22 +9,21 @@ from typing import Any
 
 import jsonschema
 import pytest
+from fakes.chat_server import FakeChatServer, usable_reply
 from fakes.segment import rule_backbone
 
-from memsys.llm.fake_server import PLAIN_REPLY, FakeChatServer, usable_reply
 from memsys.llm.providers.openai_compat import OpenAICompatConfig
-from memsys.llm.schema_reply import minimal_instance
+from memsys.llm.schema_reply import PLAIN_REPLY, minimal_instance
 from memsys.llm.types import LLMRequest, SamplingParams
 from memsys.methods.cast.prompts import FILTER_SCHEMA, OPENIE_SCHEMA, SUMMARY_SCHEMA
 from memsys.methods.cast.prompts import QUERY_SCHEMA as CAST_QUERY_SCHEMA
-from memsys.methods.esmem.prompts import clean_boundary
+from memsys.methods.esmem.prompts import INTENT_SCHEMA, clean_boundary
+from memsys.methods.esmem.prompts import TOPIC_SCHEMA as ESMEM_TOPIC_SCHEMA
 from memsys.methods.fracom.prompts import FRAGMENT_SCHEMA
 from memsys.methods.hingemem.extract import BOUNDARY_SCHEMA, TOPIC_SCHEMA, constrained
 from memsys.methods.hingemem.query import QUERY_SCHEMA as HINGEMEM_QUERY_SCHEMA
+from memsys.methods.secom.segmenter import SeComSegmenter, parse_segmentation
 from memsys.segment.base import DialogueText
-from memsys.segment.esmem import INTENT_SCHEMA
-from memsys.segment.esmem import TOPIC_SCHEMA as ESMEM_TOPIC_SCHEMA
-from memsys.segment.secom import SeComSegmenter, parse_segmentation
 
 SYNTHETIC: dict[str, dict[str, Any]] = {
     "empty": {},

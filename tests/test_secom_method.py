@@ -28,8 +28,8 @@ from memsys.base import Services
 from memsys.compression import LLMLINGUA2_MODEL, Compressor, Passage, exchanges, render_turns
 from memsys.llm import Backbone, LLMRequest
 from memsys.methods.secom import SeCom
+from memsys.methods.secom.segmenter import SeComSegmenter
 from memsys.segment.embedding import EmbeddingSegmenter
-from memsys.segment.secom import SeComSegmenter
 from memsys.segment.texttiling import TextTilingSegmenter
 from memsys.tokens import TokenCounter
 from memsys.types import Conversation, Question
@@ -180,7 +180,10 @@ def test_garbage_llm_segmentation_falls_back_to_fixed_chunks_and_is_counted(
     backbone, provider = rule_backbone(lambda request: "Sure! Here are the topics: pets, bread.")
     system = SeCom(
         services(tokens, backbone=backbone),
-        segmenter={"_target_": "memsys.segment.secom.SeComSegmenter", "extraction": "llm"},
+        segmenter={
+            "_target_": "memsys.methods.secom.segmenter.SeComSegmenter",
+            "extraction": "llm",
+        },
         extraction="llm",
         compression="none",
     )
@@ -229,7 +232,10 @@ def test_construction_is_the_same_at_any_concurrency(tokens: TokenCounter) -> No
     def construct(backbone: Backbone) -> dict[str, Any]:
         system = SeCom(
             services(tokens, backbone=backbone),
-            segmenter={"_target_": "memsys.segment.secom.SeComSegmenter", "extraction": "llm"},
+            segmenter={
+                "_target_": "memsys.methods.secom.segmenter.SeComSegmenter",
+                "extraction": "llm",
+            },
             extraction="llm",
             compression="none",
         )

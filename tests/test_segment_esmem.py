@@ -14,10 +14,8 @@ from fakes.segment import PETS_THEN_COOKING, rule_backbone, user_text
 
 from memsys.llm.structured import Rejected
 from memsys.llm.types import LLMRequest
-from memsys.segment.base import CostMeter, DialogueText, labels_from_gaps
-from memsys.segment.esmem import (
-    INTENT_SCHEMA,
-    TOPIC_SCHEMA,
+from memsys.methods.esmem.prompts import INTENT_SCHEMA, TOPIC_SCHEMA
+from memsys.methods.esmem.segmenter import (
     ESMemSegmenter,
     _intent_probability,
     adjacent_pearson,
@@ -28,6 +26,7 @@ from memsys.segment.esmem import (
     quantile_candidates,
     rank_shift_probability,
 )
+from memsys.segment.base import CostMeter, DialogueText, labels_from_gaps
 
 
 def test_pearson_across_dimensions_by_hand() -> None:

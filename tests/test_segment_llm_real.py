@@ -19,9 +19,9 @@ from benchmarks.pipeline.segment import window_diff
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, Backbone, ResponseCache, build_backbone
 from memsys.llm.structured import ExtractionReport
-from memsys.segment.esmem import ESMemSegmenter
-from memsys.segment.secom import SeComSegmenter
-from memsys.segment.secom_reflection import ReflectionConfig
+from memsys.methods.esmem.segmenter import ESMemSegmenter
+from memsys.methods.secom.reflection import ReflectionConfig
+from memsys.methods.secom.segmenter import SeComSegmenter
 from memsys.types import SegmentationDialogue
 
 pytestmark = [

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from fakes.chat_server import FakeChatServer
 from fakes.segment import write_segmentation_data
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
@@ -22,7 +23,6 @@ from benchmarks.pipeline.settings import ConfigError
 from benchmarks.published.segmentation import published_segmentation
 from benchmarks.tables.segmentation import collect
 from benchmarks.tables.segmentation import main as table_cli
-from memsys.llm.fake_server import FakeChatServer
 
 CONF = REPO_ROOT / "conf"
 
@@ -176,7 +176,10 @@ def write_run(
     run_dir.mkdir(parents=True)
     config = {
         "dataset": {"name": "tiage", "split": "test"},
-        "segmenter": {"_target_": "memsys.segment.secom.SeComSegmenter", "extraction": "llm"},
+        "segmenter": {
+            "_target_": "memsys.methods.secom.segmenter.SeComSegmenter",
+            "extraction": "llm",
+        },
         "backbone": {"name": backbone},
     }
     (run_dir / "config.yaml").write_text(json.dumps(config))

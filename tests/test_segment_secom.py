@@ -13,19 +13,19 @@ from benchmarks.pipeline.segment import window_diff
 from memsys.kvstore import SQLiteKV
 from memsys.llm.errors import ProviderError
 from memsys.llm.types import LLMRequest
-from memsys.segment.base import DialogueText
-from memsys.segment.secom import (
-    SeComSegmenter,
-    fixed_chunks,
-    parse_segmentation,
-    render_exchanges,
-)
-from memsys.segment.secom_reflection import (
+from memsys.methods.secom.reflection import (
     Guidance,
     ReflectionConfig,
     merge_rubric,
     parse_reflection,
 )
+from memsys.methods.secom.segmenter import (
+    SeComSegmenter,
+    fixed_chunks,
+    parse_segmentation,
+    render_exchanges,
+)
+from memsys.segment.base import DialogueText
 from memsys.types import SegmentationDialogue
 
 

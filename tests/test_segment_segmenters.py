@@ -14,10 +14,10 @@ from hydra.utils import instantiate
 import benchmarks.pipeline.segment  # noqa: F401  (registers the dataset=... options)
 from benchmarks.data.paths import REPO_ROOT
 from memsys.llm.types import LLMRequest
+from memsys.methods.esmem.segmenter import ESMemSegmenter
+from memsys.methods.secom.segmenter import SeComSegmenter
 from memsys.segment import Segmenter, labels_from_gaps, segments_from_labels
 from memsys.segment.embedding import EmbeddingSegmenter
-from memsys.segment.esmem import ESMemSegmenter
-from memsys.segment.secom import SeComSegmenter
 from memsys.segment.texttiling import TextTilingSegmenter
 
 CONF = REPO_ROOT / "conf"

@@ -63,6 +63,10 @@ from memsys.llm.jsonout import JSONReplyParser
 from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
 from memsys.types import LOCOMO_CATEGORIES, LONGMEMEVAL_CATEGORIES, Question
 
+#: The judge model of the scorer command lines (``python -m benchmarks.metrics.qa --judge``) when
+#: ``--judge-backbone`` names none: the harness's default backbone, a conf/backbone/ name.
+DEFAULT_JUDGE_BACKBONE = "embedded"
+
 LOCOMO_SCHEMA = {
     "type": "object",
     "properties": {"label": {"enum": ["CORRECT", "WRONG"]}},

@@ -52,18 +52,14 @@ from benchmarks.data.specs import named_spec
 from benchmarks.metrics.jsonl import InputError, require
 from benchmarks.metrics.judge import (
     ABSTENTION_RULE,
+    DEFAULT_JUDGE_BACKBONE,
     PROTOCOLS,
     Judge,
     Verdict,
     judge_prompt,
     question_category,
 )
-from benchmarks.metrics.qa import (
-    ADVERSARIAL,
-    DEFAULT_JUDGE_BACKBONE,
-    read_lines_by_id,
-    text_field,
-)
+from benchmarks.metrics.predictions import ADVERSARIAL, read_lines_by_id, text_field
 from benchmarks.pipeline.settings import ConfigError, check_backbone, compose_config
 from benchmarks.tables.render import Table
 from benchmarks.tables.summary import (

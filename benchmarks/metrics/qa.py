@@ -29,7 +29,7 @@ import re
 import string
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -38,20 +38,19 @@ from nltk.stem import PorterStemmer
 from nltk.tokenize import NLTKWordTokenizer
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
-from benchmarks.metrics.jsonl import InputError, read_jsonl, require
+from benchmarks.metrics.jsonl import InputError, require
+from benchmarks.metrics.judge import DEFAULT_JUDGE_BACKBONE
 from benchmarks.metrics.judge import PROTOCOLS as JUDGE_PROTOCOLS
+from benchmarks.metrics.predictions import ADVERSARIAL, read_lines_by_id, text_field
 from memsys.types import LOCOMO_CATEGORIES
 
 AdversarialPolicy = Literal["exclude", "include"]
 ADVERSARIAL_POLICIES: tuple[AdversarialPolicy, ...] = ("exclude", "include")
-ADVERSARIAL = "adversarial"
 #: A category-5 prediction scores 1 under ``f1_locomo`` when it contains one of these.
 REFUSAL_PHRASES = ("no information available", "not mentioned")
 METRIC_NAMES = ("f1_locomo", "f1_set", "bleu1")
 #: What ``--dataset`` names for judged answers: LoCoMo, or a LongMemEval variant.
 JUDGED_DATASETS = ("locomo", "longmemeval_s", "longmemeval_oracle")
-#: The judge model when ``--judge-backbone`` names none: the harness's default backbone.
-DEFAULT_JUDGE_BACKBONE = "embedded"
 
 _DROPPED_WORDS = re.compile(r"\b(a|an|the|and)\b")
 _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -295,31 +294,6 @@ def score_predictions(
             },
         }
     return report
-
-
-def text_field(record: dict[str, Any], key: str, path: Path, line: int) -> str:
-    """A string field; numbers (int answers in the data) are ``str()``-ed, anything else is an
-    :class:`InputError` naming the file and line (the judged reader's fields too)."""
-    value = require(record, key, path, line)
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise InputError(path, line, f"{key!r} must be a string or a number, got {value!r}")
-    return str(value)
-
-
-def read_lines_by_id(path: Path) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    """``(line, question id, record)`` per line of a predictions file; the id is ``id``, or
-    ``question_id`` as a run's own ``predictions.jsonl`` names it (scored as it stands).
-
-    Raises:
-        InputError: a malformed line, a missing id, or an id that repeats an earlier line's.
-    """
-    seen: dict[str, int] = {}
-    for line, record in read_jsonl(path):
-        question_id = text_field(record, "question_id" if "id" not in record else "id", path, line)
-        if question_id in seen:
-            raise InputError(path, line, f"id {question_id!r} repeats line {seen[question_id]}")
-        seen[question_id] = line
-        yield line, question_id, record
 
 
 def read_predictions(path: Path | str) -> list[QAPrediction]:

@@ -44,7 +44,7 @@ from benchmarks.metrics.judge_probes import (
 )
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.ranking import corpus_of
-from benchmarks.pipeline.cli import ConfChangedError, run_or_exit
+from benchmarks.pipeline.cli import ConfChangedError, redact_run_outputs, run_or_exit
 from benchmarks.pipeline.harness import (
     ConstructionCounts,
     Harness,
@@ -78,7 +78,7 @@ from benchmarks.pipeline.subsets import select
 from benchmarks.pipeline.workers import Task, WorkerPool, WorkerUsage, peak_rss_mb
 from benchmarks.tables.summary import format_summary, summarize_run
 from memsys.llm.accounting import Accounting
-from memsys.llm.redact import redact, redact_run_outputs
+from memsys.llm.redact import redact
 from memsys.types import Conversation, Question
 
 log = logging.getLogger("benchmarks.pipeline.run")

@@ -34,7 +34,6 @@ from typing import Any
 
 import hydra
 from hydra.core.config_store import ConfigStore
-from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
@@ -43,7 +42,7 @@ from benchmarks.data.paths import resolve_data_dir
 from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
 from benchmarks.metrics.stats import bootstrap_ci
-from benchmarks.pipeline.cli import run_or_exit
+from benchmarks.pipeline.cli import redact_run_outputs, run_or_exit
 from benchmarks.pipeline.harness import resolve_path
 from benchmarks.pipeline.runlog import RecordLog, exclusive, write_atomically
 from benchmarks.pipeline.settings import (
@@ -59,9 +58,10 @@ from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.kvstore import SQLiteKV
 from memsys.llm.accounting import Accounting
 from memsys.llm.factory import build_backbone
-from memsys.llm.redact import redact, redact_run_outputs
+from memsys.llm.redact import redact
 from memsys.llm.replay import open_response_cache
 from memsys.segment import Segmentation, Segmenter
+from memsys.segment.build import segmenter_from_config, target_class
 from memsys.types import SegmentationDialogue
 
 #: Keys that do not change any label: where things live, how to show them, what to report (and,
@@ -147,8 +147,8 @@ def segment_identity(cfg: DictConfig, settings: SegmentSettings) -> dict[str, An
     identity = {key: value for key, value in resolved.items() if key not in IDENTITY_EXCLUDED}
     identity["dataset"] = {"name": settings.dataset, "split": settings.split}
     try:
-        segmenter_class = get_class(cfg.segmenter._target_)
-    except Exception as error:  # Hydra wraps the import error
+        segmenter_class = target_class(cfg.segmenter)
+    except Exception as error:  # not importable
         raise ConfigError(
             "segmenter._target_", f"cannot import {cfg.segmenter._target_}"
         ) from error
@@ -234,11 +234,10 @@ def build_segmenter(
         backbone = build_backbone(cfg.backbone, cache=cache, accounting=accounting)
         backbone = backbone.with_stage("segmentation")
     try:
-        segmenter = instantiate(cfg.segmenter, embedder=embedder, backbone=backbone)
-    except Exception as error:  # Hydra wraps the constructor's error; name the key
-        cause = error.__cause__ or error
+        segmenter = segmenter_from_config(cfg.segmenter, embedder=embedder, backbone=backbone)
+    except Exception as error:  # the constructor's own error; name the key
         target = cfg.segmenter._target_
-        raise ConfigError("segmenter", f"cannot instantiate {target}: {cause}") from error
+        raise ConfigError("segmenter", f"cannot instantiate {target}: {error}") from error
     return segmenter
 
 

@@ -50,7 +50,7 @@ from benchmarks.published.segmentation import (
     published_segmentation,
 )
 from benchmarks.tables.render import Table
-from memsys.segment.secom_reflection import ReflectionConfig
+from memsys.methods.secom.reflection import ReflectionConfig
 
 #: Table 4's dataset order and display names.
 DATASETS = {"dialseg711": "DialSeg711", "superdialseg": "SuperDialSeg", "tiage": "TIAGE"}

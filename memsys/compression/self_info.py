@@ -36,8 +36,8 @@ import numpy as np
 
 from memsys.compression.base import CachedCompressor, CompressorUnavailableError, Passage
 from memsys.files import available_cores
+from memsys.gguf import BUILD_HINT, locate_gguf
 from memsys.kvstore import SQLiteKV
-from memsys.llm.providers.llamacpp import BUILD_HINT, locate_gguf
 
 #: Rows of logits turned into log-probabilities at a time (keeps temporaries in cache).
 _ROWS = 128

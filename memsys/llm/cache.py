@@ -16,14 +16,11 @@ import json
 import os
 from collections.abc import Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from memsys.kvstore import OptionalStore, SQLiteKV
 from memsys.llm.errors import CacheMissError
 from memsys.llm.types import Completion, LLMRequest, Message
-
-if TYPE_CHECKING:
-    from memsys.llm.replay import ReplayJournal
 
 
 class CacheMode(str, Enum):
@@ -64,6 +61,15 @@ def describe_request(model_id: str, messages: Sequence[Message], limit: int = 12
     return f"model={model_id} messages={len(messages)} last={preview!r}"
 
 
+class ReplyJournal(Protocol):
+    """Where a cache records every reply it serves or stores. Declared here, beside its one
+    caller, so that the cache does not depend on the journal's implementation
+    (:class:`memsys.llm.replay.ReplayJournal`, which builds on this module)."""
+
+    def record(self, key: str, model_id: str, request: LLMRequest, completion: Completion) -> None:
+        """Record one request (``key`` is its :func:`request_key`) and its reply."""
+
+
 class ResponseCache(OptionalStore):
     """Successful completions by request key, in a shared SQLite file.
 
@@ -76,7 +82,7 @@ class ResponseCache(OptionalStore):
         self,
         path: str | os.PathLike[str] | None,
         mode: CacheMode | str = CacheMode.READWRITE,
-        journal: ReplayJournal | None = None,
+        journal: ReplyJournal | None = None,
     ) -> None:
         self.mode = CacheMode(mode)
         self.journal = journal

@@ -42,7 +42,8 @@ def entry_json(key: str, model_id: str, request: LLMRequest, completion: Complet
 
 
 class ReplayJournal:
-    """Append-only JSONL of the requests one run used; safe across threads and processes.
+    """Append-only JSONL of the requests one run used; safe across threads and processes (the
+    :class:`~memsys.llm.cache.ReplyJournal` a :class:`~memsys.llm.cache.ResponseCache` records to).
 
     Each line is written with one ``write`` on a file opened in append mode, so lines from
     parallel sweep workers interleave whole.

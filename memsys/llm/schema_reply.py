@@ -1,10 +1,14 @@
-"""The smallest JSON value a JSON schema accepts: replies for a fake server that answer every
-schema-constrained request validly, at no cost.
+"""Replies a caller can use, at no cost: the smallest JSON value a JSON schema accepts, and a
+plain reply the methods' text parsers accept.
 
-A construction benchmark against a scripted server measures how the harness sends requests,
+Two stand-ins for a model answer from here: the scripted backbone of ``python -m benchmarks.plan``
+(:mod:`memsys.llm.providers.scripted`), which counts the requests a run would make, and the test
+suite's fake OpenAI-compatible server (``tests/fakes/chat_server.py``), which a construction
+benchmark measures the harness's HTTP path against. Both measure how the harness sends requests,
 not what a model writes; but a reply that breaks the schema sends a method down its retry and
-fallback paths, which changes the set of requests measured. :func:`minimal_instance` gives each
-request the simplest reply its schema allows: required properties only, arrays at their
+fallback paths, which changes the set of requests measured. :func:`usable_text` gives each
+request a reply its caller accepts: for a schema-constrained request, :func:`minimal_instance`,
+the simplest reply its schema allows: required properties only, arrays at their
 ``minItems``, the first ``enum``/``const`` value (the i-th for an array's i-th item, so that the
 items of an array differ where the schema allows: ES-Mem's intent reply must name two different
 labels), numbers at their lower bound, the first branch
@@ -15,9 +19,38 @@ required string.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+#: A ``[Exchange k]`` label of SeCom's segmentation prompt (memsys/methods/secom/segmenter.py).
+_EXCHANGE = re.compile(r"^\[Exchange (\d+)\]: ", re.MULTILINE)
+#: A plain reply of three words or more, no JSON, no prompt scaffolding: ES-Mem's boundary
+#: description (memsys/methods/esmem/prompts.py, ``clean_boundary``) accepts it.
+PLAIN_REPLY = "The conversation moves from the previous topic to a new one."
+
+
+def usable_text(prompt: str, schema: Mapping[str, Any] | None, stops: Sequence[str]) -> str:
+    """A reply that a request's caller can use: the smallest instance of its JSON ``schema``;
+    without one, for SeCom's segmentation prompt one segment over all its numbered exchanges,
+    else :data:`PLAIN_REPLY`. Cut at the first ``stop`` string, as servers do."""
+    if schema is not None:
+        return json.dumps(minimal_instance(schema))
+    numbers = [int(number) for number in _EXCHANGE.findall(prompt)]
+    text = PLAIN_REPLY
+    if numbers:
+        segment = {
+            "segment_id": 0,
+            "start_exchange_number": min(numbers),
+            "end_exchange_number": max(numbers),
+            "num_exchanges": max(numbers) - min(numbers) + 1,
+        }
+        text = f"<segmentation>\n{json.dumps(segment)}\n</segmentation>"
+    for stop in stops:
+        text = text.split(stop, 1)[0]
+    return text
 
 
 def minimal_instance(

@@ -1,15 +1,21 @@
 """Dialogue segmenters behind one interface: utterances in, boundary labels (and cost) out.
 
+This package holds the interface (:mod:`.base`) and the generic segmenters that several callers
+share:
+
 * :class:`~memsys.segment.texttiling.TextTilingSegmenter` — Hearst's lexical TextTiling.
 * :class:`~memsys.segment.embedding.EmbeddingSegmenter` — the same valleys over sentence
-  embeddings.
-* :class:`~memsys.segment.esmem.ESMemSegmenter` — ES-Mem's two-stage event segmentation
-  (``extraction: llm`` or ``lite``).
-* :class:`~memsys.segment.secom.SeComSegmenter` — SeCom's one-call LLM segmentation, with
-  optional reflection.
+  embeddings (with TextTiling, built on :mod:`.depth`; content words in :mod:`.lexical`).
+
+A paper method's own segmenter lives in its method's folder, with its prompts:
+
+* :class:`~memsys.methods.esmem.segmenter.ESMemSegmenter` — ES-Mem's two-stage event
+  segmentation (``extraction: llm`` or ``lite``).
+* :class:`~memsys.methods.secom.segmenter.SeComSegmenter` — SeCom's one-call LLM segmentation,
+  with optional reflection (:mod:`memsys.methods.secom.reflection`).
 
 Each is built from a ``conf/segmenter/*.yaml`` node (``_target_``) with its services injected:
-``instantiate(cfg.segmenter, embedder=..., backbone=...)``.
+``segmenter_from_config(cfg.segmenter, embedder=..., backbone=...)`` (:mod:`.build`).
 """
 
 from memsys.segment.base import (

@@ -3,6 +3,9 @@
 - :mod:`fakes.llm`: LLM providers (scripted, batching, and rule-driven: replies from a function of
   the request, as canned replies are written), a backbone factory with fast retries, the check
   that concurrency changes nothing; a free port.
+- :mod:`fakes.chat_server`: a scriptable OpenAI-compatible chat server with no model (fault
+  injection, hostile replies, latency); ``scripts/bench_construction.py`` and
+  ``scripts/bench_llm.py`` measure the HTTP path against it.
 - :mod:`fakes.embed`: hashing sentence models standing in for MiniLM (one with its window).
 - :mod:`fakes.segment`: hand-made dialogues and a tiny data directory for the segmenters.
 - :mod:`fakes.dialogues`: small hand-written conversations for the method tests.

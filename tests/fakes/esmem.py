@@ -11,7 +11,7 @@ from fakes.segment import user_text
 from memsys.llm.errors import ProviderError
 from memsys.llm.types import LLMRequest
 from memsys.methods.esmem import BOUNDARY_SYSTEM_PROMPT
-from memsys.segment.esmem import INTENT_SCHEMA, TOPIC_SCHEMA
+from memsys.methods.esmem.prompts import INTENT_SCHEMA, TOPIC_SCHEMA
 from memsys.types import Conversation, Question
 
 

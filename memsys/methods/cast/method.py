@@ -7,7 +7,7 @@ nodes, query-to-triple linking, personalized PageRank, dense fallback; episodic 
 summaries embedded, kNN filtered by the question's persons, times and places), §3.3.3 and
 Algorithm 2 (fusion), and the ablations of §4.3.2. The pieces live beside this orchestration:
 :mod:`.episodic` (views → streams → scenes, scene search), :mod:`.fusion`, :mod:`.query`,
-:mod:`.prompts`, :mod:`.extraction`, :mod:`memsys.hipporag`. ``extraction: lite`` replaces the LLM's NER,
+:mod:`.prompts`, :mod:`.extraction`, :mod:`.hipporag`. ``extraction: lite`` replaces the LLM's NER,
 OpenIE and place extraction by spaCy (:mod:`memsys.propositions`) and scene summaries by an
 extractive one; ``query_analysis: lite`` reads the question with spaCy and skips HippoRAG2's LLM
 recognition filter (HippoRAG2's own "w/o filter" setting).
@@ -29,14 +29,6 @@ import numpy as np
 
 from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.graph_store import count_kinds, graph_from_json, graph_to_json
-from memsys.hipporag import (
-    PassageFacts,
-    PassageGraphIndex,
-    SearchSettings,
-    Triple,
-    build_graph,
-    distinct_facts,
-)
 from memsys.llm.backbone import Backbone
 from memsys.llm.structured import ExtractionReport, PendingJSON
 from memsys.nlp import PLACE_LABELS, resolve_time
@@ -63,6 +55,14 @@ from .episodic import (
 )
 from .extraction import canonical_person, chosen_summaries, openie_accept
 from .fusion import FUSIONS, combine
+from .hipporag import (
+    PassageFacts,
+    PassageGraphIndex,
+    SearchSettings,
+    Triple,
+    build_graph,
+    distinct_facts,
+)
 from .prompts import OPENIE_PROMPT, OPENIE_SCHEMA, SUMMARY_PROMPT, SUMMARY_SCHEMA
 from .query import QueryAnalysis, analyse_lite, analyse_llm, recognition_filter
 

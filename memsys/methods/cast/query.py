@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memsys.hipporag import Triple, fact_text
 from memsys.llm.backbone import Backbone
 from memsys.llm.structured import ExtractionReport, ask_json_many
 from memsys.nlp import PLACE_LABELS, TIME_LABELS
 from memsys.propositions import PropositionExtractor, grounded, phrase_key
 
+from .hipporag import Triple, fact_text
 from .prompts import FILTER_PROMPT, FILTER_SCHEMA, QUERY_PROMPT, QUERY_SCHEMA
 
 QUERY_MAX_TOKENS = 120

@@ -2,10 +2,11 @@
 
 One module per part of the paper: :mod:`.events` (the memory units M_i, Eq. 5), :mod:`.summary`
 (level 2, s_i), :mod:`.boundary` (level 1 without an LLM: b_i templates within the embedder's
-window), :mod:`.prompts` (Figure 8 and its reply rules), :mod:`.retrieval` (§3.3, Eqs. 7-10)
-and :mod:`.method` (the :class:`ESMem` memory system). The segmentation of §3.1 is
-:mod:`memsys.segment.esmem`. ``docs/methods/esmem.md`` maps the paper to this code and lists the
-readings taken where the paper is vague; the configs are ``conf/method/esmem*.yaml``.
+window), :mod:`.prompts` (Figures 6-8, their schemas and reply rules), :mod:`.retrieval`
+(§3.3, Eqs. 7-10), :mod:`.segmenter` (§3.1's two-stage event segmentation, also run by the
+segmentation benchmark: ``conf/segmenter/esmem*.yaml``) and :mod:`.method` (the :class:`ESMem`
+memory system). ``docs/methods/esmem.md`` maps the paper to this code and lists the readings
+taken where the paper is vague; the configs are ``conf/method/esmem*.yaml``.
 """
 
 from memsys.methods.esmem.boundary import (

@@ -4,7 +4,7 @@ Paper: "ES-Mem: Event Segmentation-Based Memory for Long-Term Dialogue Agents"
 (papers/es-mem.txt). Implemented: §3.2 layered memory construction (Eqs. 5-6, the boundary
 prompt of Appendix E / Figure 8), §3.3 coarse-to-fine retrieval (Eqs. 7-10), Appendix B's
 hyper-parameters, and §4.4's four ablations as config values. §3.1's segmentation is
-:class:`memsys.segment.esmem.ESMemSegmenter`, run on all sessions of a conversation together.
+:class:`.segmenter.ESMemSegmenter`, run on all sessions of a conversation together.
 
 Memory. Each session is segmented into events; event i is a unit (b_i, s_i, r_i, t_i)
 (:class:`.events.Event`): r_i = its turns as ``speaker: text`` lines, t_i = its session's date,
@@ -47,13 +47,13 @@ from memsys.segment.base import (
     labels_from_gaps,
     segments_from_labels,
 )
-from memsys.segment.esmem import ESMemSegmenter, lite_annotation
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
 
 from .boundary import EmbedderWindow, opening_boundary, shown_without_raw, template_boundary
 from .events import ESMemMemory, Event
 from .prompts import BOUNDARY_SYSTEM_PROMPT, boundary_messages, boundary_user_prompt, clean_boundary
 from .retrieval import RetrievalOptions, rank_events, rank_flat
+from .segmenter import ESMemSegmenter, lite_annotation
 from .summary import distinctive_words, llm_summary, summary_without_raw
 
 SEGMENTATION_MODES = ("dynamic", "turn", "session")

@@ -1,9 +1,12 @@
 """SeCom (Pan et al., ``papers/secom.txt``): segment-level memory, compression-based denoising.
 
-One module per step of the paper: :mod:`.segmentation` (§2.2, sessions into topical segments of
-whole exchanges), :mod:`.denoising` (§2.3, Eq. 2's ``f_Comp``, exchange by exchange), :mod:`.memory`
-(the segments, indexed by their compressed text, returned as the original) and :mod:`.method`
-(the :class:`SeCom` memory system, whose docstring lists the readings taken where the paper is
+One module per step of the paper: :mod:`.segmenter` (§2.2, SeCom's one-call LLM segmenter,
+Figure 6, also run by the segmentation benchmark: ``conf/segmenter/secom*.yaml``) with
+:mod:`.reflection` (Appendix A.1's guidance learned by self-reflection), :mod:`.segmentation`
+(§2.2, sessions into topical segments of whole exchanges by the configured segmenter),
+:mod:`.denoising` (§2.3, Eq. 2's ``f_Comp``, exchange by exchange), :mod:`.memory` (the segments,
+indexed by their compressed text, returned as the original) and :mod:`.method` (the
+:class:`SeCom` memory system, whose docstring lists the readings taken where the paper is
 vague). The compressors are shared with the denoised baselines (:mod:`memsys.compression`).
 ``docs/methods/secom.md`` maps the paper to this code; the configs are
 ``conf/method/secom*.yaml``.

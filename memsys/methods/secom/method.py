@@ -4,8 +4,8 @@ Paper: Pan et al., "SeCom: On Memory Construction and Retrieval for Personalized
 Agents", ICLR 2025 (papers/secom.txt). Implemented: §2.1 (memory units are topical segments of
 each session; the N retrieved units are handed to the reader in time order), §2.2 (the
 conversation segmentation model: the configured segmenter, SeCom's own one-call LLM segmenter
-:mod:`memsys.segment.secom` under ``extraction: llm``, zero-shot as the paper runs it on QA
-benchmarks; :mod:`.segmentation`) and §2.3 (Eq. 2, ``f_R(u*, f_Comp(M), N)``: every segment is
+:mod:`.segmenter` under ``extraction: llm``, zero-shot as the paper runs it on QA benchmarks;
+:mod:`.segmentation`) and §2.3 (Eq. 2, ``f_R(u*, f_Comp(M), N)``: every segment is
 compressed before indexing, retrieval ranks the compressed texts, the reader gets the original
 segment text; :mod:`.denoising`), with BM25 or dense retrieval (§3, implementation details).
 ``docs/methods/secom.md`` maps every section to the code.
@@ -52,8 +52,6 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hydra.utils import instantiate
-
 from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
 from memsys.compression import (
     LLMLINGUA2_MODEL,
@@ -66,6 +64,7 @@ from memsys.methods.secom.memory import SeComMemory, Segment
 from memsys.methods.secom.segmentation import segment_sessions
 from memsys.retrievers import RETRIEVER_KINDS
 from memsys.segment.base import Segmenter
+from memsys.segment.build import segmenter_from_config
 from memsys.types import Conversation, Question, Retrieval
 
 
@@ -124,7 +123,7 @@ class SeCom(MemorySystem[SeComMemory]):
         """The configured segmenter with its services (built on first use, so that a config
         can be instantiated without the backbone an LLM segmenter needs)."""
         backbone = self.services.backbone if self.uses_llm else None
-        segmenter = instantiate(
+        segmenter = segmenter_from_config(
             self.segmenter_config, embedder=self.services.embedder, backbone=backbone
         )
         if segmenter.training_request() is not None:

@@ -2,7 +2,7 @@
 
 The segmenter sees a session as its exchanges (``speaker: text`` lines each), zero-shot, and
 returns exchange spans; a segment therefore never splits an exchange. The LLM segmenter is
-:mod:`memsys.segment.secom` (Figure 6's prompt); lite runs use a segmenter that makes no call.
+:mod:`.segmenter` (Figure 6's prompt); lite runs use a segmenter that makes no call.
 """
 
 from __future__ import annotations

@@ -63,7 +63,9 @@ from memsys.llm.structured import Rejected, StructuredFlow, json_reader
 from memsys.llm.types import Message, SamplingParams
 from memsys.segment.base import Boundaries, CostMeter, DialogueText, Segmenter
 from memsys.segment.depth import block_similarities
-from memsys.segment.esmem_prompts import (
+from memsys.segment.lexical import keywords
+
+from .prompts import (
     CONTINUE_LABELS,
     FIRST_TURN,
     INTENT_SCHEMA,
@@ -74,7 +76,6 @@ from memsys.segment.esmem_prompts import (
     TOPIC_SYSTEM_PROMPT,
     TOPIC_USER_PROMPT,
 )
-from memsys.segment.lexical import keywords
 
 #: rho² is capped here so that I stays finite for identical vectors.
 MAX_RHO_SQUARED = 1 - 1e-12

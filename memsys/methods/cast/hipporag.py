@@ -2,8 +2,9 @@
 
 CAST's semantic index follows HippoRAG2 (Gutiérrez et al., 2025): OpenIE triples per passage,
 phrase nodes for their subjects and objects, passage nodes, and a graph search by personalized
-PageRank with dense passage retrieval beside it. It is kept apart from the method because it is
-a memory of its own (HippoRAG is a baseline in CAST's paper) and depends on nothing CAST-specific.
+PageRank with dense passage retrieval beside it. It is a module of its own because it is a
+memory of its own (HippoRAG is a baseline in CAST's paper) and depends on nothing CAST-specific;
+it lives in CAST's folder because CAST is its only user.
 
 Graph (networkx, edge ``kind``): ``contains`` passage–phrase (weight 1), ``relation``
 phrase–phrase per triple (weight = number of triples), ``synonym`` phrase–phrase where the
@@ -36,8 +37,9 @@ from typing import Protocol
 import networkx as nx
 import numpy as np
 
-from memsys.pagerank import PageRank
 from memsys.propositions import phrase_key
+
+from .pagerank import PageRank
 
 Triple = tuple[str, str, str]
 #: Per passage: its phrases and its ``(subject, predicate, object)`` triples.

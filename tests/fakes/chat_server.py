@@ -19,9 +19,13 @@ judge to reply with garbage, whatever order a concurrent client sends them in. I
 many requests it saw and their ``Authorization`` headers, so a test can prove a key was sent
 without it being stored.
 
+Test and benchmark infrastructure, not part of the library: it lives in ``tests/fakes`` and is
+imported as ``fakes.chat_server`` (``tests/`` on ``sys.path``). Its usable replies come from the
+library (:func:`memsys.llm.schema_reply.usable_text`), which the plan's scripted backbone shares.
+
 Run standalone (prints ``READY <base url>`` once listening)::
 
-    python -m memsys.llm.fake_server --latency 0.2 [--schema-replies]
+    PYTHONPATH=tests python -m fakes.chat_server --latency 0.2 [--schema-replies]
 """
 
 from __future__ import annotations
@@ -30,16 +34,15 @@ import argparse
 import contextlib
 import itertools
 import json
-import re
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, get_args
 
-from memsys.llm.schema_reply import minimal_instance
+from memsys.llm.schema_reply import usable_text
 
 Action = Literal[
     "ok",
@@ -227,13 +230,6 @@ def completion_body(request: dict[str, Any], reply: str | None = None) -> dict[s
     }
 
 
-#: A ``[Exchange k]`` label of SeCom's segmentation prompt (memsys/segment/secom.py).
-_EXCHANGE = re.compile(r"^\[Exchange (\d+)\]: ", re.MULTILINE)
-#: A plain reply of three words or more, no JSON, no prompt scaffolding: ES-Mem's boundary
-#: description (memsys/methods/esmem/prompts.py, ``clean_boundary``) accepts it.
-PLAIN_REPLY = "The conversation moves from the previous topic to a new one."
-
-
 def usable_reply(request: dict[str, Any]) -> str:
     """:func:`usable_text` for an OpenAI-style chat body (``response_format`` as the
     OpenAI-compatible provider sends it)."""
@@ -243,27 +239,6 @@ def usable_reply(request: dict[str, Any]) -> str:
         request_schema(request),
         [stops] if isinstance(stops, str) else stops,
     )
-
-
-def usable_text(prompt: str, schema: Mapping[str, Any] | None, stops: Sequence[str]) -> str:
-    """A reply that a request's caller can use: the smallest instance of its JSON ``schema``;
-    without one, for SeCom's segmentation prompt one segment over all its numbered exchanges,
-    else :data:`PLAIN_REPLY`. Cut at the first ``stop`` string, as servers do."""
-    if schema is not None:
-        return json.dumps(minimal_instance(schema))
-    numbers = [int(number) for number in _EXCHANGE.findall(prompt)]
-    text = PLAIN_REPLY
-    if numbers:
-        segment = {
-            "segment_id": 0,
-            "start_exchange_number": min(numbers),
-            "end_exchange_number": max(numbers),
-            "num_exchanges": max(numbers) - min(numbers) + 1,
-        }
-        text = f"<segmentation>\n{json.dumps(segment)}\n</segmentation>"
-    for stop in stops:
-        text = text.split(stop, 1)[0]
-    return text
 
 
 def request_schema(request: dict[str, Any]) -> dict[str, Any] | None:

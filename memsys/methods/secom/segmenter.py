@@ -13,7 +13,7 @@ name the substitute (``fallback``), so that a table can say whose labels it show
 
 With ``reflection.enabled`` the segmenter first learns a segmentation guidance (rubric items and
 representative examples) from the worst-WindowDiff dialogues of an annotated training split, and
-adds it to the instruction (:mod:`memsys.segment.secom_reflection`).
+adds it to the instruction (:mod:`memsys.methods.secom.reflection`).
 
 Readings taken where the paper is vague:
 
@@ -44,6 +44,12 @@ from memsys.kvstore import SQLiteKV
 from memsys.llm.backbone import Backbone
 from memsys.llm.structured import Rejected, StructuredFlow
 from memsys.llm.types import SamplingParams
+from memsys.methods.secom.reflection import (
+    Guidance,
+    Prediction,
+    ReflectionConfig,
+    learn_guidance,
+)
 from memsys.segment.base import (
     Boundaries,
     CostMeter,
@@ -51,12 +57,6 @@ from memsys.segment.base import (
     Segmenter,
     TrainingRequest,
     WindowDiff,
-)
-from memsys.segment.secom_reflection import (
-    Guidance,
-    Prediction,
-    ReflectionConfig,
-    learn_guidance,
 )
 from memsys.types import SegmentationDialogue
 
