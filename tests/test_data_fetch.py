@@ -48,12 +48,16 @@ def test_download_verifies_and_places_the_file(mirror, tmp_path: Path, data_dir:
         (data_dir / "locomo/locomo10.json").read_bytes(),
     )
     target = tmp_path / "data"
-    assert fetch.fetch_all(target, base, ["locomo/locomo10"]) == {"locomo/locomo10.json": "downloaded"}
+    assert fetch.fetch_all(target, base, ["locomo/locomo10"]) == {
+        "locomo/locomo10.json": "downloaded"
+    }
     assert (
         fetch.sha256_file(target / "locomo/locomo10.json")
         == fetch.read_checksums(fetch.CHECKSUMS)["locomo/locomo10.json"]
     )
-    assert fetch.fetch_all(target, base, ["locomo/locomo10"]) == {"locomo/locomo10.json": "verified"}
+    assert fetch.fetch_all(target, base, ["locomo/locomo10"]) == {
+        "locomo/locomo10.json": "verified"
+    }
 
 
 def test_tampered_download_is_rejected_and_not_written(mirror, tmp_path: Path) -> None:

@@ -20,10 +20,10 @@ from omegaconf import DictConfig, OmegaConf
 from benchmarks.answering.context import RenderedContext, render_context
 from benchmarks.answering.prompts import answer_messages
 from benchmarks.data.paths import resolve_path
+from benchmarks.metrics.coverage import answer_coverage
 from benchmarks.metrics.judge import Judge, Verdict, judging_entry, judgings
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.ranking import OfficialIds
-from benchmarks.metrics.coverage import answer_coverage
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.pipeline.memory_store import MemoryStore
 from benchmarks.pipeline.settings import ConfigError, RunSettings, check_method_options
