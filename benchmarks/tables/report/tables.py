@@ -48,8 +48,8 @@ def fmt_number(value: float | None, digits: int = 3) -> str:
 
 
 def fmt_delta(value: float | None) -> str:
-    """A signed difference (``+0.012``) or a dash."""
-    return DASH if value is None else f"{value:+.3f}"
+    """A signed difference (``+0.012``; one that rounds to zero is ``+0.000``) or a dash."""
+    return DASH if value is None else f"{round(value, 3) + 0.0:+.3f}"
 
 
 def fmt_tokens(count: int) -> str:
