@@ -151,10 +151,7 @@ def overall_table(report: Report) -> Table:
     identity = identity_columns(report, rows)
     judges = judge_scores(report)
     header = [
-        f"Ev. recall{mark('evidence')}",
-        f"All ev.{mark('evidence')}",
-        f"Ans. cov.{mark('coverage')}",
-        f"Ctx tok{mark('tokens')}",
+        *retrieval_header(report),
         f"F1{mark('f1')}",
         f"BLEU-1{mark('bleu')}",
         *(f"{judge_label(name)}{mark('judge')}" for name in judges),
@@ -163,10 +160,7 @@ def overall_table(report: Report) -> Table:
     body = [
         [
             *identity_cells(report, row, identity),
-            fmt_cell(row.evidence_recall),
-            fmt_number(row.all_evidence_share),
-            fmt_cell(row.answer_coverage["overall"]),
-            fmt_number(row.context_tokens, 0),
+            *retrieval_cells(row),
             fmt_cell(row.scores["overall"][report.metric]),
             fmt_cell(row.scores["overall"]["bleu1"]),
             *(score_cell(row, "overall", name) for name in judges),
@@ -269,27 +263,33 @@ def costs_table(report: Report) -> Table:
     return section("Costs", identity, header, body)
 
 
-def retrieval_table(report: Report) -> Table:
-    """Retrieval-only rows: what the reader would have been shown."""
-    rows, mark = report.retrieval_only, report.notes.mark
-    identity = identity_columns(report, rows)
-    header = [
+def retrieval_header(report: Report) -> list[str]:
+    """The columns of what the reader was shown (Overall's first, the retrieval table's all)."""
+    mark = report.notes.mark
+    return [
         f"Ev. recall{mark('evidence')}",
         f"All ev.{mark('evidence')}",
         f"Ans. cov.{mark('coverage')}",
         f"Ctx tok{mark('tokens')}",
     ]
-    body = [
-        [
-            *identity_cells(report, row, identity),
-            fmt_cell(row.evidence_recall),
-            fmt_number(row.all_evidence_share),
-            fmt_cell(row.answer_coverage["overall"]),
-            fmt_number(row.context_tokens, 0),
-        ]
-        for row in rows
+
+
+def retrieval_cells(row: Row) -> list[str]:
+    """A row's cells under :func:`retrieval_header`."""
+    return [
+        fmt_cell(row.evidence_recall),
+        fmt_number(row.all_evidence_share),
+        fmt_cell(row.answer_coverage["overall"]),
+        fmt_number(row.context_tokens, 0),
     ]
-    return section("Retrieval only (answer=none)", identity, header, body)
+
+
+def retrieval_table(report: Report) -> Table:
+    """Retrieval-only rows: what the reader would have been shown."""
+    rows = report.retrieval_only
+    identity = identity_columns(report, rows)
+    body = [[*identity_cells(report, row, identity), *retrieval_cells(row)] for row in rows]
+    return section("Retrieval only (answer=none)", identity, retrieval_header(report), body)
 
 
 def retrieval_costs_table(report: Report) -> Table:
