@@ -116,4 +116,4 @@ def test_footnotes_number_their_notes_and_mark_headers() -> None:
 
 def test_latex_escapes_markers_and_delta() -> None:
     assert latex_escape("Ev. recall¹²") == r"Ev. recall\textsuperscript{1}\textsuperscript{2}"
-    assert latex_escape("Δ") == r"$\Delta$"
+    assert latex_escape("Δ") == r"$\Delta$" and latex_escape("(dense, …)") == r"(dense, \ldots{})"

@@ -49,6 +49,7 @@ LATEX_ESCAPES = {
     "—": "--",
     "†": r"\dag{}",
     "Δ": r"$\Delta$",
+    "…": r"\ldots{}",
     **{mark: rf"\textsuperscript{{{digit}}}" for digit, mark in enumerate("⁰¹²³⁴⁵⁶⁷⁸⁹")},
 }
 #: Digits as superscript marks, for footnote markers.
