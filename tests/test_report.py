@@ -28,6 +28,7 @@ from report_helpers import (
 
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.tables.report import ReportError, build_report, main, method_name, render_markdown
+from benchmarks.tables.report.header import short_label
 from benchmarks.tables.summary import interval_line, summarize_run
 
 
@@ -477,6 +478,8 @@ def test_long_method_names_are_shortened_with_a_note_giving_them_whole(tmp_path:
         and f"| SeCom (dense, …){report.notes.mark('labels')} |" in markdown
     )
     assert whole not in markdown.split("## Notes")[0]
+    oracle = "Oracle (gold evidence) (per turns)"  # one detail: shortening would not shorten it
+    assert short_label(oracle) == oracle and short_label("TurnRAG (dense)") == "TurnRAG (dense)"
 
 
 def test_a_retrieval_only_report_is_titled_as_such(tmp_path: Path) -> None:

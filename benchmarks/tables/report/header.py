@@ -93,11 +93,19 @@ LABEL_WIDTH = 32
 
 def short_label(method: str) -> str:
     """A method name as a table cell shows it: whole up to :data:`LABEL_WIDTH` characters, else
-    its name and first detail (``SeCom (dense, …)``), the notes giving it whole."""
-    if len(method) <= LABEL_WIDTH or " (" not in method:
+    its name and the first of the details its last parentheses list (``SeCom (dense, …)``; a
+    name with one detail stays whole), the notes giving it whole.
+
+    >>> short_label("SeCom (dense, self-info stand-in, not LLMLingua-2, rate 0.75)")
+    'SeCom (dense, …)'
+    >>> short_label("Oracle (gold evidence) (per turns, budget 512)")
+    'Oracle (gold evidence) (per turns, …)'
+    """
+    if len(method) <= LABEL_WIDTH or not method.endswith(")") or " (" not in method:
         return method
-    name, details = method.split(" (", 1)
-    return f"{name} ({details.split(', ')[0].rstrip(')')}, …)"
+    name, details = method[:-1].rsplit(" (", 1)
+    first, *rest = details.split(", ")
+    return f"{name} ({first}, …)" if rest else method
 
 
 def labels_note(rows: Sequence[Row]) -> str | None:
