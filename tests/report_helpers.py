@@ -44,7 +44,10 @@ def record(index: int, category: str, f1: float | None, recall: float | None = 1
         "question_id": f"conv-1:q{index}",
         "conversation_id": "conv-1",
         "category": category,
+        "answer": "Lisbon",
+        "adversarial_answer": "Porto" if category == "adversarial" else None,
         "evidence": ["D1:1"],
+        "retrieved_turn_ids": ["D1:1"] if recall else [],
         "context_tokens": 100 + index,
         "evidence_recall": recall,
         "failure": None,
@@ -52,6 +55,7 @@ def record(index: int, category: str, f1: float | None, recall: float | None = 1
         "latency_s": {"retrieve": 0.01, "render": 0.001},
     }
     if f1 is not None:
+        line["prediction"] = "Lisbon" if f1 else "Madrid"
         line["scores"] = {"f1_locomo": f1, "f1_set": f1, "bleu1": f1 / 2, "judge_acc": 1.0}
         line["answering"] = {"prompt_tokens": 10, "completion_tokens": 2, "latency_s": 0.5}
         line["judging"] = {"prompt_tokens": 5, "completion_tokens": 1, "attempts": 1}
@@ -77,10 +81,24 @@ def read_table(out: Path) -> pd.DataFrame:
     return pd.read_csv(out.parent / f"{out.name}.csv", comment="#")
 
 
+#: Footnote markers (:class:`benchmarks.tables.render.Footnotes`), as a cell ends in them.
+MARKERS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+
+
+def plain(cell: str) -> str:
+    """A cell without the footnote marker it ends in (``Ev. recall³`` → ``Ev. recall``)."""
+    return cell.rstrip(MARKERS)
+
+
 def markdown_section(markdown: str, title: str) -> list[list[str]]:
-    """The rows of one md table, header first, as lists of cells."""
-    lines = markdown.split(f"## {title}\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    return [line.strip("| ").split(" | ") for line in lines if not line.startswith("|---")]
+    """The rows of one md table, header first, as lists of cells without footnote markers."""
+    block = markdown.split(f"## {title}\n\n", 1)[1]
+    lines = next(part for part in block.split("\n\n") if part.startswith("|")).splitlines()
+    return [
+        [plain(cell) for cell in line.strip("| ").split(" | ")]
+        for line in lines
+        if not line.startswith("|---")
+    ]
 
 
 def in_conversations(records: list[dict], size: int) -> list[dict]:

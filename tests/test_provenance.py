@@ -160,19 +160,19 @@ def test_a_run_whose_method_source_changed_is_marked_stale_and_one_without_a_rec
     assert main(["--runs", str(runs), "--out", str(out)]) == 0
     assert sorted(asked) == sorted(now)  # once per method target, and none for "unknown"
     markdown = out.with_suffix(".md").read_text()
-    header, *rows = markdown_section(markdown, "Overall")
+    header, *rows = markdown_section(markdown, "Costs")
     runs_shown = sorted(dict(zip(header, row, strict=True))["Run"] for row in rows)
     assert runs_shown == ["current", "stale †", "unknown"]
     line = (
         "† stale: the method's source changed since this run was produced (run stale: recorded "
         "000000000000, now 111111111111)"
     )
-    assert f"- {line}" in markdown
-    assert f"# {line}" in out.with_suffix(".csv").read_text()
+    assert markdown.endswith(f". {line}\n")  # the last of the notes
+    assert f". {line}\n" in out.with_suffix(".csv").read_text()
     assert r"stale \dag{}" in out.with_suffix(".tex").read_text()
 
 
 def test_no_stale_line_without_a_stale_row(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     write_run(runs, "a", config(TURN_RAG), scored([1.0, 0.0]))  # no ledger: unknown
-    assert not any(line.startswith("†") for line in build_report(runs).header)
+    assert build_report(runs).notes.text("stale") is None

@@ -28,6 +28,7 @@ from report_helpers import (
 
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.tables.report import ReportError, build_report, main, method_name, render_markdown
+from benchmarks.tables.report.header import short_label
 from benchmarks.tables.summary import interval_line, summarize_run
 
 
@@ -41,17 +42,23 @@ def test_writes_md_csv_tex_png_with_the_header(tmp_path: Path) -> None:
         assert (out.parent / f"table1{suffix}").stat().st_size > 0
     assert (out.parent / "table1.png").read_bytes()[:4] == b"\x89PNG"
     markdown = (out.parent / "table1.md").read_text()
-    assert "offline smoke subset: 1 conversation, 40 questions — not the paper setting" in markdown
-    assert "A-Mem/mem0 set F1" in markdown and "Judge model: same as answering backbone" in markdown
-    assert "template uniform, context budget 2048 tokens" in markdown
+    setting = markdown.splitlines()[2]  # the one line under the title
+    assert setting.startswith("Setting: locomo (locomo/locomo10.json) · subset smoke (offline")
+    assert "offline smoke subset: 1 conversation, 40 questions — not the paper setting" in setting
+    assert "judge tiny-llm (the reader), mem0 protocol" in setting
+    assert "context budget 2048 tokens, template uniform, at most 32 answer tokens" in setting
+    assert "reader tiny-llm" in setting and "embedder all-MiniLM-L6-v2" in setting
+    assert "\n## Notes\n\n1. Statistics: cells are mean [95% CI]" in markdown
+    assert "A-Mem/mem0 set F1" in markdown
     assert (  # one conversation: the intervals cannot resample conversations, and say so
         "95% percentile bootstrap CIs resampling questions (1000 resamples) because the subset "
         "has 1 conversation, fewer than the 5 a cluster bootstrap needs: questions of one "
         "conversation share its memory, so these intervals understate uncertainty"
     ) in markdown
-    assert "## Retrieval only (answer=none)" in markdown
+    assert "## Retrieval only (answer=none)" in markdown and "## Retrieval costs" in markdown
     tex = (out.parent / "table1.tex").read_text()
-    assert r"\toprule" in tex and "% Subset: smoke" in tex and r"F1 (f1\_set)" in tex
+    assert r"\toprule" in tex and "% Setting: locomo" in tex and r"F1\textsuperscript{" in tex
+    assert "% 1. Statistics: cells are mean [95% CI]" in tex
     table = read_table(out)
     assert list(table["retrieval_only"]) == [False, True]
     assert (
@@ -74,7 +81,7 @@ def test_retrieval_rows_show_costs_only_when_the_invocations_cover_every_questio
         (directory / "metrics.json").write_text(json.dumps(metrics))
         assert main(["--runs", str(runs), "--out", str(out)]) == 0
         markdown = out.with_suffix(".md").read_text()
-        header, row = markdown_section(markdown, "Retrieval only (answer=none)")
+        header, row = markdown_section(markdown, "Retrieval costs")
         shown[questions] = dict(zip(header, row, strict=True))
     assert shown[3]["Wall (s)"] == shown[3]["Texts embedded / asked"] == "—"
     assert (
@@ -90,9 +97,7 @@ def test_retrieval_rows_show_costs_only_when_the_invocations_cover_every_questio
     metrics["invocations"] = {**costs, "count": 2, "questions": 4, "workers": 2, "parsing": parsing}
     (directory / "metrics.json").write_text(json.dumps(metrics))
     assert main(["--runs", str(runs), "--out", str(out)]) == 0
-    header, row = markdown_section(
-        out.with_suffix(".md").read_text(), "Retrieval only (answer=none)"
-    )
+    header, row = markdown_section(out.with_suffix(".md").read_text(), "Retrieval costs")
     cells = dict(zip(header, row, strict=True))
     assert (cells["Wall (s)"], cells["Texts parsed / asked"]) == ("61 (2 workers)", "310 / 1,200")
     table = read_table(out)
@@ -122,9 +127,7 @@ def test_costs_are_summed_from_the_invocation_ledger_where_a_run_has_one(tmp_pat
     (directory / "invocations.jsonl").write_text("".join(json.dumps(e) + "\n" for e in ledger))
     out = tmp_path / "retrieval"
     assert main(["--runs", str(runs), "--out", str(out)]) == 0
-    header, row = markdown_section(
-        out.with_suffix(".md").read_text(), "Retrieval only (answer=none)"
-    )
+    header, row = markdown_section(out.with_suffix(".md").read_text(), "Retrieval costs")
     cells = dict(zip(header, row, strict=True))
     assert (cells["Texts embedded / asked"], cells["Texts parsed / asked"]) == ("10 / 40", "—")
     assert (cells["Wall (s)"], cells["Peak RSS (MB)"]) == ("9", "700")
@@ -143,10 +146,11 @@ def test_unfinished_runs_are_left_out_and_named_with_their_progress(tmp_path: Pa
     report = build_report(runs)
 
     assert [row.run.directory.name for row in report.rows] == ["done"]
-    assert report.header[-1] == (
+    assert report.notes.text("unfinished") == (
         "Not in the table, unfinished (a rerun resumes them): "
         "ES-Mem, llm (3 questions logged, run partial)"
     )
+    assert report.header[-1].endswith(report.notes.text("unfinished"))  # the csv's last line
 
 
 def test_row_names_show_the_retriever_and_the_compressor() -> None:
@@ -174,7 +178,7 @@ def test_hand_computed_mean_and_interval(tmp_path: Path) -> None:
         bootstrap_ci([0.0, 0.5, 1.0, 1.0]).high,
     )
     assert report.rows[0].scores["overall"]["bleu1"].mean == 0.3125  # type: ignore[union-attr]
-    assert f"0.625 [{overall.low:.2f}, {overall.high:.2f}]" in render_markdown(report)
+    assert f"| 0.625 [{overall.low:.2f},{overall.high:.2f}] |" in render_markdown(report)
 
 
 @pytest.mark.parametrize(("policy", "overall"), [("exclude", 1.0), ("include", 0.5)])
@@ -205,7 +209,14 @@ def test_p_value_against_the_best_baseline_of_the_same_backbone(tmp_path: Path) 
     assert table.loc["ES-Mem", "extraction"] == "llm (tiny-llm)"  # the model that built the memory
     assert pd.isna(table.loc["ZeroHistory", "p_value"]) and table.loc["TurnRAG (dense)", "baseline"]
     markdown = (tmp_path / "table1.md").read_text()
-    assert f"{expected:.4f} (vs TurnRAG (dense))" in markdown
+    header, *rows = markdown_section(markdown, "Overall")
+    p_values = {row[0]: row[header.index("p")] for row in rows}
+    # a plain number, its baseline in a note; 1/1001, the least a 1000-resample test gives
+    assert expected < 0.001 and p_values["ES-Mem"] == "<0.001"
+    assert p_values["TurnRAG (dense)"] == p_values["ZeroHistory"] == "—"
+    assert (
+        "p: two-sided paired bootstrap on f1_set vs TurnRAG (dense), the best baseline" in markdown
+    )
 
 
 def test_only_baselines_still_have_the_p_value_column(tmp_path: Path) -> None:
@@ -213,7 +224,7 @@ def test_only_baselines_still_have_the_p_value_column(tmp_path: Path) -> None:
     out = tmp_path / "table1"
     assert main(["--runs", str(tmp_path / "runs"), "--out", str(out)]) == 0
     assert "p_value" in read_table(out).columns
-    assert "p vs best baseline" in (tmp_path / "table1.md").read_text()
+    assert markdown_section((tmp_path / "table1.md").read_text(), "Overall")[0][-1] == "p"
 
 
 def test_no_matching_run_names_the_folder_and_filters(
@@ -268,7 +279,7 @@ def test_intervals_resample_conversations_or_questions_on_request(tmp_path: Path
     assert (overall.unit, overall.conversations, overall.n) == ("conversation", 7, 13)
     temporal = report.rows[0].scores["temporal"]["f1_set"]
     assert temporal is not None and (temporal.unit, temporal.conversations) == ("question", 1)
-    statistics = next(line for line in report.header if line.startswith("Statistics"))
+    statistics = report.notes.text("statistics")
     assert "95% cluster bootstrap CIs resampling the 7 conversations (1000 resamples;" in statistics
     # the temporal cells (f1_locomo, f1_set, bleu1, judge_acc) come from one conversation
     assert "; 4 cell(s) whose questions come from fewer than 5 conversations resample" in statistics
@@ -278,7 +289,7 @@ def test_intervals_resample_conversations_or_questions_on_request(tmp_path: Path
     interval = bootstrap_ci(SIX_CONVERSATIONS + [0.5])
     assert overall is not None and (overall.low, overall.high) == (interval.low, interval.high)
     assert overall.unit == "question"
-    statistics = next(line for line in by_question.header if line.startswith("Statistics"))
+    statistics = by_question.notes.text("statistics")
     assert "resampling questions, as asked (--interval-unit question;" in statistics
     assert "so these intervals understate uncertainty" in statistics
 
@@ -346,11 +357,15 @@ def test_the_header_names_the_code_versions_of_the_runs(tmp_path: Path) -> None:
             metrics = json.loads((directory / "metrics.json").read_text())
             metrics["code_versions"] = ["abc1234"] if name == "a" else ["abc1234", "def5678"]
             (directory / "metrics.json").write_text(json.dumps(metrics))
-    header = build_report(runs).header
-    assert (
-        "Code version: abc1234 (2 runs); def5678 (1 run); not recorded for 1 run (logged before "
-        "runs recorded it); package versions in each run's invocations.jsonl"
-    ) in header
+    report = build_report(runs)
+    assert report.setting.endswith(
+        " · code abc1234 (2 runs), def5678 (1 run), not recorded for 1 run (logged before runs "
+        "recorded it)"
+    )
+    assert "package versions in each run's invocations.jsonl" in report.notes.text("source")
+    for name in ("b", "c"):
+        (runs / name / "metrics.json").write_text(json.dumps({"code_versions": ["abc1234"]}))
+    assert build_report(runs).setting.endswith(" · code abc1234")  # one version: no count
 
 
 def test_the_header_names_the_methods_whose_reader_never_got_context(tmp_path: Path) -> None:
@@ -359,25 +374,26 @@ def test_the_header_names_the_methods_whose_reader_never_got_context(tmp_path: P
     write_run(runs, "zero", config(ZERO), nothing)  # a baseline: no context by design
     write_run(runs, "esmem", config(NEW_METHOD), nothing)
     write_run(runs, "turns", config(TURN_RAG), scored([1.0, 0.0]))
-    notes = [line for line in build_report(runs).header if line.startswith("NO CONTEXT")]
-    assert notes == [
+    assert build_report(runs).notes.text("no_context") == (
         "NO CONTEXT: ES-Mem · tiny-llm · llm (tiny-llm) handed over no context for any question "
         "(an empty memory, or nothing within the budget; a memory's construction stats in the "
         "cache say why, e.g. unparseable LLM replies): the row scores having no history, not "
         "the method"
-    ]
+    )
     (runs / "esmem" / "predictions.jsonl").write_text(
         "".join(json.dumps(line) + "\n" for line in scored([0.0, 0.0]))
     )
-    assert not [line for line in build_report(runs).header if line.startswith("NO CONTEXT")]
+    assert build_report(runs).notes.text("no_context") is None
 
 
 CAST = {"_target_": "memsys.methods.cast.CAST", "extraction": "lite"}
 
 
 def context_order_of(runs: Path) -> str:
-    """The header's context-order line of the report on ``runs``."""
-    return next(line for line in build_report(runs).header if line.startswith("Context order"))
+    """The context-order note of the report on ``runs``."""
+    text = build_report(runs).notes.text("order")
+    assert text is not None
+    return text
 
 
 @pytest.mark.parametrize(
@@ -425,3 +441,51 @@ def test_a_table_of_time_ordered_methods_says_every_row(tmp_path: Path) -> None:
         "first, under their session dates) for every row"
     ) in markdown
     assert "changes no number of a retrieval-only row except through that budget" in markdown
+
+
+def test_backbone_and_extraction_get_columns_only_where_rows_differ(tmp_path: Path) -> None:
+    write_run(tmp_path, "turn", config(TURN_RAG), scored([1.0]))
+    write_run(tmp_path, "esmem", config(NEW_METHOD), scored([0.5]))
+    report = build_report(tmp_path)
+    assert markdown_section(render_markdown(report), "Overall")[0][:2] == ["Method", "Ev. recall"]
+    assert " · reader tiny-llm · extraction llm (tiny-llm) · judge tiny-llm" in report.setting
+    other = {"name": "other-llm", "provider": {"_target_": "fake"}}
+    write_run(tmp_path, "other", config(NEW_METHOD, backbone=other), scored([0.2]))
+    report = build_report(tmp_path)
+    header, *rows = markdown_section(render_markdown(report), "Overall")
+    assert header[:4] == ["Method", "Backbone", "Extraction", "Ev. recall"]
+    assert [row[:3] for row in rows] == [  # grouped by backbone, baselines first
+        ["ES-Mem", "other-llm", "llm (other-llm)"],
+        ["TurnRAG (dense)", "tiny-llm", "—"],
+        ["ES-Mem", "tiny-llm", "llm (tiny-llm)"],
+    ]
+    assert " · readers: Backbone column · " in report.setting and "extraction" not in report.setting
+
+
+def test_long_method_names_are_shortened_with_a_note_giving_them_whole(tmp_path: Path) -> None:
+    secom = {"_target_": "memsys.methods.secom.SeCom", "retriever": "dense", "extraction": "lite"}
+    secom |= {"compression": "self_info", "compression_rate": 0.75}
+    write_run(tmp_path, "secom", config(secom), scored([1.0]))
+    report = build_report(tmp_path)
+    whole = "SeCom (dense, self-info stand-in, not LLMLingua-2, rate 0.75)"
+    assert report.notes.text("labels") == (
+        f"Method names shortened in the tables (the csv has them whole): SeCom (dense, …) = {whole}"
+    )
+    markdown = render_markdown(report)
+    rows = markdown_section(markdown, "Overall")[1:]
+    assert (
+        rows[0][0] == "SeCom (dense, …)"
+        and f"| SeCom (dense, …){report.notes.mark('labels')} |" in markdown
+    )
+    assert whole not in markdown.split("## Notes")[0]
+    oracle = "Oracle (gold evidence) (per turns)"  # one detail: shortening would not shorten it
+    assert short_label(oracle) == oracle and short_label("TurnRAG (dense)") == "TurnRAG (dense)"
+
+
+def test_a_retrieval_only_report_is_titled_as_such(tmp_path: Path) -> None:
+    write_run(tmp_path, "turn", config(TURN_RAG, template=None), scored([None]))  # type: ignore[list-item]
+    report = build_report(tmp_path)
+    assert report.title == "Retrieval on LoCoMo"
+    assert " · retrieval only (no reader), context budget 2048 tokens · " in report.setting
+    write_run(tmp_path, "answered", config(ZERO), scored([0.0]))
+    assert build_report(tmp_path).title == "Table 1"

@@ -1,5 +1,5 @@
 """The one table renderer (:mod:`benchmarks.tables.render`): markdown escaping and alignment row,
-csv, LaTeX escaping, and the checks a :class:`Table` makes of itself."""
+csv, LaTeX escaping, the checks a :class:`Table` makes of itself, and numbered footnotes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ import io
 
 import pytest
 
-from benchmarks.tables.render import Table, latex_escape, markdown_escape, markdown_row
+from benchmarks.tables.render import (
+    Footnotes,
+    Table,
+    latex_escape,
+    markdown_escape,
+    markdown_row,
+    superscript,
+)
 
 TABLE = Table(
     header=["Method", "Note", "Score"],
@@ -96,3 +103,17 @@ def test_a_table_checks_its_shape() -> None:
         Table(["a", "b"], [], align="lx")
     with pytest.raises(ValueError, match="align"):
         Table(["a", "b"], [], align="l")
+
+
+def test_footnotes_number_their_notes_and_mark_headers() -> None:
+    notes = Footnotes([("evidence", "Ev. recall: ..."), ("judge", "J: ...")])
+    assert (notes.mark("evidence"), notes.mark("judge"), notes.mark("absent")) == ("¹", "²", "")
+    assert notes.text("judge") == "J: ..." and notes.text("absent") is None
+    assert notes.lines() == ["1. Ev. recall: ...", "2. J: ..."]
+    assert notes.markdown_lines() == ["## Notes", "", *notes.lines()]
+    assert Footnotes().markdown_lines() == [] and superscript(10) == "¹⁰"
+
+
+def test_latex_escapes_markers_and_delta() -> None:
+    assert latex_escape("Ev. recall¹²") == r"Ev. recall\textsuperscript{1}\textsuperscript{2}"
+    assert latex_escape("Δ") == r"$\Delta$" and latex_escape("(dense, …)") == r"(dense, \ldots{})"

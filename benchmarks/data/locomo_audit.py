@@ -33,6 +33,8 @@ from benchmarks.data.errors import DataMissingError, DatasetError, text_field
 from benchmarks.data.paths import data_file
 
 AUDIT_DIR = "locomo/audit"
+#: Where the audit's files come from (``locomo/audit/README.md`` in the data folder).
+AUDIT_SOURCE = "dial481/locomo-audit at commit 9493fb4b4af4256ed17a18e8fd0b3cfdeec29539"
 AUDIT_FILES = tuple(f"{AUDIT_DIR}/errors_conv_{index}.json" for index in range(10))
 ERROR_TYPES = (
     "WRONG_CITATION",
@@ -44,6 +46,12 @@ ERROR_TYPES = (
 )
 #: Errata whose ``correct_answer`` is not an answer (two readings argued), see the module doc.
 NO_AUDITED_ANSWER = frozenset({"AMBIGUOUS"})
+#: Errata that leave the published answer standing (only its cited evidence is wrong); every
+#: other error type disputes the answer.
+ANSWER_STANDS = frozenset({"WRONG_CITATION"})
+#: The auditors' ceiling for a perfect system scored against the published key: the share of
+#: questions of categories 1-4 whose published answer they do not dispute, as their README gives it.
+AUDITORS_CEILING = 0.9357
 _AUDIT_ID = re.compile(r"locomo_(\d+)_qa(\d+)")
 
 
@@ -145,3 +153,29 @@ def audited_key(
     if erratum is None:
         return AuditedKey(answer, tuple(evidence), None)
     return AuditedKey(erratum.audited_answer, erratum.audited_evidence, erratum.error_type)
+
+
+def published_key_ceiling(
+    questions: Iterable[tuple[str, str]], errata: Mapping[str, Erratum]
+) -> dict[str, tuple[int, int]]:
+    """Per category of ``questions`` (``(question_id, category)`` pairs; the adversarial category,
+    which the audit does not cover, left out): how many questions' published answer the audit
+    does not dispute (no erratum, or one of :data:`ANSWER_STANDS`), and how many questions.
+    A system that answers every question as the auditors read it scores at most that share
+    against the published key (the auditors' ceiling, :data:`AUDITORS_CEILING` over the whole
+    dataset).
+
+    >>> errata = {"c:q1": Erratum("c:q1", "HALLUCINATION", "q?", "a", "b", ())}
+    >>> published_key_ceiling([("c:q0", "temporal"), ("c:q1", "temporal")], errata)
+    {'temporal': (1, 2)}
+    """
+    counts: dict[str, list[int]] = {}
+    for question_id, category in dict(questions).items():
+        if category == "adversarial":
+            continue
+        erratum = errata.get(question_id)
+        stands = erratum is None or erratum.error_type in ANSWER_STANDS
+        tally = counts.setdefault(category, [0, 0])
+        tally[0] += stands
+        tally[1] += 1
+    return {category: (stands, total) for category, (stands, total) in counts.items()}

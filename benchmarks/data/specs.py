@@ -60,6 +60,15 @@ class DatasetSpec:
     earlier_judge_protocol: str
     #: The loader.
     source: Source
+    #: The dataset's name as a title says it, per variant (``Retrieval on LoCoMo``).
+    display_names: Mapping[str | None, str]
+    #: Whether a third-party audit of the answer key exists (LoCoMo's,
+    #: :mod:`benchmarks.data.locomo_audit`), which the tables show beside the published key.
+    audited_key: bool
+
+    def display_name(self, variant: str | None) -> str:
+        """The dataset's name as a title says it (the spec's name for an unknown variant)."""
+        return self.display_names.get(variant, self.name)
 
     def describe(self, variant: str | None) -> str:
         """The variant in words (``unknown variant`` for one the spec does not know)."""
@@ -96,6 +105,8 @@ DATASET_SPECS: dict[str, DatasetSpec] = {
             adversarial_category=True,
             earlier_judge_protocol="mem0",
             source=_locomo,
+            display_names={None: "LoCoMo"},
+            audited_key=True,
         ),
         DatasetSpec(
             name="longmemeval",
@@ -113,6 +124,8 @@ DATASET_SPECS: dict[str, DatasetSpec] = {
             adversarial_category=False,
             earlier_judge_protocol="longmemeval",
             source=_longmemeval,
+            display_names={"s": "LongMemEval-S", "oracle": "LongMemEval (oracle)"},
+            audited_key=False,
         ),
     )
 }

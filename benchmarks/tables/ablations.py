@@ -35,7 +35,7 @@ from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.runlog import latest_records
 from benchmarks.pipeline.settings import CONF, compose_config, context_order
-from benchmarks.tables.render import Table
+from benchmarks.tables.render import Footnotes, Table
 
 SPEC = CONF / "ablations.yaml"
 OUT = REPO_ROOT / "results"
@@ -336,51 +336,85 @@ def depth_markdown(rows: Sequence[dict[str, Any]], legends: dict[str, str]) -> l
     return lines
 
 
-def orders_line(orders: dict[str, str]) -> str:
-    """The header's context-order line: which methods' contexts are shown in which order."""
+def orders_note(orders: dict[str, str]) -> str:
+    """The note on context order: which methods' contexts are shown in which order."""
     by_order: dict[str, list[str]] = {}
     for method, order in orders.items():
         by_order.setdefault(order, []).append(method)
     shown = "; ".join(f"{order} for {', '.join(methods)}" for order, methods in by_order.items())
     return (
-        f"- Context order: each method's own (`answer.order=method`, its class declares it): "
+        f"Context order: each method's own (`answer.order=method`, its class declares it): "
         f"{shown}. In time order a context with the same turns is shown the same way; only a "
         "rank-ordered context can change in order alone"
     )
 
 
+def footnotes(summary: dict[str, Any]) -> Footnotes:
+    """The notes after the table, each under the key its column headers mark."""
+    return Footnotes(
+        [
+            ("order", orders_note(summary["context_orders"])),
+            (
+                "evidence",
+                "Ev. recall: evidence recall, the share of a question's evidence turns (LoCoMo's "
+                "published key, its `evidence` field) in the reader's context (adversarial "
+                "questions included: this is retrieval, not answering). It counts a set of "
+                "turns: a change of order alone cannot move it",
+            ),
+            (
+                "retrieved",
+                "All retrieved: evidence recall of everything the method retrieved, before the "
+                "context budget cut it (— for records written before it was kept); where it "
+                "exceeds Ev. recall, the budget, not the method's retrieval, decided what the "
+                "reader got",
+            ),
+            ("tokens", "Ctx tok: mean tokens of the reader's context"),
+            (
+                "changes",
+                "Set changed: share of questions whose reader context holds other turns than the "
+                "method's own config's; Order only: share whose context holds the same turns in "
+                "another order (the reader sees a difference, evidence recall cannot). An "
+                f"ablation changing fewer than {summary['explain_below']:.0%} of contexts (set "
+                "and order together) must say why (its Note)",
+            ),
+            (
+                "records",
+                "Records: `results/ablations/<config>.jsonl.gz`; rebuild with "
+                "`python -m benchmarks.tables.ablations table`",
+            ),
+        ]
+    )
+
+
 def to_markdown(summary: dict[str, Any]) -> str:
-    """The table a reader checks: one block per method, its own config first."""
+    """The table a reader checks: one block per method, its own config first; the setting in
+    one line under the title, the rest in numbered notes after the tables."""
+    notes = footnotes(summary)
+    setting = (
+        f"Setting: {summary['questions']} questions ({summary['sample']}) · retrieval only, lite "
+        "extraction, no reader: not the papers' setting · runs "
+        f"`{' '.join(summary['overrides'])}` plus each config's own overrides"
+    )
     lines = [
         "# Ablation effects (retrieval only, lite, LoCoMo)",
         "",
-        f"- Sample: {summary['questions']} questions ({summary['sample']}); not the papers' "
-        "setting (lite extraction, no reader)",
-        f"- Runs: `{' '.join(summary['overrides'])}` plus each config's own overrides",
-        orders_line(summary["context_orders"]),
-        "- Evidence recall: share of a question's evidence turns (LoCoMo's published key, its `evidence` field) in the reader's context (adversarial "
-        "questions included: this is retrieval, not answering). It counts a set of turns: a "
-        "change of order alone cannot move it",
-        "- All retrieved: evidence recall of everything the method retrieved, before the context "
-        "budget cut it (— for records written before it was kept); where it exceeds Evidence "
-        "recall, the budget, not the method's retrieval, decided what the reader got",
-        "- Set changed: share of questions whose reader context holds other turns than the "
-        "method's own config's; Order only: share whose context holds the same turns in another "
-        "order (the reader sees a difference, evidence recall cannot). An ablation changing "
-        f"fewer than {summary['explain_below']:.0%} of contexts (set and order together) must "
-        "say why",
-        "- Records: `results/ablations/<config>.jsonl.gz`; rebuild with `python -m benchmarks.tables.ablations table`",
+        setting,
         "",
-        *effects_table(summary["rows"]).markdown_lines(),
+        *effects_table(summary["rows"], notes).markdown_lines(),
         *depth_markdown(summary["rows"], summary.get("traces", {})),
+        "",
+        *notes.markdown_lines(),
     ]
     return "\n".join(lines) + "\n"
 
 
-def effects_table(rows: Sequence[dict[str, Any]]) -> Table:
-    """One row per config: what the reader's context holds, and how much of it changed."""
-    header = ["Method", "Config", "What it is", "Evidence recall", "All retrieved"]
-    header += ["Context tokens", "Set changed", "Order only", "Note"]
+def effects_table(rows: Sequence[dict[str, Any]], notes: Footnotes) -> Table:
+    """One row per config: what the reader's context holds, and how much of it changed
+    (``notes``: the footnotes its headers mark)."""
+    mark = notes.mark
+    header = [f"Method{mark('order')}", "Config", "What it is", f"Ev. recall{mark('evidence')}"]
+    header += [f"All retrieved{mark('retrieved')}", f"Ctx tok{mark('tokens')}"]
+    header += [f"Set changed{mark('changes')}", f"Order only{mark('changes')}", "Note"]
     body = []
     for row in rows:
         if row["status"] != "run":

@@ -72,11 +72,27 @@ class ProbeFigures:
 
     def verdict(self) -> str:
         """Whether the judge's column can be read as accuracy."""
-        if self.wrong and self.wrong_accepted / self.wrong > UNTRUSTED_SHARE:
+        if self.accepts_wrong:
             return "does not discriminate: its column is NOT a measure of accuracy"
-        if self.right and 1 - self.right_accepted / self.right > UNTRUSTED_SHARE:
+        if self.rejects_right:
             return "rejects most right answers: its column is NOT a measure of accuracy"
         return "discriminates on the probes"
+
+    @property
+    def accepts_wrong(self) -> bool:
+        """Whether the judge accepted most known-wrong answers."""
+        return bool(self.wrong) and self.wrong_accepted / self.wrong > UNTRUSTED_SHARE
+
+    @property
+    def rejects_right(self) -> bool:
+        """Whether the judge rejected most known-right answers."""
+        return bool(self.right) and 1 - self.right_accepted / self.right > UNTRUSTED_SHARE
+
+    @property
+    def discriminates(self) -> bool:
+        """Whether the judge's verdicts can be read as accuracy: it neither accepts most wrong
+        answers nor rejects most right ones."""
+        return not (self.accepts_wrong or self.rejects_right)
 
     def describe(self) -> str:
         counts = {kind: self.per_kind.get(kind, {}) for kind in EXPECTED}
@@ -100,30 +116,83 @@ def share(part: int, whole: int) -> str:
     return f"{part / whole:.0%}" if whole else "—"
 
 
-def calibration_lines(runs: Sequence[Any], scores: Sequence[str]) -> list[str]:
-    """The judge lines of a table header: the protocols its judge columns use, and per judge
-    model and protocol, its probe figures pooled over the table's runs (``runs``: objects with
-    ``config`` and ``directory``; ``scores``: the table's score names)."""
-    judged = [run for run in runs if (run.config.get("judge") or {}).get("enabled")]
+def judged_runs(runs: Sequence[Any]) -> list[Any]:
+    """The runs whose answers a judge graded."""
+    return [run for run in runs if (run.config.get("judge") or {}).get("enabled")]
+
+
+def judge_protocols(runs: Sequence[Any], scores: Sequence[str]) -> list[str]:
+    """The protocols of the table's judge columns (``scores``: its score names)."""
+    judged = judged_runs(runs)
     if not judged:
         return []
     own = own_protocol(judged[0].config)
-    protocols = [protocol_of(name, own) for name in scores if name.startswith("judge_acc")]
-    lines = [
-        "Judges: each answer graded under "
-        + "; ".join(
-            f"{protocol} ({'Judge' if protocol == own else f'Judge {protocol}'}: "
-            f"{PROTOCOLS[protocol].description})"
-            for protocol in protocols
-        )
-        + f"; {ABSTENTION_RULE}. Judge = the dataset's own protocol"
-    ]
+    return [protocol_of(name, own) for name in scores if name.startswith("judge_acc")]
+
+
+def probe_figures(
+    runs: Sequence[Any], scores: Sequence[str]
+) -> dict[str, dict[str, ProbeFigures | None]]:
+    """Per judge model and protocol of the table's judge columns, its figures on the probes,
+    pooled over the table's runs (``runs``: objects with ``config`` and ``directory``); None
+    where no probe set was graded under that protocol."""
     pooled: dict[str, list[dict[str, Any]]] = {}
-    for run in judged:
+    for run in judged_runs(runs):
         pooled.setdefault(judge_model(run.config), []).extend(
             read_probes(Path(run.directory)) or []
         )
+    protocols = judge_protocols(runs, scores)
+    figures: dict[str, dict[str, ProbeFigures | None]] = {}
     for model, entries in pooled.items():
+        counts = probe_counts(entries)
+        figures[model] = {
+            protocol: ProbeFigures.of(counts[protocol]) if protocol in counts else None
+            for protocol in protocols
+        }
+    return figures
+
+
+def hidden_judge_scores(
+    config: Mapping[str, Any],
+    scores: Sequence[str],
+    figures: Mapping[str, Mapping[str, ProbeFigures | None]],
+) -> frozenset[str]:
+    """The judge scores of one run (``config``) a table must not show as accuracy: those whose
+    judge model and protocol the probes show not to discriminate (``figures``:
+    :func:`probe_figures`). A judge without probes is not hidden: nothing shows it fails."""
+    if not (config.get("judge") or {}).get("enabled"):
+        return frozenset()
+    own = own_protocol(config)
+    of_model = figures.get(judge_model(config), {})
+    hidden = set()
+    for name in scores:
+        if not name.startswith("judge_acc"):
+            continue
+        found = of_model.get(protocol_of(name, own))
+        if found is not None and not found.discriminates:
+            hidden.add(name)
+    return frozenset(hidden)
+
+
+def calibration_lines(runs: Sequence[Any], scores: Sequence[str]) -> list[str]:
+    """The judge lines of a table's notes: the protocols its judge columns use, and per judge
+    model and protocol, its probe figures pooled over the table's runs (``runs``: objects with
+    ``config`` and ``directory``; ``scores``: the table's score names)."""
+    judged = judged_runs(runs)
+    if not judged:
+        return []
+    own = own_protocol(judged[0].config)
+    protocols = judge_protocols(runs, scores)
+    lines = [
+        "Judges: each answer graded under "
+        + "; ".join(
+            f"{protocol} ({'J' if protocol == own else f'J {protocol}'}: "
+            f"{PROTOCOLS[protocol].description})"
+            for protocol in protocols
+        )
+        + f"; {ABSTENTION_RULE}. J = the dataset's own protocol"
+    ]
+    for model, by_protocol in probe_figures(runs, scores).items():
         readers = sorted({str(run.config["backbone"].get("name")) for run in judged
                           if judge_model(run.config) == model and grades_itself(run.config)})  # fmt: skip
         if readers:
@@ -131,14 +200,12 @@ def calibration_lines(runs: Sequence[Any], scores: Sequence[str]) -> list[str]:
                 f"Judge model {model} is also the reader of its rows ({', '.join(readers)}): "
                 "it grades its own answers"
             )
-        counts = probe_counts(entries)
-        for protocol in protocols:
-            if protocol not in counts:
+        for protocol, figures in by_protocol.items():
+            if figures is None:
                 lines.append(
                     f"Judge {model} · {protocol}: no probe set graded (judge.probes=false, or "
                     "runs logged before the probes existed)"
                 )
                 continue
-            figures = ProbeFigures.of(counts[protocol])
             lines.append(f"Judge {model} · {protocol} probes: {figures.describe()}")
     return lines

@@ -17,6 +17,10 @@ Readings taken:
 * **LaTeX** is a booktabs tabular in a ``table`` float scaled to the line width, with the title
   as caption and the column alignment as its column spec; every cell and the caption are
   escaped by :func:`latex_escape`.
+* **Footnotes** (:class:`Footnotes`) are numbered notes after a document's tables, each under a
+  key so that a column header carries its number as a superscript marker (``Ev. recall¹``):
+  what a column means, how its cells were computed, what a dash in it says, kept out of the
+  header row so the table stays narrow.
 """
 
 from __future__ import annotations
@@ -44,7 +48,12 @@ LATEX_ESCAPES = {
     "^": r"\textasciicircum{}",
     "—": "--",
     "†": r"\dag{}",
+    "Δ": r"$\Delta$",
+    "…": r"\ldots{}",
+    **{mark: rf"\textsuperscript{{{digit}}}" for digit, mark in enumerate("⁰¹²³⁴⁵⁶⁷⁸⁹")},
 }
+#: Digits as superscript marks, for footnote markers.
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def markdown_escape(value: Any) -> str:
@@ -150,6 +159,43 @@ def markdown_row(cells: Iterable[Any]) -> str:
     """One markdown table line; public for a producer that prints a table's rows as they come
     (after its :meth:`Table.markdown_lines` with no rows)."""
     return "| " + " | ".join(markdown_escape(cell) for cell in cells) + " |"
+
+
+def superscript(number: int) -> str:
+    """``12`` → ``¹²``: a footnote marker.
+
+    >>> superscript(12)
+    '¹²'
+    """
+    return str(number).translate(SUPERSCRIPT)
+
+
+@dataclass(frozen=True)
+class Footnotes:
+    """Numbered notes, in order, each under a key: :meth:`mark` gives a header the marker of its
+    note (nothing when the note is absent, so a column whose note does not apply goes
+    unmarked), :meth:`lines` the numbered texts a document ends with."""
+
+    entries: Sequence[tuple[str, str]] = ()
+
+    def mark(self, key: str) -> str:
+        """The marker of the note under ``key`` (``³``), or "" when there is none."""
+        for number, (found, _) in enumerate(self.entries, 1):
+            if found == key:
+                return superscript(number)
+        return ""
+
+    def text(self, key: str) -> str | None:
+        """The note under ``key``, or None."""
+        return next((text for found, text in self.entries if found == key), None)
+
+    def lines(self) -> list[str]:
+        """``1. text`` per note: a markdown numbered list, and the csv's comment lines."""
+        return [f"{n}. {text}" for n, (_, text) in enumerate(self.entries, 1)]
+
+    def markdown_lines(self, title: str = "Notes", level: int = 2) -> list[str]:
+        """A heading and the numbered notes (nothing without notes)."""
+        return [f"{'#' * level} {title}", "", *self.lines()] if self.entries else []
 
 
 def _latex_row(cells: Iterable[Any]) -> str:

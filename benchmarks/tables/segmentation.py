@@ -49,7 +49,7 @@ from benchmarks.published.segmentation import (
     QuotedRow,
     published_segmentation,
 )
-from benchmarks.tables.render import Table
+from benchmarks.tables.render import Footnotes, Table
 from memsys.methods.secom.reflection import ReflectionConfig
 
 #: Table 4's dataset order and display names.
@@ -241,42 +241,66 @@ def _cell(scores: dict[str, Any], metric: str) -> str:
 DEFAULT_TITLE = "Dialogue topic segmentation (test sets)"
 
 
+def footnotes(seed: int) -> Footnotes:
+    """The notes after the tables, each under the key the headers mark."""
+    return Footnotes(
+        [
+            (
+                "fallback",
+                "A dialogue falls back when an LLM reply stays unusable after the retry and a "
+                "non-LLM rule decides instead; a row where at least "
+                f"{FALLBACK_MARK_SHARE:.0%} of the dialogues fell back is marked **FALLBACK** in "
+                "its Segmenter cell: its numbers are mostly the substitute's, not the method's",
+            ),
+            (
+                "mode",
+                "Mode `lite` makes no LLM call; `llm` rows name their backbone and, when they "
+                "cover only the first n dialogues of a test set, are marked *subset* and are not "
+                "comparable with full-set rows. LLM cost columns are per dialogue",
+            ),
+            (
+                "metrics",
+                "Metrics as in SuperDialSeg (METRICS.md): per-dialogue Pk, WindowDiff (WD), "
+                "boundary F1 and Score = (2·F1 + (1 − Pk) + (1 − WD)) / 4, averaged over "
+                f"dialogues; brackets: 95% bootstrap interval over dialogues (seed {seed})",
+            ),
+        ]
+    )
+
+
 def render_markdown(
     cells: Sequence[MeasuredCell], seed: int, title: str, quoted: Sequence[QuotedRow]
 ) -> str:
     """Measured sections per dataset, reflection details, then the quoted Table 4 (``quoted``:
-    :func:`benchmarks.published.segmentation.published_segmentation`)."""
+    :func:`benchmarks.published.segmentation.published_segmentation`); the setting in one line
+    under the title, the rest in numbered notes after the tables."""
+    notes = footnotes(seed)
     lines = [
         f"# {title}",
         "",
-        "Measured rows: `python -m benchmarks.pipeline.segment` runs (`make reproduce-segmentation`, "
-        "`make reproduce-segmentation-reflection`), rebuilt "
-        "from each run's `labels.jsonl` by `python -m benchmarks.tables.segmentation`. Metrics as "
-        "in SuperDialSeg (METRICS.md): per-dialogue Pk, WindowDiff (WD), boundary F1 and "
-        "Score = (2·F1 + (1 − Pk) + (1 − WD)) / 4, averaged over dialogues; brackets: 95% "
-        f"bootstrap interval over dialogues (seed {seed}). Mode `lite` makes no LLM call; `llm` "
-        "rows name their backbone and, when they cover only the first n dialogues of a test "
-        "set, are marked *subset* and are not comparable with full-set rows. LLM cost columns "
-        "are per dialogue. A dialogue falls back when an LLM reply stays unusable after the retry "
-        "and a non-LLM rule decides instead; a row where at least "
-        f"{FALLBACK_MARK_SHARE:.0%} of the dialogues fell back is marked **FALLBACK** in its "
-        "Segmenter cell: its numbers are mostly the substitute's, not the method's.",
+        "Setting: test splits · measured rows from `python -m benchmarks.pipeline.segment` runs "
+        "(`make reproduce-segmentation`, `make reproduce-segmentation-reflection`), rebuilt from "
+        "each run's `labels.jsonl` by `python -m benchmarks.tables.segmentation` · published "
+        "rows quoted, not measured",
         "",
         "## Measured (this harness)",
     ]
     for dataset in DATASETS:
         rows = [c for c in cells if c.dataset == dataset]
         if rows:
-            lines += ["", *measured_table(dataset, rows).markdown_lines(level=3)]
+            lines += ["", *measured_table(dataset, rows, notes).markdown_lines(level=3)]
     lines += reflection_section(cells)
     if quoted:
         lines += ["", *quoted_table(quoted).markdown_lines()]
+    lines += ["", *notes.markdown_lines()]
     return "\n".join(lines) + "\n"
 
 
-def measured_table(dataset: str, rows: Sequence[MeasuredCell]) -> Table:
-    """One dataset's measured rows."""
-    header = ["Segmenter", "Mode", "Backbone", "n", "Pk ↓", "WD ↓", "F1 ↑", "Score ↑"]
+def measured_table(dataset: str, rows: Sequence[MeasuredCell], notes: Footnotes) -> Table:
+    """One dataset's measured rows (``notes``: the footnotes its headers mark)."""
+    mark = notes.mark
+    header = [f"Segmenter{mark('fallback')}", f"Mode{mark('mode')}", "Backbone", "n"]
+    header += [f"Pk ↓{mark('metrics')}", "WD ↓", "F1 ↑", "Score ↑"]
     header += ["LLM calls", "Tokens (in/out)", "Fell back"]
     body = []
     for c in rows:

@@ -10,10 +10,10 @@ questions where a cell's questions come from too few conversations
 The one aggregation behind ``metrics.json`` and the report's tables (:mod:`benchmarks.tables.report`
 calls these, never its own copy): :func:`interval_cell` per cell, :func:`in_overall` for the
 adversarial policy, :func:`cells_by_scope` for the overall and per-category score cells,
-:func:`evidence_recalls` and :func:`all_evidence_share`, :func:`longmemeval_cells` for
-LongMemEval's aggregates, :func:`dataset_name`, and :func:`resampling_case` for why the
-intervals resample what they do (worded by :func:`interval_line` here and by the report's
-header).
+:func:`evidence_recalls`, :func:`answer_coverages` and :func:`all_evidence_share`,
+:func:`longmemeval_cells` for LongMemEval's aggregates, :func:`dataset_name`, and
+:func:`resampling_case` for why the intervals resample what they do (worded by
+:func:`interval_line` here and by the report's notes).
 """
 
 from __future__ import annotations
@@ -169,6 +169,13 @@ def cells_by_scope(
 def evidence_recalls(records: Iterable[dict[str, Any]]) -> Scores:
     """Each question's evidence recall, where it has evidence to recall."""
     return Scores.of(records, lambda r: r.get("evidence_recall"))
+
+
+def answer_coverages(records: Iterable[dict[str, Any]]) -> Scores:
+    """Each question's answer coverage (:mod:`benchmarks.metrics.coverage`), where it has one:
+    not adversarial and abstention questions (no answer to cover), nor records logged before
+    records kept the reader's context."""
+    return Scores.of(records, lambda r: r.get("answer_coverage"))
 
 
 def all_evidence_share(recalls: Scores) -> float | None:

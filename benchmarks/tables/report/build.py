@@ -1,5 +1,5 @@
 """Select, check and recompute: :func:`build_report` turns a runs folder into a :class:`Report`,
-the header lines and rows every writer reads."""
+the setting line, notes and rows every writer reads."""
 
 from __future__ import annotations
 
@@ -9,24 +9,47 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.data.errors import DataMissingError, DatasetError
+from benchmarks.data.locomo_audit import (
+    AUDIT_SOURCE,
+    AUDITORS_CEILING,
+    Erratum,
+    load_errata,
+    published_key_ceiling,
+)
 from benchmarks.data.specs import DatasetSpec, spec_of
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import INTERVAL_UNITS
-from benchmarks.tables.judge_calibration import calibration_lines
+from benchmarks.tables.judge_calibration import (
+    calibration_lines,
+    hidden_judge_scores,
+    probe_figures,
+)
+from benchmarks.tables.render import Footnotes
 from benchmarks.tables.report.conditions import (
     check_one_run_per_row,
     shared_conditions,
     with_variants,
 )
 from benchmarks.tables.report.header import (
-    code_line,
+    BLEU_DEFINITION,
+    COVERAGE_NOTE,
+    LONGMEMEVAL_ACCURACY_NOTE,
+    LONGMEMEVAL_RETRIEVAL_NOTE,
     context_order_line,
-    header_lines,
+    costs_note,
+    evidence_note,
+    f1_note,
     invalid_rows_line,
+    judge_note,
+    labels_note,
     no_context_line,
+    p_value_note,
+    setting_line,
+    source_note,
     stale_rows_line,
-    statistics_line,
+    statistics_note,
+    tokens_note,
     unranked_rows_line,
 )
 from benchmarks.tables.report.rows import (
@@ -51,12 +74,26 @@ PRIMARY_METRICS = ("f1_set", "f1_locomo")
 MAX_FAILURE_SHARE = 0.02
 
 
+@dataclass(frozen=True)
+class Audit:
+    """LoCoMo's audited key as a report uses it: the errata (None when the audit's files are
+    missing, ``missing`` saying so), and per category of the table's questions how many keep
+    their published answer under the audit, and how many there are
+    (:func:`benchmarks.data.locomo_audit.published_key_ceiling`)."""
+
+    errata: dict[str, Erratum] | None
+    missing: str | None
+    ceiling: dict[str, tuple[int, int]]
+
+
 @dataclass
 class Report:
-    """Everything the writers need: header lines, column order and rows."""
+    """Everything the writers need: the setting line, the numbered notes, column order and
+    rows."""
 
     title: str
-    header: list[str]
+    setting: str
+    notes: Footnotes
     metric: str
     categories: list[str]
     rows: list[Row]
@@ -65,6 +102,13 @@ class Report:
     #: Every score name the runs carry: the F1s, BLEU-1, ``judge_acc`` and the other judge
     #: protocols' ``judge_acc_<protocol>`` (:func:`benchmarks.tables.summary.score_names`).
     scores: tuple[str, ...]
+    #: LoCoMo's audited key (None for a dataset without an audit).
+    audit: Audit | None = None
+
+    @property
+    def header(self) -> list[str]:
+        """The setting line and the numbered notes: the csv's comment lines, the tex's."""
+        return [self.setting, *self.notes.lines()]
 
     @property
     def answered(self) -> list[Row]:
@@ -87,6 +131,64 @@ def longmemeval_corpora(runs: Sequence[Run], shared: dict[str, Any]) -> dict[str
         )
     except (DatasetError, DataMissingError) as error:
         raise ReportError(f"cannot score the stored rankings: {error}") from error
+
+
+def load_audit(spec: DatasetSpec, runs: Sequence[Run]) -> Audit | None:
+    """The audited key of the runs' dataset (from the data folder ``MEMBENCH_DATA`` names),
+    loaded once per report; None for a dataset without an audit."""
+    if not spec.audited_key:
+        return None
+    try:
+        errata = load_errata()
+    except (DataMissingError, DatasetError) as error:
+        return Audit(None, str(error), {})
+    questions = {(r["question_id"], r["category"]) for run in runs for r in run.records}
+    return Audit(errata, None, published_key_ceiling(sorted(questions), errata))
+
+
+def audit_notes(
+    audit: Audit, rows: Sequence[Row], categories: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The notes of the published-vs-audited table: the key's rules, and the published key's
+    ceiling on the table's questions per category (in ``categories``' order)."""
+    if audit.errata is None:
+        missing = f"Audited key: not shown (—), the audit could not be read: {audit.missing}"
+        return [("audit", missing)]
+    ambiguous = {
+        r["question_id"]
+        for row in rows
+        for r in row.run.records
+        if (found := audit.errata.get(r["question_id"])) is not None
+        and found.audited_answer is None
+    }
+    rules = (
+        f"Audited key: the errata of {AUDIT_SOURCE} (locomo/audit/ in the data folder, "
+        "benchmarks/data/locomo_audit.py), one group's reading, not ground truth: the published "
+        "key stays the key of every other table. Under it a question takes the auditors' "
+        "evidence (every erratum) and answer (every erratum but AMBIGUOUS ones, which argue two "
+        f"readings: no audited answer, so they leave Ans. cov. and f1_locomo; "
+        f"{len(ambiguous)} of this table's questions); the judge is not asked again (J stays on "
+        "the published key). pub and aud average over the questions both keys score, Δ = aud − "
+        "pub; f1_locomo is LoCoMo's own F1, which the audit's rescoring computes, not the "
+        "Overall table's F1 scorer"
+    )
+    total = [sum(counts) for counts in zip(*audit.ceiling.values(), strict=True)] or [0, 0]
+    shares = [
+        f"{category.replace('_', '-')} {stands / questions:.2%} ({stands}/{questions})"
+        for category in categories
+        if category in audit.ceiling
+        for stands, questions in [audit.ceiling[category]]
+    ]
+    overall = f"{total[0] / total[1]:.2%} ({total[0]}/{total[1]})" if total[1] else "—"
+    ceiling = (
+        "Published key's ceiling: the share of this table's questions whose published answer the "
+        "audit does not dispute (no erratum, or WRONG_CITATION only; every other error type "
+        "disputes the answer), what a system answering as the auditors read scores at most "
+        f"against the published key: {', '.join(shares)}; categories 1-4 {overall}. The auditors "
+        f"report {AUDITORS_CEILING:.2%} on categories 1-4 over the whole dataset (this harness "
+        "gives the same there: tests/test_locomo_audit.py)"
+    )
+    return [("audit", rules), ("ceiling", ceiling)]
 
 
 def build_report(
@@ -115,38 +217,62 @@ def build_report(
     spec = spec_of(shared)
     names = score_names(record for run in runs for record in run.records)
     corpora = longmemeval_corpora(runs, shared) if spec.longmemeval_scores else None
+    audit = load_audit(spec, runs)
+    errata = None if audit is None else audit.errata
+    figures = probe_figures(runs, names)
     rows = sorted(
         (
-            build_row(run, categories, corpora, max_failure_share, interval_unit, names)
+            build_row(run, categories, corpora, max_failure_share, interval_unit, names, errata)
             for run in runs
         ),
         key=row_order,
     )
+    for row in rows:
+        row.hidden_judges = hidden_judge_scores(row.run.config, names, figures)
     for tested in (metric, "judge_acc") if spec.longmemeval_scores else (metric,):
         add_p_values(rows, tested, interval_unit)
     mark_stale(rows)
-    notes = [
-        code_line(runs),
-        *calibration_lines(runs, names),
-        unfinished_runs_line(configs, dataset, subset, where),
-        invalid_rows_line(rows, max_failure_share),
-        no_context_line(rows),
-        unranked_rows_line(rows),
-        stale_rows_line(rows),
+    answered = any(not row.key.retrieval_only for row in rows)
+    notes: list[tuple[str, str | None]] = [
+        ("statistics", statistics_note(rows, interval_unit, spec.memory_name)),
+        ("order", context_order_line(rows)),
+        ("labels", labels_note(rows)),
+        ("evidence", evidence_note(spec, answered)),
+        ("coverage", COVERAGE_NOTE),
+        ("tokens", tokens_note(shared, answered)),
     ]
+    if answered:
+        notes += [
+            ("f1", f1_note(shared, metric)),
+            ("bleu", f"BLEU-1: {BLEU_DEFINITION}"),
+            ("judge", judge_note(calibration_lines(runs, names), rows)),
+            ("p", p_value_note(shared, metric, rows)),
+        ]
+    if spec.longmemeval_scores:
+        if answered:
+            notes.append(("longmemeval_accuracy", LONGMEMEVAL_ACCURACY_NOTE))
+        notes.append(("longmemeval_retrieval", LONGMEMEVAL_RETRIEVAL_NOTE))
+    if audit is not None:
+        notes += audit_notes(audit, rows, categories)
+    notes += [
+        ("costs", costs_note()),
+        ("source", source_note(runs_dir)),
+        ("unfinished", unfinished_runs_line(configs, dataset, subset, where)),
+        ("invalid", invalid_rows_line(rows, max_failure_share)),
+        ("no_context", no_context_line(rows)),
+        ("unranked", unranked_rows_line(rows)),
+        ("stale", stale_rows_line(rows)),
+    ]
+    variant = shared["dataset"].get("variant")
+    default_title = spec.table if answered else f"Retrieval on {spec.display_name(variant)}"
     return Report(
-        title or spec.table,
-        header_lines(
-            shared,
-            metric,
-            runs_dir,
-            statistics_line(shared, metric, rows, interval_unit),
-            context_order_line(rows),
-        )
-        + [note for note in notes if note],
+        title or default_title,
+        setting_line(shared, runs, rows),
+        Footnotes([(key, text) for key, text in notes if text]),
         metric,
         categories,
         rows,
         spec,
         names,
+        audit,
     )

@@ -1,11 +1,13 @@
-"""The header lines under a table's title, in words: dataset, subset, scorers, models, answer
-prompt, the order each row's context reached the reader in, evidence, what the intervals resample
-and the p-values test, the sources, the code version, the rows whose method source changed since
-their run and the rows that do not stand."""
+"""What a report says besides its cells, in words: the one setting line under its title
+(dataset, subset and question count, reader, extraction, judge, budget, embedder, code version),
+and the texts of its numbered notes (:class:`benchmarks.tables.render.Footnotes`): what the
+cells are and their intervals resample, the order each row's context reached the reader in, what
+each column measures, the p-values' test and baseline, costs and sources, the rows whose method
+source changed since their run and the rows that do not stand."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ from benchmarks.metrics.ranking import stored_turn_ranking
 from benchmarks.metrics.stats import MIN_CLUSTERS
 from benchmarks.pipeline.provenance import UNKNOWN
 from benchmarks.pipeline.settings import ConfigError, declared_context_order
-from benchmarks.tables.report.naming import judge_description
+from benchmarks.tables.judge_calibration import grades_itself, judge_model, own_protocol
 from benchmarks.tables.report.rows import Row
 from benchmarks.tables.report.runs import Run, lookup
 from benchmarks.tables.summary import Cell, plural, resampling_case, understated
@@ -77,77 +79,190 @@ def dataset_description(dataset: dict[str, Any]) -> str:
     return f"{dataset.get('name')} ({where})" if where else str(dataset.get("name"))
 
 
-def header_lines(
-    shared: dict[str, Any], metric: str, runs_dir: Path, statistics: str, order: str
-) -> list[str]:
-    """What a reader needs to know to compare the table with another one; ``statistics`` is
-    :func:`statistics_line`, ``order`` :func:`context_order_line`."""
+def one_value(values: Iterable[str]) -> str | None:
+    """The one non-empty value of ``values``, or None when they vary or are all empty: a
+    table shows a column of rows' values only where they vary, the setting line states the
+    rest."""
+    found = {value for value in values if value}
+    return found.pop() if len(found) == 1 else None
+
+
+#: A method name longer than this is shortened in the tables (the notes give it whole).
+LABEL_WIDTH = 32
+
+
+def short_label(method: str) -> str:
+    """A method name as a table cell shows it: whole up to :data:`LABEL_WIDTH` characters, else
+    its name and the first of the details its last parentheses list (``SeCom (dense, …)``; a
+    name with one detail stays whole), the notes giving it whole.
+
+    >>> short_label("SeCom (dense, self-info stand-in, not LLMLingua-2, rate 0.75)")
+    'SeCom (dense, …)'
+    >>> short_label("Oracle (gold evidence) (per turns, budget 512)")
+    'Oracle (gold evidence) (per turns, …)'
+    """
+    if len(method) <= LABEL_WIDTH or not method.endswith(")") or " (" not in method:
+        return method
+    name, details = method[:-1].rsplit(" (", 1)
+    first, *rest = details.split(", ")
+    return f"{name} ({first}, …)" if rest else method
+
+
+def labels_note(rows: Sequence[Row]) -> str | None:
+    """The note giving the shortened method names whole (None when none is shortened)."""
+    long = [row.key.method for row in rows if short_label(row.key.method) != row.key.method]
+    if not long:
+        return None
+    names = "; ".join(f"{short_label(name)} = {name}" for name in dict.fromkeys(long))
+    return f"Method names shortened in the tables (the csv has them whole): {names}"
+
+
+def judge_setting(runs: Sequence[Run]) -> str:
+    """The judge in the setting line: its model (and whether it is the reader) and the protocol
+    of J."""
+    judged = [run for run in runs if (run.config.get("judge") or {}).get("enabled")]
+    if not judged:
+        return "no judge"
+    model = one_value(judge_model(run.config) for run in judged) or "per row (notes)"
+    itself = " (the reader)" if all(grades_itself(run.config) for run in judged) else ""
+    return f"judge {model}{itself}, {own_protocol(judged[0].config)} protocol"
+
+
+def setting_line(shared: dict[str, Any], runs: Sequence[Run], rows: Sequence[Row]) -> str:
+    """The one line under a report's title: dataset, subset and question count, the reader, the
+    extraction mode and the judge where every row shares them (else their columns say), the
+    context budget, the embedder and the code version."""
     spec = spec_of(shared)
-    answered = "answer.template" in shared
-    lines = [
-        f"Dataset: {dataset_description(shared['dataset'])}",
-        f"Subset: {subset_description(shared['subset'], spec)}; seed {shared['seed']}",
-        f"F1 scorer: {SCORER_DEFINITIONS[metric]}; BLEU-1: {BLEU_DEFINITION}",
-        "Models: Backbone = the reader (answers); Extraction = lite (no LLM) or llm (the model "
-        "that built the memory)" + ("; the judge below" if answered else ""),
-    ]
+    subset = subset_description(shared["subset"], spec)
+    questions = max((len(row.run.records) for row in rows), default=0)
+    if f"{questions} questions" not in subset:
+        subset += f", {questions:,} questions"
+    parts = [dataset_description(shared["dataset"]), f"subset {subset}", f"seed {shared['seed']}"]
+    answered = [row for row in rows if not row.key.retrieval_only]
+    budget = f"context budget {shared['answer.context_budget']} tokens"
     if answered:
-        lines += [
-            f"Judge model: {judge_description(shared['judge'])}"
-            + (" (the judges' lines below)" if (shared["judge"] or {}).get("enabled") else ""),
-            f"Answer prompt: template {shared['answer.template']}, context budget "
-            f"{shared['answer.context_budget']} tokens, at most {shared['answer.max_tokens']} "
-            "answer tokens",
-        ]
+        reader = one_value(row.key.backbone for row in answered)
+        parts.append(f"reader {reader}" if reader else "readers: Backbone column")
+    extraction = one_value(row.key.extraction for row in rows)
+    if extraction:
+        parts.append(f"extraction {extraction}")
+    if answered:
+        parts.append(judge_setting([row.run for row in answered]))
+        parts.append(
+            f"{budget}, template {shared['answer.template']}, at most "
+            f"{shared['answer.max_tokens']} answer tokens"
+        )
     else:
-        lines.append(
-            f"Retrieval only (no answer prompt), context budget "
-            f"{shared['answer.context_budget']} tokens (the method's items kept best first "
-            "within it). The order the kept items are shown in changes no number of a "
-            "retrieval-only row except through that budget: rank order repeats a date header "
-            "wherever the date changes, which context tokens count and which can leave out an "
-            "item at the budget's edge"
-        )
-    lines.append(order)
-    lines.append(
-        f"Evidence recall: share of a question's evidence ({spec.evidence}) in the context handed "
-        "to the reader; All evidence: share of questions with all of it there"
+        parts.append(f"retrieval only (no reader), {budget}")
+    parts += [f"embedder {shared['embedder.model']}", code_versions(runs)]
+    return "Setting: " + " · ".join(parts)
+
+
+def evidence_note(spec: DatasetSpec, answered: bool) -> str:
+    """What Ev. recall and All ev. (and the per-category tables' All ev. shown) measure."""
+    text = (
+        f"Ev. recall: evidence recall, the share of a question's evidence ({spec.evidence}) in the "
+        "context handed to the reader, over every question that has evidence; All ev.: the share "
+        "of questions with all of it there"
     )
-    if spec.longmemeval_scores:
-        if answered:
-            lines.append(
-                "LongMemEval accuracy: judge_acc per question type (n = questions of the type, "
-                "_abs questions included), overall over every judged question, task-averaged = "
-                "mean of the per-type means (a point value), abstention = the _abs questions alone"
-            )
-        lines.append(
-            "LongMemEval retrieval, official definition (the behaviour of LongMemEval's "
-            "run_retrieval.py and eval_utils.py, scored from each record's stored ranking: "
-            "benchmarks/metrics/longmemeval_official.py): the user turns the method's items "
-            "cover, in rank order; gold = has_answer user turns of answer sessions (the others "
-            "relabelled noans); session level from the turn ranking with k grown until k "
-            "distinct sessions are covered; recall_all@k, ndcg_any@k, recall_any@1 and MRR (the "
-            "harness's addition); _abs questions and questions without a has_answer user turn "
-            "are skipped (n = questions scored; records without a stored ranking have none)"
+    if answered:
+        text += (
+            "; All ev. shown (per-category tables): the overall questions whose evidence all "
+            "reached the reader, which tells a reading failure (evidence shown, answer wrong) "
+            "from a retrieval one"
         )
-    if spec.adversarial_category:
-        lines.append(
-            f"Adversarial: {ADVERSARIAL_POLICY.get(shared['adversarial'], shared['adversarial'])}"
+    return text
+
+
+COVERAGE_NOTE = (
+    "Ans. cov.: answer coverage, the share of questions whose gold answer occurs in the context "
+    "handed to the reader (DPR's has_answer: the answer's tokens contiguous among the context's, "
+    "uncased; benchmarks/metrics/coverage.py), over the questions that have an answer "
+    "(adversarial and abstention questions have none); strict for long free-form answers, so a "
+    "lower bound on what the reader could copy; — for runs logged before records kept the "
+    "reader's context"
+)
+
+
+def tokens_note(shared: dict[str, Any], answered: bool) -> str:
+    """What Ctx tok counts, and for retrieval-only rows what the budget does."""
+    text = (
+        "Ctx tok: mean tokens of the context handed to the reader (one tokenizer, SmolLM2's, "
+        f"whatever the reader), within the context budget of {shared['answer.context_budget']} "
+        "tokens (the method's items kept best first within it)"
+    )
+    if not answered:
+        text += (
+            ". The order the kept items are shown in changes no number of a retrieval-only row "
+            "except through that budget: rank order repeats a date header wherever the date "
+            "changes, which context tokens count and which can leave out an item at the "
+            "budget's edge"
         )
-    return [
-        *lines,
-        f"Embedder: {shared['embedder.model']}",
-        statistics,
-        f"Source: predictions.jsonl of each run in {shown_path(runs_dir)}; construction costs from "
+    return text
+
+
+def f1_note(shared: dict[str, Any], metric: str) -> str:
+    """The F1 scorer, and where the dataset has adversarial questions, their place in Overall."""
+    text = f"F1: {SCORER_DEFINITIONS[metric]}"
+    if spec_of(shared).adversarial_category:
+        policy = shared["adversarial"]
+        text += f"; Overall: {ADVERSARIAL_POLICY.get(policy, policy)}"
+    return text
+
+
+def judge_note(lines: Sequence[str], rows: Sequence[Row]) -> str | None:
+    """The J columns' note: the judges' protocols and probe figures (``lines``:
+    :func:`benchmarks.tables.judge_calibration.calibration_lines`), and what a dash says."""
+    if not lines:
+        return None
+    text = "J: share of answers the judge accepted. " + "; ".join(lines)
+    if any(row.hidden_judges for row in rows):
+        text += (
+            ". — in a J column: its judge does not discriminate on the probes (it accepts most "
+            "known-wrong answers or rejects most known-right ones), so its verdicts are no "
+            "measure of accuracy and are not shown (the csv keeps them)"
+        )
+    return text
+
+
+def costs_note() -> str:
+    """What the cost columns count, and where from."""
+    return (
+        "Costs: LLM calls and tokens per stage (construction / answering / judging: answering and "
+        "judging summed from the per-question log, a call per attempt), construction from "
         "metrics.json (* = memories loaded from cache, cost of this run only); answer latency "
         "over answers not served from the response cache; construction (s), texts embedded / "
         "asked (what the embedding model encoded, of the texts the run asked for: the rest came "
         "from the content-keyed cache), texts parsed / asked (the same for the lite extractors' "
         "spaCy parses; — for runs begun before parses were counted), wall time and peak resident "
-        "memory are summed (peak: "
-        "maximum; with worker processes, the parent's plus each worker's) over the run's "
-        "invocations, and shown only where those cover every question",
-    ]
+        "memory are summed (peak: maximum; with worker processes, the parent's plus each "
+        "worker's) over the run's invocations, and shown only where those cover every question"
+    )
+
+
+def source_note(runs_dir: Path) -> str:
+    """Where every number comes from."""
+    return (
+        f"Source: predictions.jsonl of each run in {shown_path(runs_dir)} (every mean recomputed "
+        "from it); package versions in each run's invocations.jsonl"
+    )
+
+
+LONGMEMEVAL_ACCURACY_NOTE = (
+    "LongMemEval accuracy: judge_acc per question type (n = questions of the type, _abs "
+    "questions included), overall over every judged question, task-averaged = mean of the "
+    "per-type means (a point value), abstention = the _abs questions alone"
+)
+LONGMEMEVAL_RETRIEVAL_NOTE = (
+    "LongMemEval retrieval, official definition (the behaviour of LongMemEval's "
+    "run_retrieval.py and eval_utils.py, scored from each record's stored ranking: "
+    "benchmarks/metrics/longmemeval_official.py): the user turns the method's items "
+    "cover, in rank order; gold = has_answer user turns of answer sessions (the others "
+    "relabelled noans); session level from the turn ranking with k grown until k "
+    "distinct sessions are covered; recall_all@k, ndcg_any@k, recall_any@1 and MRR (the "
+    "harness's addition); _abs questions and questions without a has_answer user turn "
+    "are skipped (n = questions scored; records without a stored ranking have none)"
+)
 
 
 def context_order_line(rows: Sequence[Row]) -> str:
@@ -241,11 +356,44 @@ def interval_description(cells: Sequence[Cell], unit: str, memory_name: str) -> 
     return text
 
 
-def statistics_line(shared: dict[str, Any], metric: str, rows: Sequence[Row], unit: str) -> str:
-    """The header's Statistics line: the intervals' unit and the p-values' test."""
+def statistics_note(rows: Sequence[Row], unit: str, memory_name: str) -> str:
+    """The cells' format and what their intervals resample."""
+    answered = any(not row.key.retrieval_only for row in rows)
+    left_out = " (a per-category table whose every cell would be — is left out)" if answered else ""
+    return (
+        "Statistics: cells are mean [95% CI] over questions (0.658 [0.45,0.87]: a mean of 0.658 "
+        "with a 95% percentile bootstrap interval from 0.45 to 0.87), — where no question of the "
+        f"row has the score{left_out}; "
+        f"{interval_description(table_cells(rows), unit, memory_name)}"
+    )
+
+
+def baselines_faced(rows: Sequence[Row], tested: str) -> str:
+    """Whom the rows' p-values on ``tested`` were computed against: the best baseline of the
+    row's backbone, named (once, or per backbone)."""
+    faced: dict[str, str] = {}
+    for row in rows:
+        found = row.comparisons.get(tested)
+        if found is not None:
+            faced.setdefault(row.key.backbone, found.baseline)
+    if not faced:
+        return "the best baseline of the row's backbone (no row here faced one)"
+    if len(set(faced.values())) == 1:
+        return f"{next(iter(faced.values()))}, the best baseline of the row's backbone"
+    named = "; ".join(f"{baseline} for {backbone}" for backbone, baseline in faced.items())
+    return f"the best baseline of the row's backbone ({named})"
+
+
+def p_value_note(shared: dict[str, Any], metric: str, rows: Sequence[Row]) -> str:
+    """The p columns: the test, the score it is on and the baseline each row faced, named once."""
     spec = spec_of(shared)
-    both = spec.longmemeval_scores and "answer.template" in shared
-    tested = f"{metric} (Overall) and on judge_acc (LongMemEval accuracy)" if both else metric
+    if spec.longmemeval_scores:
+        scores = (
+            f"{metric} (Overall) vs {baselines_faced(rows, metric)}, and on judge_acc "
+            f"(LongMemEval accuracy) vs {baselines_faced(rows, 'judge_acc')}"
+        )
+    else:
+        scores = f"{metric} vs {baselines_faced(rows, metric)}"
     units = {c.unit for row in rows for c in row.comparisons.values()}
     resampling = "resampling as the CIs do"
     if units == {"conversation"} and spec.own_memory_per_question:
@@ -254,24 +402,26 @@ def statistics_line(shared: dict[str, Any], metric: str, rows: Sequence[Row], un
     elif len(units) == 1:
         resampling = f"resampling {units.pop()}s"
     return (
-        f"Statistics: means over questions with "
-        f"{interval_description(table_cells(rows), unit, spec.memory_name)}; p = two-sided paired "
-        f"bootstrap on {tested} vs the best baseline of the same backbone, paired by question, "
-        f"{resampling}"
+        f"p: two-sided paired bootstrap on {scores}; paired by question, {resampling}; — for "
+        "baseline rows and rows without a baseline of their backbone"
     )
 
 
-def code_line(runs: Sequence[Run]) -> str:
-    """The code versions the rows' records came from (``metrics.json`` ``code_versions``)."""
+def code_versions(runs: Sequence[Run]) -> str:
+    """The code versions the rows' records came from (``metrics.json`` ``code_versions``), for
+    the setting line."""
     counts: dict[str, int] = {}
     for run in runs:
         for version in run.metrics.get("code_versions") or [UNKNOWN]:
             counts[version] = counts.get(version, 0) + 1
     unknown = counts.pop(UNKNOWN, 0)
-    parts = [f"{version} ({plural(count, 'run')})" for version, count in counts.items()]
+    parts = [
+        version if len(counts) == 1 and not unknown else f"{version} ({plural(count, 'run')})"
+        for version, count in counts.items()
+    ]
     if unknown:
         parts.append(f"not recorded for {plural(unknown, 'run')} (logged before runs recorded it)")
-    return f"Code version: {'; '.join(parts)}; package versions in each run's invocations.jsonl"
+    return f"code {', '.join(parts)}"
 
 
 #: The mark of a stale row in its Run cell (:attr:`Row.source_changed`).

@@ -1,5 +1,6 @@
-"""Writing a report: markdown and booktabs tex from its tables, a csv with every number in its
-own column, and the four files (the plot too) under one name."""
+"""Writing a report: markdown and booktabs tex from its tables (the setting line under the title,
+the numbered notes after the tables), a csv with every number of a row in its own column, and the
+four files (the plot too) under one name."""
 
 from __future__ import annotations
 
@@ -9,21 +10,22 @@ from typing import Any
 from benchmarks.tables.render import Table
 from benchmarks.tables.report.build import Report
 from benchmarks.tables.report.plot import write_plot
-from benchmarks.tables.report.rows import STAGES, Comparison, Row
+from benchmarks.tables.report.rows import AUDITED_SCORES, STAGES, Comparison, Row
 from benchmarks.tables.report.tables import sections
 from benchmarks.tables.summary import Cell
 
 
 def render_markdown(report: Report) -> str:
-    """A readable table per section under the header."""
-    lines = [f"# {report.title}", "", *(f"- {line}" for line in report.header)]
+    """The setting line under the title, a readable table per section, then the notes."""
+    lines = [f"# {report.title}", "", report.setting]
     for table in sections(report):
         lines += ["", *table.markdown_lines(marks=False)]
+    lines += ["", *report.notes.markdown_lines()]
     return "\n".join(lines) + "\n"
 
 
 def render_tex(report: Report) -> str:
-    """Booktabs tabulars, one table float per section; the header as comments and caption."""
+    """Booktabs tabulars, one table float per section; setting and notes as comments."""
     lines = [
         f"% {report.title}",
         *(f"% {line}" for line in report.header),
@@ -113,6 +115,29 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
         record |= {f"{stage}_{key}": value for key, value in row.costs[stage].items()}
     record["answer_latency_s_mean"] = rounded(row.answer_latency_s)
     record["retrieve_latency_s_mean"] = rounded(row.retrieve_latency_s)
+    # Appended later than the columns above (so older readers of the csv keep their places):
+    # answer coverage overall and per category, the judge columns a table shows as dashes,
+    # and LoCoMo's scores under both keys.
+    record |= cell_columns("answer_coverage", row.answer_coverage["overall"])
+    for category in report.categories:
+        record |= cell_columns(f"{category}_answer_coverage", row.answer_coverage.get(category))
+    record["judge_scores_not_discriminating"] = " ".join(sorted(row.hidden_judges))
+    if report.audit is not None:
+        record |= audited_columns(row)
+    return record
+
+
+def audited_columns(row: Row) -> dict[str, Any]:
+    """Each score under LoCoMo's audited key, the published key's mean over the same questions,
+    and their count (blank where the audit's files were missing)."""
+    record: dict[str, Any] = {}
+    for name in AUDITED_SCORES:
+        found = None if row.audited is None else row.audited[name]
+        record |= {
+            f"{name}_audited": "" if found is None else rounded(found.audited),
+            f"{name}_published_same_questions": "" if found is None else rounded(found.published),
+            f"{name}_audited_questions": "" if found is None else found.questions,
+        }
     return record
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.data.locomo_audit import Erratum
+from benchmarks.metrics.audited import audited_scores
 from benchmarks.metrics.judge import judgings
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
@@ -22,6 +24,7 @@ from benchmarks.tables.summary import (
     Cell,
     LongMemEvalCells,
     all_evidence_share,
+    answer_coverages,
     cells_by_scope,
     evidence_recalls,
     failure_counts,
@@ -57,6 +60,28 @@ LONGMEMEVAL_RANKING = (
 )
 
 
+#: The scores shown under both LoCoMo keys (:func:`benchmarks.metrics.audited.audited_scores`).
+AUDITED_SCORES = ("evidence_recall", "answer_coverage", "f1_locomo")
+
+
+@dataclass(frozen=True)
+class KeyComparison:
+    """One score of a row under the published and under the audited key, both averaged over the
+    same questions: those both keys score (an ``AMBIGUOUS`` erratum has no audited answer, so
+    its question leaves the answer scores)."""
+
+    published: float | None
+    audited: float | None
+    questions: int
+
+    @property
+    def delta(self) -> float | None:
+        """Audited minus published, or None without questions."""
+        if self.published is None or self.audited is None:
+            return None
+        return self.audited - self.published
+
+
 @dataclass(frozen=True)
 class Comparison:
     """A paired bootstrap test of a row against its backbone's best baseline, and the unit it
@@ -77,6 +102,8 @@ class Row:
     run: Run
     scores: dict[str, dict[str, Cell | None]]
     evidence_recall: Cell | None
+    #: Answer coverage overall (every question that has one) and per category.
+    answer_coverage: dict[str, Cell | None]
     all_evidence_share: float | None
     context_tokens: float | None
     costs: dict[str, dict[str, int]]
@@ -96,6 +123,11 @@ class Row:
     #: (:attr:`Run.method_source`) that differs from the source tree's now: the row is stale.
     #: None where they agree, or where the run recorded none (unknown, not stale).
     source_changed: tuple[str, str] | None = None
+    #: The judge scores not to show as accuracy: their judge does not discriminate on its
+    #: probes (:func:`benchmarks.tables.judge_calibration.hidden_judge_scores`).
+    hidden_judges: frozenset[str] = frozenset()
+    #: Each of :data:`AUDITED_SCORES` under both LoCoMo keys; None where no audit applies.
+    audited: dict[str, KeyComparison] | None = None
 
 
 def run_seed(run: Run) -> int:
@@ -121,6 +153,47 @@ def score_cells(
         seed=run_seed(run),
         all_evidence=True,
     )
+
+
+def coverage_cells(run: Run, categories: Sequence[str], unit: str) -> dict[str, Cell | None]:
+    """Answer coverage overall (every question that has one: adversarial and abstention
+    questions have none, nor records logged before records kept the context) and per category,
+    with intervals resampling ``unit`` as evidence recall's do."""
+    seed = run_seed(run)
+    groups = {"overall": run.records} | {
+        category: [r for r in run.records if r["category"] == category] for category in categories
+    }
+    return {
+        scope: interval_cell(answer_coverages(members), unit=unit, seed=seed)
+        for scope, members in groups.items()
+    }
+
+
+def key_comparisons(run: Run, errata: Mapping[str, Erratum]) -> dict[str, KeyComparison]:
+    """Evidence recall, answer coverage (over every question, as the other tables average them)
+    and LoCoMo's F1 (over the overall questions, under the run's adversarial policy) under the
+    published key (the records' own scores) and the audited key (``errata``), each over the
+    questions both keys score."""
+    adversarial = run.config.get("adversarial", "exclude")
+    pairs: dict[str, list[tuple[float, float]]] = {name: [] for name in AUDITED_SCORES}
+    for record in run.records:
+        audited = audited_scores(record, errata)
+        published = {
+            "evidence_recall": record.get("evidence_recall"),
+            "answer_coverage": record.get("answer_coverage"),
+            "f1_locomo": (record.get("scores") or {}).get("f1_locomo")
+            if in_overall(record, adversarial)
+            else None,
+        }
+        for name in AUDITED_SCORES:
+            if published[name] is not None and audited[name] is not None:
+                pairs[name].append((published[name], audited[name]))
+    return {
+        name: KeyComparison(
+            mean_or_none([p for p, _ in found]), mean_or_none([a for _, a in found]), len(found)
+        )
+        for name, found in pairs.items()
+    }
 
 
 def stage_costs(run: Run) -> dict[str, dict[str, int]]:
@@ -155,10 +228,12 @@ def build_row(
     max_failure_share: float,
     unit: str,
     names: Sequence[str],
+    errata: Mapping[str, Erratum] | None = None,
 ) -> Row:
     """Every number of one row, recomputed from the run's files: the scores ``names``, the
     intervals resampling ``unit``; LongMemEval's aggregates where ``corpora`` (its questions'
-    official retrieval corpora) is given."""
+    official retrieval corpora) is given; the scores under LoCoMo's audited key beside the
+    published one where ``errata`` (:func:`benchmarks.data.locomo_audit.load_errata`) is."""
     recalls = evidence_recalls(run.records)
     seed = run_seed(run)
     answers = [r["answering"] for r in run.records if r.get("answering")]
@@ -169,6 +244,7 @@ def build_row(
         run=run,
         scores=score_cells(run, categories, unit, names),
         evidence_recall=interval_cell(recalls, unit=unit, seed=seed),
+        answer_coverage=coverage_cells(run, categories, unit),
         all_evidence_share=all_evidence_share(recalls),
         context_tokens=mean_or_none([r["context_tokens"] for r in run.records]),
         costs=stage_costs(run),
@@ -185,6 +261,7 @@ def build_row(
         else None,
         failed=failed,
         invalid=failed > max_failure_share * len(run.records),
+        audited=None if errata is None else key_comparisons(run, errata),
     )
 
 

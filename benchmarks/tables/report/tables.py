@@ -1,14 +1,24 @@
 """A report's tables as :class:`~benchmarks.tables.render.Table` values (overall, per category,
-retrieval only, LongMemEval's accuracy and retrieval), and how each kind of cell is formatted."""
+retrieval only, LongMemEval's accuracy and retrieval, the published key beside the audited one,
+costs), and how each kind of cell is formatted.
+
+Readings taken for readability: retrieval columns come first (what the reader was shown, then
+how it answered); a column's meaning lives in a numbered note its header marks, not in the
+header; a Backbone or Extraction column appears only where rows differ in it (the setting line
+states the shared value); a J cell whose judge does not discriminate on its probes is a dash;
+costs and run ids have their own tables.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmarks.tables.render import Table
 from benchmarks.tables.report.build import Report
-from benchmarks.tables.report.header import STALE_MARK
+from benchmarks.tables.report.header import STALE_MARK, one_value, short_label
 from benchmarks.tables.report.rows import (
+    AUDITED_SCORES,
     LONGMEMEVAL_RANKING,
     LONGMEMEVAL_TYPES,
     STAGES,
@@ -16,20 +26,30 @@ from benchmarks.tables.report.rows import (
 )
 from benchmarks.tables.summary import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell
 
+DASH = "—"
 
-def section(title: str, header: list[str], body: list[list[str]]) -> Table:
-    """A report table: the three identifying columns left-aligned, the numbers right (tex)."""
-    return Table(header, body, title=title, align="lll" + "r" * (len(header) - 3))
+
+def section(
+    title: str, identity: Sequence[str], header: list[str], body: list[list[str]], **text: Any
+) -> Table:
+    """A report table: the identifying columns left-aligned, the numbers right (tex)."""
+    align = "l" * len(identity) + "r" * len(header)
+    return Table([*identity, *header], body, title=title, align=align, **text)
 
 
 def fmt_cell(found: Cell | None) -> str:
-    """``0.412 [0.35, 0.47]``, or a blank dash."""
-    return "—" if found is None else f"{found.mean:.3f} [{found.low:.2f}, {found.high:.2f}]"
+    """``0.412 [0.35,0.47]``: the mean and its 95% interval, or a dash."""
+    return DASH if found is None else f"{found.mean:.3f} [{found.low:.2f},{found.high:.2f}]"
 
 
 def fmt_number(value: float | None, digits: int = 3) -> str:
     """A rounded number or a dash."""
-    return "—" if value is None else f"{value:.{digits}f}"
+    return DASH if value is None else f"{value:.{digits}f}"
+
+
+def fmt_delta(value: float | None) -> str:
+    """A signed difference (``+0.012``; one that rounds to zero is ``+0.000``) or a dash."""
+    return DASH if value is None else f"{round(value, 3) + 0.0:+.3f}"
 
 
 def fmt_tokens(count: int) -> str:
@@ -38,37 +58,24 @@ def fmt_tokens(count: int) -> str:
 
 
 def fmt_p(row: Row, metric: str) -> str:
-    """The p-value cell: a dash for baselines, else the p-value and the baseline it faced."""
-    if row.key.baseline:
-        return "—"
-    found = row.comparisons.get(metric)
+    """The p-value cell: a plain number (the baseline it faced is named in the notes), a dash
+    for baselines and rows without one."""
+    found = None if row.key.baseline else row.comparisons.get(metric)
     if found is None:
-        return "no baseline"
-    return f"{found.p_value:.4f} (vs {found.baseline})"
-
-
-def fmt_costs(row: Row, what: str) -> str:
-    """``construction / answering / judging`` calls or tokens."""
-    values = [
-        fmt_tokens(c["prompt_tokens"] + c["completion_tokens"])
-        if what == "tokens"
-        else str(c[what])
-        for c in (row.costs[stage] for stage in STAGES)
-    ]
-    values[0] = starred(values[0], row)
-    return " / ".join(values)
+        return DASH
+    return "<0.001" if found.p_value < 0.001 else f"{found.p_value:.3f}"
 
 
 def starred(text: str, row: Row) -> str:
     """A cost of this run only: ``*`` where its memories came from the cache (built earlier)."""
-    return text + "*" if row.memories_loaded and text != "—" else text
+    return text + "*" if row.memories_loaded and text != DASH else text
 
 
 def fmt_work(counts: dict[str, Any] | None, done: str) -> str:
     """``<done> / requested`` texts over the run's invocations, ``done`` being the count of texts
     the model processed (``encoded``, ``parsed``); "—" where not all are known."""
     if not counts:
-        return "—"
+        return DASH
     return f"{counts[done]:,} / {counts['requested']:,}"
 
 
@@ -77,12 +84,12 @@ def fmt_wall(invocations: dict[str, Any]) -> str:
     (a run's wall time is comparable with another's only at the same count)."""
     wall = fmt_number(invocations.get("wall_s"), 0)
     workers = invocations.get("workers", 1)
-    return f"{wall} ({workers} workers)" if workers > 1 and wall != "—" else wall
+    return f"{wall} ({workers} workers)" if workers > 1 and wall != DASH else wall
 
 
 def run_cell(row: Row) -> str:
     """The Run cell: the run directory's name, marked :data:`STALE_MARK` where the method's
-    source changed since the run was produced (the header says from what to what)."""
+    source changed since the run was produced (the notes say from what to what)."""
     name = row.run.directory.name
     return f"{name} {STALE_MARK}" if row.source_changed is not None else name
 
@@ -92,13 +99,33 @@ def scope_label(scope: str) -> str:
     return scope.replace("_", "-").capitalize()
 
 
-def row_start(row: Row) -> list[str]:
-    """The identifying cells of a row (retrieval-only rows have no backbone); an invalid row says
-    so in its first cell, with its count of failed questions."""
-    method = row.key.method
+def identity_columns(report: Report, rows: Sequence[Row]) -> list[str]:
+    """Method, then Backbone where the rows differ in it (answered and retrieval-only rows do:
+    the latter have none) and Extraction where the rows that extract differ in it; the setting
+    line states a value they share."""
+    columns = [f"Method{report.notes.mark('order')}"]
+    if len({row.key.backbone for row in rows}) > 1:  # retrieval-only rows have none
+        columns.append("Backbone")
+    if one_value(r.key.extraction for r in rows) is None and any(r.key.extraction for r in rows):
+        columns.append("Extraction")
+    return columns
+
+
+def identity_cells(report: Report, row: Row, columns: Sequence[str]) -> list[str]:
+    """A row's identifying cells under ``columns``: its method name (shortened where long, with
+    the marker of the note that gives it whole); an invalid row says so in its first cell, with
+    its count of failed questions."""
+    method = short_label(row.key.method)
+    if method != row.key.method:
+        method += report.notes.mark("labels")
     if row.invalid:
         method += f" INVALID ({row.failed} of {len(row.run.records)} failed)"
-    return [method, row.key.backbone or "—", row.key.extraction or "—"]
+    cells = [method]
+    if "Backbone" in columns:
+        cells.append(row.key.backbone or DASH)
+    if "Extraction" in columns:
+        cells.append(row.key.extraction or DASH)
+    return cells
 
 
 def judge_scores(report: Report) -> list[str]:
@@ -107,112 +134,41 @@ def judge_scores(report: Report) -> list[str]:
 
 
 def judge_label(score: str) -> str:
-    """``Judge`` for the dataset's own protocol, ``Judge <protocol>`` for the others."""
-    return "Judge" if score == "judge_acc" else f"Judge {score.removeprefix(OTHER_JUDGE_PREFIX)}"
+    """``J`` for the dataset's own protocol, ``J <protocol>`` for the others."""
+    return "J" if score == "judge_acc" else f"J {score.removeprefix(OTHER_JUDGE_PREFIX)}"
+
+
+def score_cell(row: Row, scope: str, name: str) -> str:
+    """A score cell; a dash for a judge score whose judge does not discriminate."""
+    if name in row.hidden_judges:
+        return DASH
+    return fmt_cell(row.scores[scope][name])
 
 
 def overall_table(report: Report) -> Table:
-    """Answered rows: overall scores, significance, retrieval and costs."""
+    """Answered rows: what the reader was shown, then how it answered, and the p-value."""
+    rows, mark = report.answered, report.notes.mark
+    identity = identity_columns(report, rows)
+    judges = judge_scores(report)
     header = [
-        "Method",
-        "Backbone",
-        "Extraction",
-        f"F1 ({report.metric})",
-        "BLEU-1",
-        *(judge_label(name) for name in judge_scores(report)),
-        "p vs best baseline",
-        "Evidence recall",
-        "All evidence",
-        "F1 / Judge, all evidence shown",
-        "Context tokens",
-        "LLM calls (constr. / answer / judge)",
-        "LLM tokens (constr. / answer / judge)",
-        "Answer latency (s)",
-        "Run",
-    ]
-    body = []
-    for row in report.answered:
-        overall = row.scores["overall"]
-        body.append(
-            [
-                *row_start(row),
-                *(
-                    fmt_cell(overall[name])
-                    for name in (report.metric, "bleu1", *judge_scores(report))
-                ),
-                fmt_p(row, report.metric),
-                fmt_cell(row.evidence_recall),
-                fmt_number(row.all_evidence_share),
-                " / ".join(
-                    fmt_number(getattr(row.scores["all_evidence"][name], "mean", None))
-                    for name in (report.metric, "judge_acc")
-                ),
-                fmt_number(row.context_tokens, 1),
-                fmt_costs(row, "calls"),
-                fmt_costs(row, "tokens"),
-                fmt_number(row.answer_latency_s),
-                run_cell(row),
-            ]
-        )
-    return section("Overall", header, body)
-
-
-def category_table(report: Report) -> Table:
-    """Answered rows: each category × (F1, BLEU-1, judge)."""
-    metrics = ((report.metric, "F1"), ("bleu1", "BLEU-1"), ("judge_acc", "Judge"))
-    header = ["Method", "Backbone", "Extraction"] + [
-        f"{scope_label(category)} {label}" for category in report.categories for _, label in metrics
+        *retrieval_header(report),
+        f"F1{mark('f1')}",
+        f"BLEU-1{mark('bleu')}",
+        *(f"{judge_label(name)}{mark('judge')}" for name in judges),
+        f"p{mark('p')}",
     ]
     body = [
         [
-            *row_start(row),
-            *(
-                fmt_cell(row.scores[category][name])
-                for category in report.categories
-                for name, _ in metrics
-            ),
+            *identity_cells(report, row, identity),
+            *retrieval_cells(row),
+            fmt_cell(row.scores["overall"][report.metric]),
+            fmt_cell(row.scores["overall"]["bleu1"]),
+            *(score_cell(row, "overall", name) for name in judges),
+            fmt_p(row, report.metric),
         ]
-        for row in report.answered
+        for row in rows
     ]
-    return section("Per category", header, body)
-
-
-def retrieval_table(report: Report) -> Table:
-    """Retrieval-only rows: what the reader would have been shown, and what it cost."""
-    header = [
-        "Method",
-        "Extraction",
-        "Evidence recall",
-        "All evidence",
-        "Context tokens",
-        "Construction LLM calls",
-        "Construction (s)",
-        "Texts embedded / asked",
-        "Texts parsed / asked",
-        "Retrieve latency (s)",
-        "Wall (s)",
-        "Peak RSS (MB)",
-        "Run",
-    ]
-    body = [
-        [
-            row.key.method,
-            row.key.extraction or "—",
-            fmt_cell(row.evidence_recall),
-            fmt_number(row.all_evidence_share),
-            fmt_number(row.context_tokens, 1),
-            starred(str(row.costs["construction"]["calls"]), row),
-            starred(fmt_number(row.invocations.get("construction_s"), 0), row),
-            starred(fmt_work(row.invocations.get("embedding"), "encoded"), row),
-            starred(fmt_work(row.invocations.get("parsing"), "parsed"), row),
-            fmt_number(row.retrieve_latency_s),
-            starred(fmt_wall(row.invocations), row),
-            fmt_number(row.invocations.get("peak_rss_mb"), 0),
-            run_cell(row),
-        ]
-        for row in report.retrieval_only
-    ]
-    return section("Retrieval only (answer=none)", header, body)
+    return section("Overall", identity, header, body)
 
 
 def questions_per_category(report: Report) -> dict[str, int]:
@@ -225,59 +181,251 @@ def questions_per_category(report: Report) -> dict[str, int]:
     }
 
 
+def per_category_table(
+    report: Report, label: str, cell: Callable[[Row, str], str], all_evidence: bool
+) -> Table | None:
+    """Answered rows: one number per category (``cell(row, scope)``), and where
+    ``all_evidence``, on the overall questions whose evidence was all shown; None where every
+    cell is a dash."""
+    rows = report.answered
+    identity = identity_columns(report, rows)
+    counts = questions_per_category(report)
+    scopes = [*report.categories, *(["all_evidence"] if all_evidence else [])]
+    header = [
+        f"All ev. shown{report.notes.mark('evidence')}"
+        if scope == "all_evidence"
+        else f"{scope_label(scope)} (n={counts[scope]})"
+        for scope in scopes
+    ]
+    values = [[cell(row, scope) for scope in scopes] for row in rows]
+    if all(value == DASH for line in values for value in line):
+        return None
+    body = [
+        [*identity_cells(report, row, identity), *line]
+        for row, line in zip(rows, values, strict=True)
+    ]
+    return section(f"{label} per category", identity, header, body)
+
+
+def category_tables(report: Report) -> list[Table]:
+    """Answered rows per category: F1, BLEU-1 and J (with the all-evidence questions), and
+    answer coverage, one table each; a table of dashes is left out."""
+    tables = [
+        per_category_table(
+            report, label, lambda row, scope, name=name: score_cell(row, scope, name), True
+        )
+        for name, label in ((report.metric, "F1"), ("bleu1", "BLEU-1"), ("judge_acc", "J"))
+    ]
+    tables.append(
+        per_category_table(
+            report,
+            "Ans. cov.",
+            lambda row, scope: fmt_cell(row.answer_coverage.get(scope)),
+            False,
+        )
+    )
+    return [table for table in tables if table is not None]
+
+
+def costs_table(report: Report) -> Table:
+    """Answered rows: LLM calls and tokens per stage, construction time, answer latency, run."""
+    rows = report.answered
+    identity = identity_columns(report, rows)
+    header = [
+        f"Constr. calls{report.notes.mark('costs')}",
+        "Answer calls",
+        "Judge calls",
+        "Constr. tokens",
+        "Answer tokens",
+        "Judge tokens",
+        "Construction (s)",
+        "Answer latency (s)",
+        "Run",
+    ]
+    body = []
+    for row in rows:
+        calls = [str(row.costs[stage]["calls"]) for stage in STAGES]
+        tokens = [
+            fmt_tokens(row.costs[stage]["prompt_tokens"] + row.costs[stage]["completion_tokens"])
+            for stage in STAGES
+        ]
+        calls[0], tokens[0] = starred(calls[0], row), starred(tokens[0], row)
+        body.append(
+            [
+                *identity_cells(report, row, identity),
+                *calls,
+                *tokens,
+                starred(fmt_number(row.invocations.get("construction_s"), 0), row),
+                fmt_number(row.answer_latency_s),
+                run_cell(row),
+            ]
+        )
+    return section("Costs", identity, header, body)
+
+
+def retrieval_header(report: Report) -> list[str]:
+    """The columns of what the reader was shown (Overall's first, the retrieval table's all)."""
+    mark = report.notes.mark
+    return [
+        f"Ev. recall{mark('evidence')}",
+        f"All ev.{mark('evidence')}",
+        f"Ans. cov.{mark('coverage')}",
+        f"Ctx tok{mark('tokens')}",
+    ]
+
+
+def retrieval_cells(row: Row) -> list[str]:
+    """A row's cells under :func:`retrieval_header`."""
+    return [
+        fmt_cell(row.evidence_recall),
+        fmt_number(row.all_evidence_share),
+        fmt_cell(row.answer_coverage["overall"]),
+        fmt_number(row.context_tokens, 0),
+    ]
+
+
+def retrieval_table(report: Report) -> Table:
+    """Retrieval-only rows: what the reader would have been shown."""
+    rows = report.retrieval_only
+    identity = identity_columns(report, rows)
+    body = [[*identity_cells(report, row, identity), *retrieval_cells(row)] for row in rows]
+    return section("Retrieval only (answer=none)", identity, retrieval_header(report), body)
+
+
+def retrieval_costs_table(report: Report) -> Table:
+    """Retrieval-only rows: what building and searching their memories cost, and the run."""
+    rows = report.retrieval_only
+    identity = identity_columns(report, rows)
+    header = [
+        f"Construction LLM calls{report.notes.mark('costs')}",
+        "Construction (s)",
+        "Texts embedded / asked",
+        "Texts parsed / asked",
+        "Retrieve latency (s)",
+        "Wall (s)",
+        "Peak RSS (MB)",
+        "Run",
+    ]
+    body = [
+        [
+            *identity_cells(report, row, identity),
+            starred(str(row.costs["construction"]["calls"]), row),
+            starred(fmt_number(row.invocations.get("construction_s"), 0), row),
+            starred(fmt_work(row.invocations.get("embedding"), "encoded"), row),
+            starred(fmt_work(row.invocations.get("parsing"), "parsed"), row),
+            fmt_number(row.retrieve_latency_s),
+            starred(fmt_wall(row.invocations), row),
+            fmt_number(row.invocations.get("peak_rss_mb"), 0),
+            run_cell(row),
+        ]
+        for row in rows
+    ]
+    return section("Retrieval costs", identity, header, body)
+
+
+#: The audited table's scores: its column label, and the row's published value where no
+#: audit could be loaded (the overall cell every other table shows).
+AUDITED_LABELS = {
+    "evidence_recall": "Ev. recall",
+    "answer_coverage": "Ans. cov.",
+    "f1_locomo": "f1_locomo",
+}
+
+
+def published_only(row: Row, name: str) -> float | None:
+    """A row's published-key mean of an audited score, from its overall cells."""
+    found = {
+        "evidence_recall": row.evidence_recall,
+        "answer_coverage": row.answer_coverage["overall"],
+        "f1_locomo": row.scores["overall"].get("f1_locomo"),
+    }[name]
+    return None if found is None else found.mean
+
+
+def audited_table(report: Report) -> Table:
+    """Every row under LoCoMo's published key and the audited one, side by side (the F1 columns
+    only where some row answered); dashes where the audit's files are missing."""
+    rows = report.rows
+    identity = identity_columns(report, rows)
+    names = [name for name in AUDITED_SCORES if name != "f1_locomo" or report.answered]
+    header = []
+    for name in names:
+        header += [f"{AUDITED_LABELS[name]} pub", f"{AUDITED_LABELS[name]} aud", "Δ"]
+    body = []
+    for row in rows:
+        cells = identity_cells(report, row, identity)
+        for name in names:
+            if row.audited is None:
+                cells += [fmt_number(published_only(row, name)), DASH, DASH]
+                continue
+            found = row.audited[name]
+            cells += [
+                fmt_number(found.published),
+                fmt_number(found.audited),
+                fmt_delta(found.delta),
+            ]
+        body.append(cells)
+    mark = report.notes.mark
+    ceiling = f"; the published key's ceiling{mark('ceiling')}" if mark("ceiling") else ""
+    caption = [
+        "pub: LoCoMo's published key (every other table's); aud: the audit's "
+        f"key{mark('audit')}; Δ = aud − pub over the same questions{ceiling}."
+    ]
+    return section("Published vs audited key", identity, header, body, caption=caption)
+
+
 def longmemeval_table(report: Report) -> Table:
     """Answered rows: LongMemEval's Table 2, judge accuracy per question type and overall."""
     counts = questions_per_category(report)
+    rows = report.answered
+    identity = identity_columns(report, rows)
     header = [
-        "Method",
-        "Backbone",
-        "Extraction",
         *(
             f"{LONGMEMEVAL_TYPES.get(category, scope_label(category))} (n={counts[category]})"
             for category in report.categories
         ),
-        f"Overall (N={sum(counts.values())})",
+        f"Overall (N={sum(counts.values())}){report.notes.mark('longmemeval_accuracy')}",
         "Task-averaged",
         "Abstention",
-        "p vs best baseline (judge)",
-        "Run",
+        f"p{report.notes.mark('p')}",
     ]
     body = []
-    for row in report.answered:
+    for row in rows:
         cells = row.longmemeval
         assert cells is not None  # built for every row of a LongMemEval report
-        body.append(
-            [
-                *row_start(row),
+        if "judge_acc" in row.hidden_judges:
+            accuracy = [DASH] * (len(report.categories) + 3)
+        else:
+            accuracy = [
                 *(fmt_cell(cells.per_type.get(category)) for category in report.categories),
                 fmt_cell(cells.overall),
                 fmt_number(cells.task_averaged),
                 fmt_cell(cells.abstention),
-                fmt_p(row, "judge_acc"),
-                run_cell(row),
             ]
-        )
-    return section("LongMemEval accuracy (judge) per question type", header, body)
+        body.append([*identity_cells(report, row, identity), *accuracy, fmt_p(row, "judge_acc")])
+    return section("LongMemEval accuracy (judge) per question type", identity, header, body)
 
 
 def longmemeval_retrieval_table(report: Report) -> Table:
     """Every row: LongMemEval's session- and turn-level ranking metrics."""
-    header = ["Method", "Backbone", "Extraction"]
+    identity = identity_columns(report, report.rows)
+    mark = report.notes.mark("longmemeval_retrieval")
+    header = []
     for level in RANKING_LEVELS:
         header += [f"{level.capitalize()} {name}" for name in LONGMEMEVAL_RANKING]
         header.append(f"{level.capitalize()} n")
-    header.append("Run")
+    header[0] += mark
     body = []
     for row in report.rows:
         assert row.longmemeval is not None  # built for every row of a LongMemEval report
-        cells = row_start(row)
+        cells = identity_cells(report, row, identity)
         for level in RANKING_LEVELS:
             found = row.longmemeval.retrieval[level]
             first = found[LONGMEMEVAL_RANKING[0]]
             cells += [fmt_cell(found[name]) for name in LONGMEMEVAL_RANKING]
             cells.append(str(first.n) if first else "0")
-        body.append([*cells, run_cell(row)])
-    return section("LongMemEval retrieval", header, body)
+        body.append(cells)
+    return section("LongMemEval retrieval", identity, header, body)
 
 
 def ranked(row: Row) -> bool:
@@ -289,17 +437,24 @@ def ranked(row: Row) -> bool:
 
 
 def sections(report: Report) -> list[Table]:
-    """The tables of md and tex, in order, leaving out empty ones. LongMemEval's accuracy table
-    takes the place of the per-category one (its F1 and BLEU-1 per type stay in the csv)."""
+    """The tables of md and tex, in order, leaving out empty ones: what the rows measure first
+    (LongMemEval's accuracy table takes the place of the per-category ones: its F1 and BLEU-1
+    per type stay in the csv), the two keys on LoCoMo, then costs."""
     found = []
     if report.answered:
         found.append(overall_table(report))
         if report.dataset.longmemeval_scores:
             found.append(longmemeval_table(report))
         else:
-            found.append(category_table(report))
+            found += category_tables(report)
     if report.dataset.longmemeval_scores and any(ranked(row) for row in report.rows):
         found.append(longmemeval_retrieval_table(report))
     if report.retrieval_only:
         found.append(retrieval_table(report))
+    if report.audit is not None:
+        found.append(audited_table(report))
+    if report.answered:
+        found.append(costs_table(report))
+    if report.retrieval_only:
+        found.append(retrieval_costs_table(report))
     return found
