@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from omegaconf import OmegaConf
+from run_helpers import compose_config
 
 from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.published.cells import MEASURED, read_papers
 from benchmarks.tables.ablations import load_spec, variants
 from benchmarks.tables.regression import load_cases
 
@@ -66,8 +69,42 @@ def test_every_method_config_declares_itself() -> None:
 
 def test_each_paper_has_one_method_named_for_it() -> None:
     methods = [e for e in registry.entries() if e.role == "method"]
-    assert sorted(e.config for e in methods) == sorted(p for p in registry.PAPERS if p != "none")
+    assert sorted(e.config for e in methods) == sorted(registry.PAPERS)
     assert all(e.paper == e.config for e in methods)
+    assert all(e.name == registry.PAPERS[e.paper].name for e in methods)
+
+
+def test_the_paper_table_names_every_file_keyed_by_a_paper() -> None:
+    """One table (id, name, published file) for the registry, conf/paper and the published
+    numbers: ES-Mem's id is ``esmem``, its files' stem ``es-mem``."""
+    assert registry.PAPERS["esmem"].published == "es-mem"
+    assert set(MEASURED) == set(registry.PAPERS)
+    assert [MEASURED[paper].label for paper in registry.PAPERS] == [
+        paper.name for paper in registry.PAPERS.values()
+    ]
+    published = {path.stem for path in (REPO_ROOT / "results" / "published").glob("*.yaml")}
+    for paper in registry.PAPERS.values():
+        assert paper.published in published, paper
+        assert (REPO_ROOT / "conf" / "paper" / f"{paper.id}.yaml").exists(), paper
+    assert sorted(read_papers(REPO_ROOT / "results" / "published")) == sorted(registry.PAPERS)
+
+
+def test_every_run_of_a_method_config_maps_back_to_it() -> None:
+    """A run records its resolved method node, not its config's name: each config's node (at
+    every reader, which ES-Mem's K follows) maps back to that config, among several of one
+    class; an overridden option still maps to the config it started from."""
+    for e in registry.entries():
+        for reader in ("embedded", "gpt-4o-mini"):
+            cfg = compose_config([f"method={e.config}", f"backbone={reader}"])
+            node = OmegaConf.to_container(cfg.method, resolve=True)
+            assert isinstance(node, dict)
+            found = registry.entry_of(node)
+            assert found is not None and found.config == e.config, (e.config, reader)
+    node = OmegaConf.to_container(compose_config(["method=fracom_theta08"]).method, resolve=True)
+    assert isinstance(node, dict)
+    overridden = registry.entry_of({**node, "predicate_threshold": 0.6})
+    assert overridden is not None and overridden.config == "fracom_theta08"
+    assert registry.entry_of({"_target_": "memsys.methods.nowhere.Gone"}) is None
 
 
 @pytest.mark.parametrize("grid", sorted(LITERAL_GRIDS))
