@@ -4,7 +4,7 @@ Each method config declares, once, in a comment block at the end of its opening 
 
     # registry:
     #   role: method                # method | baseline | ablation | variant | oracle
-    #   paper: esmem                # esmem | secom | hingemem | fracom | cast | none
+    #   paper: esmem                # an id of PAPERS below, or none
     #   name: ES-Mem                # the display name of its class, as its paper spells it
     #   grids: [table1, table2, retrieval, ...]   # GRIDS below; [] for none
 
@@ -16,12 +16,16 @@ forgot its own ``role`` would silently inherit its method's. A comment is never 
 no run id, constructor or option check can see it, and every file declares itself (a test fails
 on a file without a block). The block is plain YAML once the ``# `` is stripped.
 
-The grids that cannot call Python (Hydra sweeps in ``conf/experiment/``, ``conf/ablations.yaml``'s
-methods) stay literal and ``tests/test_registry.py`` fails when one disagrees with the
-declarations; the regression groups (:mod:`benchmarks.tables.regression`), the ablation table's rows
-(:mod:`benchmarks.tables.ablations`), the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m
-benchmarks.registry retrieval_lme``) and the report's display names
-(:mod:`benchmarks.tables.report.naming`) are derived from it.
+Every grid is derived from the blocks, none is written as a list: the experiments' Hydra sweeps
+(``method: ${registry:table1}`` in ``conf/experiment/*.yaml``, a resolver that
+:mod:`benchmarks.pipeline.settings` registers before ``@hydra.main`` composes; a command-line
+``method=a,b`` replaces it), ``conf/ablations.yaml``'s methods and rows
+(:mod:`benchmarks.tables.ablations`), the regression groups (:mod:`benchmarks.tables.regression`),
+the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m benchmarks.registry retrieval_lme``), and a
+grid's order (:func:`entries`' order). The report reads a run's role and display name here
+(:func:`role_of`, :mod:`benchmarks.tables.report.naming`), and :data:`PAPERS` is the one table of
+papers (id, name, published file) that the blocks, ``conf/paper/`` and the published numbers
+(:mod:`benchmarks.published.cells`) share.
 """
 
 from __future__ import annotations
@@ -70,15 +74,15 @@ PAPERS = {
 NO_PAPER = "none"
 #: What a registry block's ``paper:`` may say, in the order entries are sorted.
 PAPER_IDS = (NO_PAPER, *PAPERS)
-#: Every grid a method config may belong to, and where its list lives.
+#: Every grid a method config may belong to, and where it is swept or read.
 GRIDS = {
-    "table1": "conf/experiment/table1.yaml",
-    "table2": "conf/experiment/table2.yaml",
-    "retrieval": "conf/experiment/retrieval.yaml",
+    "table1": "conf/experiment/table1.yaml (${registry:table1})",
+    "table2": "conf/experiment/table2.yaml (${registry:table2})",
+    "retrieval": "conf/experiment/retrieval.yaml (${registry:retrieval})",
     "retrieval_lme": "Makefile (LME_RETRIEVAL_METHODS)",
-    "paper": "conf/experiment/paper_locomo.yaml",
-    "libraries": "conf/experiment/libraries.yaml",
-    "ablations": "conf/ablations.yaml",
+    "paper": "conf/experiment/paper_{locomo,longmemeval}.yaml (${registry:paper})",
+    "libraries": "conf/experiment/libraries.yaml (${registry:libraries})",
+    "ablations": "conf/ablations.yaml (benchmarks.tables.ablations.load_spec)",
     "locomo_retrieval": "conf/regression.yaml",
     "locomo_qa": "conf/regression.yaml",
     "longmemeval_qa": "conf/regression.yaml",
