@@ -144,3 +144,28 @@ def test_a_sweep_refuses_its_next_job_once_conf_changed(tmp_path: Path) -> None:
     assert conf_digest(conf) != before
     with pytest.raises(ConfChangedError, match=r"conf changed since this sweep's first job"):
         guard.check()
+
+
+def test_the_makefile_reads_the_tables_settings_from_their_experiments(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Table 1's budget and protocols and Table 2's budget are stated in their experiment configs
+    only: the Makefile passes them to a run only when given (BUDGET=, PROTOCOLS=, LME_BUDGET=)
+    and reads the report's filter from the experiment (benchmarks.pipeline.config_value)."""
+    from benchmarks.pipeline.config_value import main as config_value
+
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    for variable in ("BUDGET", "PROTOCOLS", "LME_BUDGET"):
+        assert f"\n{variable} ?=\n" in makefile, variable
+    assert "$(call config_value,answer.context_budget,+experiment=table1)" in makefile
+    assert "$(call config_value,answer.context_budget,+experiment=table2)" in makefile
+    assert "--where answer.context_budget=$(TABLE1_BUDGET)" in makefile
+    assert "--where answer.context_budget=$(TABLE2_BUDGET)" in makefile
+    for key, experiment, printed in (
+        ("answer.context_budget", "table1", "512"),
+        ("judge.protocols", "table1", "[]"),
+        ("answer.context_budget", "table2", "1024"),
+    ):
+        assert config_value([key, f"+experiment={experiment}"]) == 0
+        assert capsys.readouterr().out.strip() == printed
+    assert config_value(["no.such.key"]) == 2
