@@ -15,13 +15,14 @@ TABLE1_METHODS ?=
 BACKBONES ?= embedded
 JUDGE ?= same
 SUBSET ?= smoke
-# Table 1's offline smoke setting (conf/experiment/table1.yaml, whose values these repeat for the
-# report's filter): a 512-token context (harness tokens) handed to the reader and the dataset's own
-# judge protocol only. All 12 runs, 20 questions, the 135M embedded reader and judge and the
-# judge's probes: 11 min 53 s measured on 2 cores from a cold cache (docs/tables.md has the
-# split). For the paper setting: BUDGET=4096 PROTOCOLS=[mem0,strict,longmemeval].
-BUDGET ?= 512
-PROTOCOLS ?= []
+# Table 1's offline smoke setting is conf/experiment/table1.yaml's (stated there only): a 512-token
+# context (harness tokens) handed to the reader and the dataset's own judge protocol only. All 12
+# runs, 20 questions, the 135M embedded reader and judge and the judge's probes: 11 min 53 s
+# measured on 2 cores from a cold cache (docs/tables.md has the split). BUDGET and PROTOCOLS
+# override it; for the paper setting: BUDGET=4096 PROTOCOLS=[mem0,strict,longmemeval]. The
+# report's filter reads the budget from the experiment config when BUDGET is not given.
+BUDGET ?=
+PROTOCOLS ?=
 # Mem0 and LangMem build their memories with the LLM only (about 10 hours on the whole smoke
 # conversation with the 135M model, docs/tables.md). `make reproduce-libraries` runs them beside
 # Table 1's grid, in Table 1's setting, on LIB_SUBSET: by default two_sessions, the stated sample
@@ -29,14 +30,15 @@ PROTOCOLS ?= []
 # -> results/table1_two_sessions; LIB_SUBSET=smoke adds their rows to results/table1 itself.
 LIB_SUBSET ?= two_sessions
 LIB_TABLE = results/table1$(if $(filter-out smoke,$(LIB_SUBSET)),_$(LIB_SUBSET))
-# Table 2: conf/experiment/table2.yaml on LongMemEval-S, a 1024-token context, three judge
+# Table 2: conf/experiment/table2.yaml on LongMemEval-S (its context budget), three judge
 # protocols (default: 12 questions stratified by type,
 # offline: 87 minutes measured on 2 cores shared with other work, load 5-10, from a cold cache;
 # LME_SUBSET=lme30, 30 questions, about 2.5 hours idle; LME_SUBSET=full for the paper setting).
 # TABLE2_METHODS=a,b runs only those methods.
 TABLE2_METHODS ?=
 LME_SUBSET ?= lme12
-LME_BUDGET ?= 1024
+# Table 2's context budget is conf/experiment/table2.yaml's; LME_BUDGET overrides it.
+LME_BUDGET ?=
 # Retrieval-only comparison (no LLM): conf/experiment/retrieval.yaml, lite mode, full LoCoMo.
 RETRIEVAL_METHODS ?=
 # The same on LongMemEval-S, with SeCom's compression off (offline self-information compression
@@ -125,10 +127,15 @@ stats:  ## dataset counts
 bench:  ## performance report -> results/bench.md (every scripts/bench_*.py, with the machine)
 	$(PY) scripts/bench.py
 
+# A value of the runner's config as an experiment composes it: $(call config_value,KEY,OVERRIDES).
+config_value = $(shell $(PY) -m benchmarks.pipeline.config_value $(1) $(2))
+
 # Table 1's report, written after the runs of either target that adds rows to it.
 TABLE1_OUT = results/table1
-TABLE1_REPORT = $(PY) -m benchmarks.tables.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(BUDGET) $(TABLE1_TITLE) --out $(TABLE1_OUT)
-TABLE1_SETTING = backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) answer.context_budget=$(BUDGET) 'judge.protocols=$(PROTOCOLS)' progress=$(PROGRESS)
+TABLE1_BUDGET = $(or $(BUDGET),$(call config_value,answer.context_budget,+experiment=table1))
+TABLE1_REPORT = $(PY) -m benchmarks.tables.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(TABLE1_BUDGET) $(TABLE1_TITLE) --out $(TABLE1_OUT)
+TABLE1_SETTING = backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) $(if $(BUDGET),answer.context_budget=$(BUDGET)) $(if $(PROTOCOLS),'judge.protocols=$(PROTOCOLS)') progress=$(PROGRESS)
+TABLE2_BUDGET = $(or $(LME_BUDGET),$(call config_value,answer.context_budget,+experiment=table2))
 
 reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 reader and judge)
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (1 LoCoMo conversation, 20 questions, backbone $(BACKBONES)): not the papers' setting"; fi
@@ -147,8 +154,8 @@ reproduce-libraries:  ## Mem0 and LangMem beside Table 1's grid on LIB_SUBSET (d
 
 reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 reader and judge)
 	@if [ "$(LME_SUBSET)" != full ]; then echo "NOTE: offline $(LME_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting"; fi
-	$(PY) -m benchmarks.pipeline.run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) answer.context_budget=$(LME_BUDGET) progress=$(PROGRESS)
-	$(PY) -m benchmarks.tables.report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(LME_BUDGET) --out results/table2
+	$(PY) -m benchmarks.pipeline.run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) $(if $(LME_BUDGET),answer.context_budget=$(LME_BUDGET)) progress=$(PROGRESS)
+	$(PY) -m benchmarks.tables.report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(TABLE2_BUDGET) --out results/table2
 
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
 	$(PY) -m benchmarks.pipeline.run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) workers=$(WORKERS) progress=$(PROGRESS)

@@ -4,7 +4,7 @@ Each method config declares, once, in a comment block at the end of its opening 
 
     # registry:
     #   role: method                # method | baseline | ablation | variant | oracle
-    #   paper: esmem                # esmem | secom | hingemem | fracom | cast | none
+    #   paper: esmem                # an id of PAPERS below, or none
     #   name: ES-Mem                # the display name of its class, as its paper spells it
     #   grids: [table1, table2, retrieval, ...]   # GRIDS below; [] for none
 
@@ -16,35 +16,73 @@ forgot its own ``role`` would silently inherit its method's. A comment is never 
 no run id, constructor or option check can see it, and every file declares itself (a test fails
 on a file without a block). The block is plain YAML once the ``# `` is stripped.
 
-The grids that cannot call Python (Hydra sweeps in ``conf/experiment/``, ``conf/ablations.yaml``'s
-methods) stay literal and ``tests/test_registry.py`` fails when one disagrees with the
-declarations; the regression groups (:mod:`benchmarks.tables.regression`), the ablation table's rows
-(:mod:`benchmarks.tables.ablations`), the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m
-benchmarks.registry retrieval_lme``) and the report's display names
-(:mod:`benchmarks.tables.report.naming`) are derived from it.
+Every grid is derived from the blocks, none is written as a list: the experiments' Hydra sweeps
+(``method: ${registry:table1}`` in ``conf/experiment/*.yaml``, a resolver that
+:mod:`benchmarks.pipeline.settings` registers before ``@hydra.main`` composes; a command-line
+``method=a,b`` replaces it), ``conf/ablations.yaml``'s methods and rows
+(:mod:`benchmarks.tables.ablations`), the regression groups (:mod:`benchmarks.tables.regression`),
+the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m benchmarks.registry retrieval_lme``), and a
+grid's order (:func:`entries`' order). The report reads a run's role and display name here
+(:func:`role_of`, :mod:`benchmarks.tables.report.naming`), and :data:`PAPERS` is the one table of
+papers (id, name, published file) that the blocks, ``conf/paper/`` and the published numbers
+(:mod:`benchmarks.published.cells`) share.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 METHOD_DIR = Path(__file__).resolve().parents[1] / "conf" / "method"
 ROLES = ("baseline", "method", "oracle", "ablation", "variant")
-PAPERS = ("none", "esmem", "secom", "hingemem", "fracom", "cast")
-#: Every grid a method config may belong to, and where its list lives.
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A paper whose method the harness implements: the one table every place keyed by a paper
+    reads (the registry blocks' ``paper:``, ``conf/paper/``, the published numbers)."""
+
+    #: The registry blocks' ``paper:`` value; also the name of the paper's method config
+    #: (``conf/method/<id>.yaml``, ``conf/paper/<id>.yaml``), package (``memsys/methods/<id>/``)
+    #: and card (``docs/methods/<id>.md``).
+    id: str
+    #: The method's name as the paper spells it (the tables' display name).
+    name: str
+    #: The stem of the paper's own files: its published numbers
+    #: (``results/published/<published>.yaml``) and its text (``papers/<published>.txt``).
+    published: str
+
+
+#: Every paper, in the order the tables list them.
+PAPERS = {
+    paper.id: paper
+    for paper in (
+        Paper("esmem", "ES-Mem", "es-mem"),
+        Paper("secom", "SeCom", "secom"),
+        Paper("hingemem", "HingeMem", "hingemem"),
+        Paper("fracom", "FraCom", "fracom"),
+        Paper("cast", "CAST", "cast"),
+    )
+}
+#: The ``paper:`` of a config that implements no paper's method (baselines, libraries, oracles).
+NO_PAPER = "none"
+#: What a registry block's ``paper:`` may say, in the order entries are sorted.
+PAPER_IDS = (NO_PAPER, *PAPERS)
+#: Every grid a method config may belong to, and where it is swept or read.
 GRIDS = {
-    "table1": "conf/experiment/table1.yaml",
-    "table2": "conf/experiment/table2.yaml",
-    "retrieval": "conf/experiment/retrieval.yaml",
+    "table1": "conf/experiment/table1.yaml (${registry:table1})",
+    "table2": "conf/experiment/table2.yaml (${registry:table2})",
+    "retrieval": "conf/experiment/retrieval.yaml (${registry:retrieval})",
     "retrieval_lme": "Makefile (LME_RETRIEVAL_METHODS)",
-    "paper": "conf/experiment/paper_locomo.yaml",
-    "libraries": "conf/experiment/libraries.yaml",
-    "ablations": "conf/ablations.yaml",
+    "paper": "conf/experiment/paper_{locomo,longmemeval}.yaml (${registry:paper})",
+    "libraries": "conf/experiment/libraries.yaml (${registry:libraries})",
+    "ablations": "conf/ablations.yaml (benchmarks.tables.ablations.load_spec)",
     "locomo_retrieval": "conf/regression.yaml",
     "locomo_qa": "conf/regression.yaml",
     "longmemeval_qa": "conf/regression.yaml",
@@ -63,6 +101,8 @@ class Entry:
     grids: tuple[str, ...]
     #: The class its ``_target_`` names (through its ``defaults``), e.g. ``ESMem``.
     class_name: str
+    #: Its ``_target_`` in full, e.g. ``memsys.methods.esmem.ESMem``.
+    target: str
 
 
 def declaration(path: Path) -> dict:
@@ -83,15 +123,48 @@ def declaration(path: Path) -> dict:
     return yaml.safe_load("\n".join(body)) or {}
 
 
+def target(path: Path) -> str:
+    """The config's ``_target_``, following its ``defaults`` to a parent."""
+    target = stated_options(path).get("_target_")
+    if target is None:
+        raise ValueError(f"{path}: no _target_, and no parent config in its defaults")
+    return str(target)
+
+
 def class_name(path: Path) -> str:
     """The class name of the config's ``_target_``, following its ``defaults`` to a parent."""
+    return target(path).rsplit(".", 1)[-1]
+
+
+@cache
+def stated_options(path: Path) -> dict[str, Any]:
+    """What a method YAML states, ``_target_`` included, merged over the parent configs its
+    ``defaults`` name as Hydra merges them (a later one over an earlier, the file itself where
+    ``_self_`` stands, else last). What a config group contributes (``/segmenter@segmenter:
+    ...``) is not stated here and is left out."""
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if "_target_" in config:
-        return str(config["_target_"]).rsplit(".", 1)[-1]
-    for parent in config.get("defaults", []):
-        if isinstance(parent, str) and parent != "_self_":
-            return class_name(path.with_name(f"{parent}.yaml"))
-    raise ValueError(f"{path}: no _target_, and no parent config in its defaults")
+    own = {key: value for key, value in config.items() if key != "defaults"}
+    defaults = list(config.get("defaults", []))
+    if "_self_" not in defaults:
+        defaults.append("_self_")
+    merged: dict[str, Any] = {}
+    for parent in defaults:
+        if parent == "_self_":
+            merged = _merged(merged, own)
+        elif isinstance(parent, str):
+            merged = _merged(merged, stated_options(path.with_name(f"{parent}.yaml")))
+    return merged
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` merged into ``base``, mappings key by key."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def entry(path: Path) -> Entry:
@@ -103,8 +176,8 @@ def entry(path: Path) -> Entry:
     problems = []
     if declared["role"] not in ROLES:
         problems.append(f"role {declared['role']!r} not one of {ROLES}")
-    if declared["paper"] not in PAPERS:
-        problems.append(f"paper {declared['paper']!r} not one of {PAPERS}")
+    if declared["paper"] not in PAPER_IDS:
+        problems.append(f"paper {declared['paper']!r} not one of {PAPER_IDS}")
     if not isinstance(declared["name"], str) or not declared["name"]:
         problems.append("name must be a non-empty string")
     unknown = [grid for grid in declared["grids"] or () if grid not in GRIDS]
@@ -119,27 +192,33 @@ def entry(path: Path) -> Entry:
         declared["name"],
         tuple(declared["grids"] or ()),
         class_name(path),
+        target(path),
     )
+
+
+def entries(method_dir: Path | None = None) -> tuple[Entry, ...]:
+    """Every method config's entry (in ``method_dir``, by default :data:`METHOD_DIR`):
+    baselines, methods, oracles, ablations, variants; each role's in paper order
+    (:data:`PAPER_IDS`), then by config name."""
+    return _entries(method_dir or METHOD_DIR)
 
 
 @cache
-def entries(method_dir: Path = METHOD_DIR) -> tuple[Entry, ...]:
-    """Every method config's entry: baselines, methods, oracles, ablations, variants; each
-    role's in paper order (``PAPERS``), then by config name."""
+def _entries(method_dir: Path) -> tuple[Entry, ...]:
     found = [entry(path) for path in method_dir.glob("*.yaml")]
     return tuple(
-        sorted(found, key=lambda e: (ROLES.index(e.role), PAPERS.index(e.paper), e.config))
+        sorted(found, key=lambda e: (ROLES.index(e.role), PAPER_IDS.index(e.paper), e.config))
     )
 
 
-def members(grid: str, method_dir: Path = METHOD_DIR) -> list[str]:
+def members(grid: str, method_dir: Path | None = None) -> list[str]:
     """The method configs that belong to ``grid``, in :func:`entries`' order."""
     if grid not in GRIDS:
         raise KeyError(f"unknown grid {grid!r}: one of {list(GRIDS)}")
     return [e.config for e in entries(method_dir) if grid in e.grids]
 
 
-def ablation_rows(method: str, method_dir: Path = METHOD_DIR) -> list[str]:
+def ablation_rows(method: str, method_dir: Path | None = None) -> list[str]:
     """The ablation table's rows for ``method``: the method, then every other config of its
     paper in the ``ablations`` grid, by name."""
     paper = next(e.paper for e in entries(method_dir) if e.config == method)
@@ -151,9 +230,13 @@ def ablation_rows(method: str, method_dir: Path = METHOD_DIR) -> list[str]:
     return [method, *others]
 
 
-@cache
-def display_names(method_dir: Path = METHOD_DIR) -> dict[str, str]:
+def display_names(method_dir: Path | None = None) -> dict[str, str]:
     """Class name -> display name; every config of one class must declare the same name."""
+    return _display_names(method_dir or METHOD_DIR)
+
+
+@cache
+def _display_names(method_dir: Path) -> dict[str, str]:
     names: dict[str, str] = {}
     for e in entries(method_dir):
         if names.setdefault(e.class_name, e.name) != e.name:
@@ -162,6 +245,63 @@ def display_names(method_dir: Path = METHOD_DIR) -> dict[str, str]:
                 f"{e.class_name} declares {names[e.class_name]!r}"
             )
     return names
+
+
+def entry_of(method: Mapping[str, Any], method_dir: Path | None = None) -> Entry | None:
+    """The config a run's ``method`` node came from (a run records its resolved node, not the
+    config's name): among the configs of its ``_target_``, the one whose stated options
+    (:func:`stated_options`) the node contradicts least, then agrees with most, then the first
+    in :func:`entries`' order. A run that overrode an option (``method.top_k=5``) still maps
+    to the config it started from; a node of a class no config names maps to None.
+
+    So a run's role is its config's declaration, whatever module its class lives in, and
+    several configs of one class (``turn_rag_*``; ``esmem`` and its ablations) each keep theirs.
+    """
+    folder = method_dir or METHOD_DIR
+    named = str(method.get("_target_", ""))
+    candidates = [e for e in entries(folder) if e.target == named]
+    if not candidates:
+        return None
+
+    def fit(candidate: Entry) -> tuple[int, int]:
+        contradicted, agreed = _fit(stated_options(folder / f"{candidate.config}.yaml"), method)
+        return contradicted, -agreed
+
+    return min(candidates, key=fit)  # min keeps the first of equals: entries' order
+
+
+def _fit(stated: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[int, int]:
+    """How many of the ``stated`` leaf options ``node`` contradicts and agrees with; a leaf
+    the node lacks (a partial node) or that is an interpolation (``${...}``, resolved in the
+    run) counts as neither."""
+    contradicted = agreed = 0
+    for key, value in stated.items():
+        if key not in node:
+            continue
+        if isinstance(value, Mapping) and isinstance(node[key], Mapping):
+            inner = _fit(value, node[key])
+            contradicted, agreed = contradicted + inner[0], agreed + inner[1]
+        elif isinstance(value, str) and "${" in value:
+            continue
+        elif _same(node[key], value):
+            agreed += 1
+        else:
+            contradicted += 1
+    return contradicted, agreed
+
+
+def _same(one: Any, other: Any) -> bool:
+    """Equal values, a boolean only to a boolean (``True == 1`` in Python, not in a config)."""
+    if isinstance(one, bool) or isinstance(other, bool):
+        return one is other
+    return bool(one == other)
+
+
+def role_of(method: Mapping[str, Any], method_dir: Path | None = None) -> str | None:
+    """The declared role of the config a run's ``method`` node came from (:func:`entry_of`);
+    None for a class no config names."""
+    found = entry_of(method, method_dir)
+    return None if found is None else found.role
 
 
 def main(argv: list[str] | None = None) -> int:

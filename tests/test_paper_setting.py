@@ -23,6 +23,7 @@ from run_helpers import (
     sweep_values,
 )
 
+from benchmarks import registry
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.settings import check_method_options, validate
 from benchmarks.published import Line, build_paper_report, main, render_paper_markdown
@@ -63,6 +64,10 @@ def test_every_grid_entry_composes_and_validates(experiment: str, entry: str) ->
         assert settings.subset.name == "full" and settings.subset.max_questions is None
         assert settings.subset.conversations is None and settings.judge_enabled
         assert cfg.judge.backbone.name == "gpt-4o-mini" and cfg.backbone.name == reader
+
+
+def test_every_paper_has_its_setting_here() -> None:
+    assert sorted(PAPER_SETTINGS) == sorted(registry.PAPERS)
 
 
 @pytest.mark.parametrize("entry", PAPER_SETTINGS)

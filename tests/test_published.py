@@ -164,7 +164,7 @@ def test_segmentation_cells_are_the_papers_text(path: Path) -> None:
 
 
 def test_segmentation_rows_gather_every_segmentation_cell() -> None:
-    rows = published_segmentation("es-mem", PUBLISHED)
+    rows = published_segmentation("esmem", PUBLISHED)
     assert [(row.group, row.row) for row in rows][:2] == [
         ("Unsupervised Methods", "BayesSeg"),
         ("Unsupervised Methods", "TextTiling"),

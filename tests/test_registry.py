@@ -1,5 +1,6 @@
 """The method registry (benchmarks/registry.py): every method config declares itself, and every
-grid that stays a literal list (Hydra sweeps, conf/ablations.yaml) agrees with the declarations."""
+grid (the experiments' Hydra sweeps, conf/ablations.yaml, the regression groups, the Makefile's
+list) is derived from the declarations."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ from pathlib import Path
 
 import pytest
 import yaml
+from omegaconf import OmegaConf
+from run_helpers import compose_config
 
 from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.tables.ablations import load_spec, variants
+from benchmarks.published.cells import MEASURED, read_papers
+from benchmarks.tables.ablations import SPEC, load_spec, variants
 from benchmarks.tables.regression import load_cases
 
-#: The literal grids: file, and the sweep key that lists the method configs.
-LITERAL_GRIDS = {
+#: The experiment grids: file, and the sweep key that lists the method configs.
+SWEEP_GRIDS = {
     "table1": ("conf/experiment/table1.yaml", "method"),
     "table2": ("conf/experiment/table2.yaml", "method"),
     "retrieval": ("conf/experiment/retrieval.yaml", "method"),
@@ -33,9 +37,10 @@ def entry_of(config: str) -> registry.Entry:
     return next(e for e in registry.entries() if e.config == config)
 
 
-def sweep_list(file: str, key: str) -> list[str]:
+def sweep_value(file: str, key: str) -> str:
+    """The sweep parameter ``key`` as the experiment file writes it."""
     spec = yaml.safe_load((REPO_ROOT / file).read_text())
-    return [part.strip() for part in spec["hydra"]["sweeper"]["params"][key].split(",")]
+    return str(spec["hydra"]["sweeper"]["params"][key])
 
 
 def mismatches(grid: str, listed: list[str], where: str) -> list[str]:
@@ -66,16 +71,55 @@ def test_every_method_config_declares_itself() -> None:
 
 def test_each_paper_has_one_method_named_for_it() -> None:
     methods = [e for e in registry.entries() if e.role == "method"]
-    assert sorted(e.config for e in methods) == sorted(p for p in registry.PAPERS if p != "none")
+    assert sorted(e.config for e in methods) == sorted(registry.PAPERS)
     assert all(e.paper == e.config for e in methods)
+    assert all(e.name == registry.PAPERS[e.paper].name for e in methods)
 
 
-@pytest.mark.parametrize("grid", sorted(LITERAL_GRIDS))
-def test_literal_grid_lists_exactly_its_registered_methods(grid: str) -> None:
-    file, key = LITERAL_GRIDS[grid]
-    listed = sweep_list(file, key)
-    assert len(listed) == len(set(listed)), f"{file}: a method listed twice"
-    assert not mismatches(grid, listed, file), "\n".join(mismatches(grid, listed, file))
+def test_the_paper_table_names_every_file_keyed_by_a_paper() -> None:
+    """One table (id, name, published file) for the registry, conf/paper and the published
+    numbers: ES-Mem's id is ``esmem``, its files' stem ``es-mem``."""
+    assert registry.PAPERS["esmem"].published == "es-mem"
+    assert set(MEASURED) == set(registry.PAPERS)
+    assert [MEASURED[paper].label for paper in registry.PAPERS] == [
+        paper.name for paper in registry.PAPERS.values()
+    ]
+    published = {path.stem for path in (REPO_ROOT / "results" / "published").glob("*.yaml")}
+    for paper in registry.PAPERS.values():
+        assert paper.published in published, paper
+        assert (REPO_ROOT / "conf" / "paper" / f"{paper.id}.yaml").exists(), paper
+    assert sorted(read_papers(REPO_ROOT / "results" / "published")) == sorted(registry.PAPERS)
+
+
+def test_every_run_of_a_method_config_maps_back_to_it() -> None:
+    """A run records its resolved method node, not its config's name: each config's node (at
+    every reader, which ES-Mem's K follows) maps back to that config, among several of one
+    class; an overridden option still maps to the config it started from."""
+    for e in registry.entries():
+        for reader in ("embedded", "gpt-4o-mini"):
+            cfg = compose_config([f"method={e.config}", f"backbone={reader}"])
+            node = OmegaConf.to_container(cfg.method, resolve=True)
+            assert isinstance(node, dict)
+            found = registry.entry_of(node)
+            assert found is not None and found.config == e.config, (e.config, reader)
+    node = OmegaConf.to_container(compose_config(["method=fracom_theta08"]).method, resolve=True)
+    assert isinstance(node, dict)
+    overridden = registry.entry_of({**node, "predicate_threshold": 0.6})
+    assert overridden is not None and overridden.config == "fracom_theta08"
+    assert registry.entry_of({"_target_": "memsys.methods.nowhere.Gone"}) is None
+
+
+@pytest.mark.parametrize("grid", sorted(SWEEP_GRIDS))
+def test_each_experiment_sweeps_its_grid_as_the_registry_derives_it(grid: str) -> None:
+    """No experiment writes its list: each names its grid (``${registry:GRID}``), which the
+    resolver turns into the registry's members (tests/test_sweeps.py: Hydra's sweeper expands
+    it, and a command-line list replaces it)."""
+    file, key = SWEEP_GRIDS[grid]
+    assert sweep_value(file, key) == f"${{registry:{grid}}}"
+    experiment = Path(file).stem
+    params = compose_config([f"+experiment={experiment}"], with_hydra=True).hydra.sweeper.params
+    listed = str(params[key]).split(",")
+    assert listed == registry.members(grid) and len(listed) == len(set(listed))
 
 
 def test_a_grid_mismatch_names_the_file_and_the_method() -> None:
@@ -88,17 +132,24 @@ def test_a_grid_mismatch_names_the_file_and_the_method() -> None:
     ]
 
 
-def test_ablation_spec_names_the_registered_methods_and_rows() -> None:
+def test_ablation_spec_takes_its_methods_and_rows_from_the_registry(tmp_path: Path) -> None:
     spec = load_spec()
-    methods = [m for m in registry.members("ablations") if entry_of(m).role == "method"]
-    listed = list(spec["methods"])
-    where = "conf/ablations.yaml (methods)"
-    assert sorted(listed) == sorted(methods), "\n".join(mismatches("ablations", listed, where))
+    assert list(spec["methods"]) == ["esmem", "secom", "hingemem", "fracom", "cast"]
+    assert all(extra == [] for extra in spec["methods"].values())
+    raw = yaml.safe_load(SPEC.read_text())
+    assert "methods" not in raw, "conf/ablations.yaml lists no methods: the registry does"
     rows = [v.config for v in variants(spec)]
     assert sorted(rows) == sorted(registry.members("ablations"))
     for config in [*spec.get("skip", {}), *spec.get("explanations", {})]:
         assert config in rows, f"conf/ablations.yaml names {config}, not in the ablation table"
     assert not any("registry" in v.description for v in variants(spec))
+    odd = tmp_path / "ablations.yaml"
+    odd.write_text(yaml.safe_dump({**raw, "method_overrides": {"cast": ["x=1"], "nope": []}}))
+    with pytest.raises(ValueError, match=r"method_overrides names \['nope'\]"):
+        load_spec(odd)
+    raw["method_overrides"] = {"cast": ["answer.order=rank"]}
+    odd.write_text(yaml.safe_dump(raw))
+    assert load_spec(odd)["methods"]["cast"] == ["answer.order=rank"]
 
 
 def test_regression_groups_run_their_registered_methods() -> None:

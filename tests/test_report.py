@@ -26,9 +26,11 @@ from report_helpers import (
     write_run,
 )
 
+from benchmarks import registry
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.tables.report import ReportError, build_report, main, method_name, render_markdown
 from benchmarks.tables.report.header import short_label
+from benchmarks.tables.report.naming import row_key
 from benchmarks.tables.summary import interval_line, summarize_run
 
 
@@ -219,6 +221,43 @@ def test_p_value_against_the_best_baseline_of_the_same_backbone(tmp_path: Path) 
     )
 
 
+MEM0 = {"_target_": "memsys.methods.libraries.mem0.Mem0", "extraction": "llm", "top_k": 30}
+
+
+def test_a_baseline_in_its_own_module_is_a_baseline(tmp_path: Path) -> None:
+    """The role is the config's registry declaration, not the module of its class: Mem0
+    (memsys.methods.libraries, ``role: baseline``) is the best baseline a method is tested
+    against, and gets no p-value of its own."""
+    best = [0.5, 0.6, 0.7, 0.4, 0.5, 0.6]
+    method = [0.9, 0.8, 1.0, 0.7, 0.9, 0.8]
+    write_run(tmp_path, "turn", config(TURN_RAG), scored([0.1] * 6))
+    write_run(tmp_path, "mem0", config(MEM0), scored(best))
+    write_run(tmp_path, "new", config(NEW_METHOD), scored(method))
+    out = tmp_path / "table1"
+    assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    table = read_table(out).set_index("method")
+    assert table.loc["Mem0", "baseline"] and pd.isna(table.loc["Mem0", "p_value"])
+    assert table.loc["ES-Mem", "p_value_baseline"] == "Mem0"
+    assert table.loc["ES-Mem", "p_value"] == round(paired_bootstrap_pvalue(method, best), 4)
+    assert list(table.index) == ["Mem0", "TurnRAG (dense)", "ES-Mem"]  # baselines first
+
+
+def test_a_baseline_of_a_new_module_is_read_from_its_registry_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "method"
+    folder.mkdir()
+    (folder / "last_sessions.yaml").write_text(
+        "# The last sessions.\n# registry:\n#   role: baseline\n#   paper: none\n"
+        "#   name: LastSessions\n#   grids: []\n"
+        "_target_: memsys.methods.last_sessions.LastSessions\nsessions: 2\n"
+    )
+    monkeypatch.setattr(registry, "METHOD_DIR", folder)
+    last = {"_target_": "memsys.methods.last_sessions.LastSessions", "sessions": 3}
+    assert row_key(config(last)).baseline
+    assert not row_key(config(NEW_METHOD)).baseline  # a class no config names: not a baseline
+
+
 def test_only_baselines_still_have_the_p_value_column(tmp_path: Path) -> None:
     write_run(tmp_path / "runs", "a", config(ZERO), scored([0.0, 1.0]))
     out = tmp_path / "table1"
@@ -373,16 +412,19 @@ def test_the_header_names_the_methods_whose_reader_never_got_context(tmp_path: P
     nothing = [line | {"context_tokens": 0} for line in scored([0.0, 0.0])]
     write_run(runs, "zero", config(ZERO), nothing)  # a baseline: no context by design
     write_run(runs, "esmem", config(NEW_METHOD), nothing)
+    write_run(runs, "mem0", config(MEM0), nothing)  # a baseline whose LLM built nothing
     write_run(runs, "turns", config(TURN_RAG), scored([1.0, 0.0]))
     assert build_report(runs).notes.text("no_context") == (
-        "NO CONTEXT: ES-Mem · tiny-llm · llm (tiny-llm) handed over no context for any question "
+        "NO CONTEXT: Mem0 · tiny-llm · llm (tiny-llm); ES-Mem · tiny-llm · llm (tiny-llm) handed "
+        "over no context for any question "
         "(an empty memory, or nothing within the budget; a memory's construction stats in the "
         "cache say why, e.g. unparseable LLM replies): the row scores having no history, not "
         "the method"
     )
-    (runs / "esmem" / "predictions.jsonl").write_text(
-        "".join(json.dumps(line) + "\n" for line in scored([0.0, 0.0]))
-    )
+    for name in ("esmem", "mem0"):
+        (runs / name / "predictions.jsonl").write_text(
+            "".join(json.dumps(line) + "\n" for line in scored([0.0, 0.0]))
+        )
     assert build_report(runs).notes.text("no_context") is None
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from run_helpers import CONF, FIXTURE, compose_with_hydra, sweep_values
 
+from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
 
 
@@ -25,6 +26,64 @@ def test_table1_experiment_lists_every_method_once_and_each_has_a_config() -> No
         assert (CONF / "method" / f"{method}.yaml").exists(), method
     assert (cfg.answer.context_budget, list(cfg.judge.protocols)) == (512, [])
     assert cfg.dataset.name == "locomo"
+
+
+def sweep_jobs(experiment: str, command_line: list[str]) -> list[list[str]]:
+    """The jobs Hydra's basic sweeper makes of ``-m +experiment=EXPERIMENT *command_line``: the
+    sweeper instantiated from the composed config as Hydra's plugin loader does (its params
+    resolved then, ``${registry:...}`` included), then its own split of params + command line."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.plugins import Plugins
+
+    arguments = [f"+experiment={experiment}", *command_line]
+    fixed = [a for a in arguments if "," not in a]
+    sweeper = Plugins.instance()._instantiate(compose_with_hydra(fixed).hydra.sweeper)
+    assert isinstance(sweeper, BasicSweeper)
+    lines = sweeper._parse_config() + arguments
+    batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(lines), None)
+    return [job for batch in batches for job in batch]
+
+
+@pytest.mark.parametrize(
+    ("experiment", "grid", "key"),
+    [
+        ("table1", "table1", "method"),
+        ("table2", "table2", "method"),
+        ("retrieval", "retrieval", "method"),
+        ("libraries", "libraries", "method"),
+        ("paper_locomo", "paper", "paper"),
+        ("paper_longmemeval", "paper", "paper"),
+    ],
+)
+def test_the_sweeper_expands_the_registry_grid(experiment: str, grid: str, key: str) -> None:
+    jobs = sweep_jobs(experiment, [])
+    swept = [job[0] for job in jobs][:: len(jobs) // len(registry.members(grid))]
+    assert swept == [f"{key}={member}" for member in registry.members(grid)]
+
+
+def test_a_command_line_list_replaces_the_registry_grid() -> None:
+    jobs = sweep_jobs("table1", ["method=esmem,cast", "subset=full"])
+    assert [job[:2] for job in jobs] == [
+        ["method=esmem", "backbone=embedded"],
+        ["method=cast", "backbone=embedded"],
+    ]
+    assert all("subset=full" in job for job in jobs)
+
+
+@pytest.mark.slow
+def test_the_runner_sweeps_the_registry_grid(tmp_path: Path) -> None:
+    """The real command line (``@hydra.main``, the resolver registered on import): every job of
+    Table 1's grid is launched; ``batch_size=0`` makes each refuse its config at once, and the
+    sweep's closing lines name each job's overrides."""
+    command = [sys.executable, "-m", "benchmarks.pipeline.run", "-m", "+experiment=table1"]
+    command += ["batch_size=0", f"results_dir={tmp_path}"]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr[-3000:]
+    launched = [
+        line.split()[2] for line in done.stderr.splitlines() if line.startswith("error:   #")
+    ]
+    assert launched == [f"method={member}" for member in registry.members("table1")]
 
 
 def test_slurm_launcher_config_composes() -> None:
@@ -85,3 +144,28 @@ def test_a_sweep_refuses_its_next_job_once_conf_changed(tmp_path: Path) -> None:
     assert conf_digest(conf) != before
     with pytest.raises(ConfChangedError, match=r"conf changed since this sweep's first job"):
         guard.check()
+
+
+def test_the_makefile_reads_the_tables_settings_from_their_experiments(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Table 1's budget and protocols and Table 2's budget are stated in their experiment configs
+    only: the Makefile passes them to a run only when given (BUDGET=, PROTOCOLS=, LME_BUDGET=)
+    and reads the report's filter from the experiment (benchmarks.pipeline.config_value)."""
+    from benchmarks.pipeline.config_value import main as config_value
+
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    for variable in ("BUDGET", "PROTOCOLS", "LME_BUDGET"):
+        assert f"\n{variable} ?=\n" in makefile, variable
+    assert "$(call config_value,answer.context_budget,+experiment=table1)" in makefile
+    assert "$(call config_value,answer.context_budget,+experiment=table2)" in makefile
+    assert "--where answer.context_budget=$(TABLE1_BUDGET)" in makefile
+    assert "--where answer.context_budget=$(TABLE2_BUDGET)" in makefile
+    for key, experiment, printed in (
+        ("answer.context_budget", "table1", "512"),
+        ("judge.protocols", "table1", "[]"),
+        ("answer.context_budget", "table2", "1024"),
+    ):
+        assert config_value([key, f"+experiment={experiment}"]) == 0
+        assert capsys.readouterr().out.strip() == printed
+    assert config_value(["no.such.key"]) == 2

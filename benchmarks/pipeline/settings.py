@@ -24,6 +24,7 @@ from benchmarks.data.paths import REPO_ROOT, resolve_path
 from benchmarks.data.specs import DATASET_SPECS, DatasetSpec
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.pipeline.subsets import SubsetSpec
+from benchmarks.registry import members
 from memsys.base import CONTEXT_ORDERS, MemorySystem
 from memsys.embed import BACKENDS
 from memsys.llm.retry import RetryPolicy
@@ -34,6 +35,11 @@ CONF = REPO_ROOT / "conf"
 
 # ``${repo_path:...}``: a path as the runners resolve it (Hydra's folders under ``results_dir``).
 OmegaConf.register_new_resolver("repo_path", lambda path: str(resolve_path(path)), replace=True)
+# ``${registry:GRID}``: the grid's method configs, comma-separated (:func:`benchmarks.registry.members`),
+# so an experiment's sweep (``hydra.sweeper.params``) is derived from the registry blocks. Registered
+# on import, before ``@hydra.main`` composes; Hydra's sweeper resolves it when it reads its params,
+# and a command-line ``method=a,b`` replaces it as any sweep key.
+OmegaConf.register_new_resolver("registry", lambda grid: ",".join(members(grid)), replace=True)
 #: Keys that say where things live, how to display them or how many processes do the work: not
 #: part of a run's identity.
 LOCATION_KEYS = (

@@ -66,7 +66,8 @@ def sweep(overrides: Sequence[str]) -> Sweep:
     parser = OverridesParser.create()
     base = compose_overrides(fixed_overrides(overrides), hydra=True)
     swept = OmegaConf.select(base, "hydra.sweeper.params")
-    params = OmegaConf.to_container(swept, resolve=False) if swept is not None else {}
+    # resolved: a sweep may be derived (``${registry:table1}``, benchmarks.pipeline.settings)
+    params = OmegaConf.to_container(swept, resolve=True) if swept is not None else {}
     assert isinstance(params, dict)
     lines = [f"{key}={value}" for key, value in params.items()] + list(overrides)
     choices: dict[str, list[str]] = {}

@@ -11,7 +11,7 @@ from typing import Any
 from benchmarks.data.paths import shown_path
 from benchmarks.data.specs import named_spec
 from benchmarks.published.cells import (
-    PAPERS,
+    MEASURED,
     PUBLISHED,
     PublishedCell,
     published_cells,
@@ -99,8 +99,8 @@ def build_paper_report(
         for run in readers.values()
     }
     lines, left_out = [], []
-    for stem, document in read_papers(published_dir).items():
-        cells, summary = published_cells(PAPERS[stem], document, dataset, entries)
+    for paper, document in read_papers(published_dir).items():
+        cells, summary = published_cells(MEASURED[paper], document, dataset, entries)
         left_out.append(summary)
         for cell in cells:
             run = paired_run(cell, grid_runs[cell.entry])

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.published.grid import Entry
 from memsys.types import LONGMEMEVAL_CATEGORIES
@@ -32,9 +33,12 @@ METRICS = {
 @dataclass(frozen=True)
 class Paper:
     """How a paper measured its numbers where papers differ, from its published file's
-    ``paper.setting`` and its fidelity card; each measured run is compared with it."""
+    ``paper.setting`` and its fidelity card; each measured run is compared with it. Which paper
+    it is (its name, its published file) is the registry's table
+    (:data:`benchmarks.registry.PAPERS`)."""
 
-    label: str
+    #: The paper's id in :data:`benchmarks.registry.PAPERS`.
+    id: str
     #: The harness scorer computing the paper's F1.
     f1: str = "f1_set"
     #: Whether LoCoMo's Overall counts the adversarial questions.
@@ -46,32 +50,44 @@ class Paper:
     embedder: str = "not stated"
     budget: str = "none stated"
 
+    @property
+    def label(self) -> str:
+        """The method's name as the paper spells it."""
+        return registry.PAPERS[self.id].name
 
-PAPERS = {
-    "es-mem": Paper(
-        "ES-Mem",
-        order="time",
-        embedder="all-MiniLM-L6-v2",
-        budget="none stated; top K = 5 or 10 events (Appendix B)",
-    ),
-    "secom": Paper(
-        "SeCom", builder="GPT-4-0125", embedder="multi-qa-mpnet-base-dot-v1", budget="4k tokens"
-    ),
-    "hingemem": Paper(
-        "HingeMem",
-        f1="f1_locomo",
-        adversarial="include",
-        embedder="text-embedding-3-small",
-        budget="none; the adaptive stop decides",
-    ),
-    "fracom": Paper("FraCom", embedder="Sentence-BERT"),
-    "cast": Paper(
-        "CAST",
-        order="rank",
-        builder="Llama-3.3-70B-Instruct",
-        embedder="text-embedding-3-small",
-        budget="none stated; k = 5 passages",
-    ),
+
+#: How each paper of :data:`benchmarks.registry.PAPERS` measured, by paper id.
+MEASURED = {
+    paper.id: paper
+    for paper in (
+        Paper(
+            "esmem",
+            order="time",
+            embedder="all-MiniLM-L6-v2",
+            budget="none stated; top K = 5 or 10 events (Appendix B)",
+        ),
+        Paper(
+            "secom",
+            builder="GPT-4-0125",
+            embedder="multi-qa-mpnet-base-dot-v1",
+            budget="4k tokens",
+        ),
+        Paper(
+            "hingemem",
+            f1="f1_locomo",
+            adversarial="include",
+            embedder="text-embedding-3-small",
+            budget="none; the adaptive stop decides",
+        ),
+        Paper("fracom", embedder="Sentence-BERT"),
+        Paper(
+            "cast",
+            order="rank",
+            builder="Llama-3.3-70B-Instruct",
+            embedder="text-embedding-3-small",
+            budget="none stated; k = 5 passages",
+        ),
+    )
 }
 
 
@@ -94,11 +110,13 @@ class PublishedCell:
 
 
 def read_papers(directory: Path) -> dict[str, dict[str, Any]]:
-    """Every published file with a :data:`PAPERS` entry, by file name (``es-mem``)."""
+    """The published file of every paper (:data:`benchmarks.registry.PAPERS`: its
+    ``published`` names the file) that ``directory`` holds, by paper id, in file-name order."""
+    by_file = {paper.published: paper.id for paper in registry.PAPERS.values()}
     return {
-        path.stem: yaml.safe_load(path.read_text(encoding="utf-8"))
+        by_file[path.stem]: yaml.safe_load(path.read_text(encoding="utf-8"))
         for path in sorted(directory.glob("*.yaml"))
-        if path.stem in PAPERS
+        if path.stem in by_file
     }
 
 

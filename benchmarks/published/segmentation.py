@@ -1,5 +1,5 @@
 """The papers' published segmentation numbers: the cells of ``results/published/<paper>.yaml``
-(a :data:`benchmarks.published.cells.PAPERS` file, the schema every published cell keeps) on the
+(a :data:`benchmarks.registry.PAPERS` paper's file, the schema every published cell keeps) on the
 segmentation datasets (ES-Mem's Table 4), gathered into the rows a segmentation table quotes
 beside its measured ones (``python -m benchmarks.tables.segmentation``). Only the one paper's
 file is read: parsing all five takes seconds.
@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 
 from benchmarks.data.segmentation import SEGMENTATION_DATASETS
-from benchmarks.published.cells import PAPERS, PUBLISHED
+from benchmarks.published.cells import PUBLISHED
+from benchmarks.registry import PAPERS
 
 #: Published segmentation metric names → the harness's (:mod:`benchmarks.metrics.segmentation`),
 #: in the order tables print them.
@@ -59,8 +60,8 @@ def is_segmentation(result: dict[str, Any]) -> bool:
     )
 
 
-def quoted_rows(stem: str, document: dict[str, Any]) -> list[QuotedRow]:
-    """The segmentation rows of one published file (``stem``: its name, ``es-mem``)."""
+def quoted_rows(paper: str, document: dict[str, Any]) -> list[QuotedRow]:
+    """The segmentation rows of ``paper``'s published file (``paper``: its id, ``esmem``)."""
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for result in filter(is_segmentation, document["results"]):
         setting = result["setting"]
@@ -71,25 +72,25 @@ def quoted_rows(stem: str, document: dict[str, Any]) -> list[QuotedRow]:
         found["scores"].setdefault(setting["dataset"], {})[metric] = float(result["value"])
     rows = []
     for (table, row), found in cells.items():
-        where = f"results/published/{stem}.yaml, {table}, row {row!r}"
+        where = f"results/published/{PAPERS[paper].published}.yaml, {table}, row {row!r}"
         if len(found["groups"]) != 1 or None in found["groups"]:
             raise PublishedSegmentationError(f"{where}: one setting.group expected, got {found}")
         for dataset, scores in found["scores"].items():
             if set(scores) != set(SEGMENTATION_METRICS.values()):
                 raise PublishedSegmentationError(f"{where}: {dataset} has only {sorted(scores)}")
         (group,) = found["groups"]
-        rows.append(QuotedRow(PAPERS[stem].label, table, group, row, found["scores"]))
+        rows.append(QuotedRow(PAPERS[paper].name, table, group, row, found["scores"]))
     return rows
 
 
 def read_paper(paper: str, directory: Path = PUBLISHED) -> dict[str, Any]:
-    """One published file (``paper``: its name, a :data:`PAPERS` key)."""
-    path = directory / f"{paper}.yaml"
-    if paper not in PAPERS or not path.is_file():
-        raise PublishedSegmentationError(f"no published file {path} of a known paper")
+    """``paper``'s published file (``paper``: a :data:`PAPERS` id)."""
+    path = directory / f"{PAPERS[paper].published}.yaml" if paper in PAPERS else None
+    if path is None or not path.is_file():
+        raise PublishedSegmentationError(f"no published file of a known paper {paper!r} ({path})")
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def published_segmentation(paper: str = "es-mem", directory: Path = PUBLISHED) -> list[QuotedRow]:
-    """The published segmentation rows of ``paper`` (a published file's name)."""
+def published_segmentation(paper: str = "esmem", directory: Path = PUBLISHED) -> list[QuotedRow]:
+    """The published segmentation rows of ``paper`` (a :data:`PAPERS` id)."""
     return quoted_rows(paper, read_paper(paper, directory))

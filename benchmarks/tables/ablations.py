@@ -59,8 +59,19 @@ class Variant:
 
 
 def load_spec(path: Path = SPEC) -> dict[str, Any]:
-    """``conf/ablations.yaml`` as plain data."""
-    return yaml.safe_load(path.read_text())
+    """``conf/ablations.yaml`` as plain data, with its ``methods``: each ``role: method`` config
+    of the registry's ``ablations`` grid (:func:`benchmarks.registry.members`, paper order) and
+    the overrides its rows take beside the spec's (its ``method_overrides``, none by default)."""
+    spec = yaml.safe_load(path.read_text())
+    extra = spec.pop("method_overrides", None) or {}
+    methods = [
+        e.config for e in registry.entries() if e.role == "method" and "ablations" in e.grids
+    ]
+    unknown = sorted(set(extra) - set(methods))
+    if unknown:
+        raise ValueError(f"{path}: method_overrides names {unknown}, not methods of the table")
+    spec["methods"] = {method: list(extra.get(method, [])) for method in methods}
+    return spec
 
 
 def description(config: str) -> str:

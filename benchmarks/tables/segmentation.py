@@ -56,7 +56,7 @@ from memsys.methods.secom.reflection import ReflectionConfig
 DATASETS = {"dialseg711": "DialSeg711", "superdialseg": "SuperDialSeg", "tiage": "TIAGE"}
 TABLE_METRICS = tuple(SEGMENTATION_METRICS.values())
 #: The published file whose segmentation rows the table quotes (``results/published/``).
-QUOTED_PAPER = "es-mem"
+QUOTED_PAPER = "esmem"
 #: A row is marked FALLBACK when at least this share of its dialogues fell back.
 FALLBACK_MARK_SHARE = 0.5
 #: Appendix A.1's reflection setting, printed beside every measured reflection row.

@@ -38,8 +38,8 @@ Readings taken where the brief leaves a choice:
   haystack, so the clusters are single questions.
 * **Failed questions** (no answer, or no verdict) carry no score and are left out of the mean,
   as in ``benchmarks.tables.summary``; ``n`` counts the scored questions.
-* **p-values**: each non-baseline answered row against the baseline row (a class from
-  ``memsys.methods.baselines``) with the same backbone and the highest overall mean of the
+* **p-values**: each non-baseline answered row against the baseline row (a run whose method
+  config declares ``role: baseline``: :func:`benchmarks.registry.role_of`) with the same backbone and the highest overall mean of the
   primary metric (``--metric``, an F1 scorer), paired by question over the questions both
   scored in the overall set, resampling their conversations as the intervals do. The cell is
   a plain number (``<0.001`` below), the baseline named once in the notes; baseline rows print

@@ -449,9 +449,14 @@ def no_context_line(rows: Sequence[Row]) -> str | None:
     """The header note naming the methods that handed over no context for any question (None
     when there are none): an empty memory (or nothing within the budget), so their scores are
     those of having no history, whatever the method would do with a working construction model.
-    The rows of ``memsys.methods.baselines`` are left out (ZeroHistory hands over nothing by
-    design); the libraries, whose registry role is baseline too, are not."""
-    empty = [row.key.label() for row in rows if row.context_tokens == 0 and not row.key.baseline]
+    Baselines whose memory no LLM builds are left out (ZeroHistory hands over nothing by
+    design); the libraries, baselines that build with the LLM, are not."""
+    empty = [
+        row.key.label()
+        for row in rows
+        if row.context_tokens == 0
+        and not (row.key.baseline and not row.key.extraction.startswith("llm"))
+    ]
     if not empty:
         return None
     return (

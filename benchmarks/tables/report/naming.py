@@ -6,9 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.registry import display_names
-
-BASELINE_MODULE = "memsys.methods.baselines"
+from benchmarks.registry import display_names, role_of
 
 
 @dataclass(frozen=True)
@@ -17,6 +15,8 @@ class RowKey:
 
     retrieval_only: bool
     backbone: str
+    #: Whether the run's method config declares ``role: baseline`` (:mod:`benchmarks.registry`):
+    #: the rows a method is tested against, whatever module their class lives in.
     baseline: bool
     method: str
     extraction: str
@@ -63,7 +63,7 @@ def row_key(config: dict[str, Any], variant: str = "") -> RowKey:
     return RowKey(
         retrieval_only=retrieval_only,
         backbone="" if retrieval_only else str(config.get("backbone", {}).get("name", "?")),
-        baseline=str(method.get("_target_", "")).rsplit(".", 1)[0] == BASELINE_MODULE,
+        baseline=role_of(method) == "baseline",
         method=f"{method_name(method)} [{variant}]" if variant else method_name(method),
         extraction=extraction_description(config),
     )
