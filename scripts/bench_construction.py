@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.data import load_locomo  # noqa: E402
 from benchmarks.pipeline.harness import instantiate_method  # noqa: E402
 from benchmarks.pipeline.memories_ahead import MemoriesAhead  # noqa: E402
-from benchmarks.pipeline.settings import compose_config  # noqa: E402
+from benchmarks.pipeline.settings import backbone_config, compose_config, embedder_config  # noqa: E402
 from memsys.base import Services  # noqa: E402
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache  # noqa: E402
 from memsys.llm import Accounting, Backbone, Completion, LLMRequest, ResponseCache  # noqa: E402
@@ -186,13 +186,15 @@ def build(
     cfg = compose_config(overrides)
     accounting = Accounting()
     backbone = build_backbone(
-        cfg.backbone, cache=ResponseCache(scratch / "responses.sqlite"), accounting=accounting
+        backbone_config(cfg, "backbone"),
+        cache=ResponseCache(scratch / "responses.sqlite"),
+        accounting=accounting,
     )
     warm_up(backbone, shared.concurrency)
     timed = TimedProvider(backbone.provider)
     backbone.provider = timed
     embedder = Embedder(
-        EmbedderConfig.from_node(cfg.embedder),
+        embedder_config(cfg),
         EmbeddingCache(scratch / "embeddings.sqlite"),
         model=shared.embedding_model,
     )

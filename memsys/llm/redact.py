@@ -3,8 +3,9 @@
 A base URL may carry a secret: basic-auth user info (``http://user:pass@host/v1``) or a key in
 its query (``?api_key=...``). A server may echo the ``Authorization`` header (``Bearer sk-...``)
 in an error body or a reply. The provider connects with the real URL and key; whatever is
-written or shown (configs, Hydra's saved files, log records, error messages, failure records,
-cached replies) gets :func:`redact` first: URL credentials, ``Bearer`` tokens, ``sk-...`` keys
+written or shown (configs, log records, error messages, failure records, cached replies; and
+Hydra's saved files, which the runners mask: ``benchmarks.pipeline.cli.redact_run_outputs``)
+gets :func:`redact` first: URL credentials, ``Bearer`` tokens, ``sk-...`` keys
 and every key value a provider read from its ``api_key_env`` (:func:`register_secret`).
 """
 
@@ -14,9 +15,6 @@ import logging
 import re
 import threading
 from pathlib import Path
-
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 
 #: What replaces a secret.
 MASK = "***"
@@ -102,25 +100,3 @@ def redact_file(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     if (masked := redact(text)) != text:
         path.write_text(masked, encoding="utf-8")
-
-
-def hydra_saved_files() -> list[Path]:
-    """The files Hydra wrote for this job before the task function ran: the composed config,
-    its own config and the overrides (``.hydra/*.yaml``), and a multirun's ``multirun.yaml``.
-    Empty outside a Hydra app (a test, or a runner composing configs itself)."""
-    if not HydraConfig.initialized():
-        return []
-    hydra = HydraConfig.get()
-    files: list[Path] = []
-    if hydra.output_subdir is not None:
-        files += sorted((Path(hydra.runtime.output_dir) / hydra.output_subdir).glob("*.yaml"))
-    if hydra.mode == RunMode.MULTIRUN:
-        files.append(Path(hydra.runtime.cwd) / hydra.sweep.dir / "multirun.yaml")
-    return [path for path in files if path.is_file()]
-
-
-def redact_run_outputs() -> None:
-    """From now on, and in what Hydra wrote already, no URL credential: the runners' first step."""
-    install_log_redaction()
-    for path in hydra_saved_files():
-        redact_file(path)
