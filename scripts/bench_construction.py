@@ -53,7 +53,7 @@ SERVER_PATH = os.pathsep.join([str(REPO), str(REPO / "tests")])
 from benchmarks.data import load_locomo  # noqa: E402
 from benchmarks.pipeline.harness import instantiate_method  # noqa: E402
 from benchmarks.pipeline.memories_ahead import MemoriesAhead  # noqa: E402
-from benchmarks.pipeline.settings import compose_config  # noqa: E402
+from benchmarks.pipeline.settings import backbone_config, compose_config, embedder_config  # noqa: E402
 from benchmarks.tables.render import Table, markdown_row  # noqa: E402
 from memsys.base import Services  # noqa: E402
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache  # noqa: E402
@@ -202,13 +202,15 @@ def build(
     cfg = compose_config(overrides)
     accounting = Accounting()
     backbone = build_backbone(
-        cfg.backbone, cache=ResponseCache(scratch / "responses.sqlite"), accounting=accounting
+        backbone_config(cfg, "backbone"),
+        cache=ResponseCache(scratch / "responses.sqlite"),
+        accounting=accounting,
     )
     warm_up(backbone, shared.concurrency)
     timed = TimedProvider(backbone.provider)
     backbone.provider = timed
     embedder = Embedder(
-        EmbedderConfig.from_node(cfg.embedder),
+        embedder_config(cfg),
         EmbeddingCache(scratch / "embeddings.sqlite"),
         model=shared.embedding_model,
     )

@@ -31,12 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from hydra.utils import instantiate  # noqa: E402
 
 from benchmarks.answering.prompts import answer_messages  # noqa: E402
 from benchmarks.data import load_locomo  # noqa: E402
 from benchmarks.metrics.judge import judge_prompt, ladder_request  # noqa: E402
-from benchmarks.pipeline.settings import compose_config  # noqa: E402
+from benchmarks.pipeline.settings import backbone_config, compose_config  # noqa: E402
 from memsys.files import available_cores  # noqa: E402
 from memsys.gguf import locate_gguf  # noqa: E402
 from memsys.llm import (  # noqa: E402
@@ -87,12 +86,13 @@ def main() -> None:
     args = parser.parse_args()
     from llama_cpp import Llama
 
-    config = compose_config(["backbone=embedded"]).backbone
+    config = backbone_config(compose_config(["backbone=embedded"]), "backbone")
     backbone = build_backbone(
         config, cache=ResponseCache(None, mode="off"), accounting=Accounting()
     )
     # The provider's own settings, defaults included, so both sides load the model alike.
-    provider: LlamaCppConfig = instantiate(config.provider, _convert_="all")
+    provider = config.provider
+    assert isinstance(provider, LlamaCppConfig)
     threads = provider.n_threads or available_cores()
     raw = Llama(
         model_path=str(locate_gguf(provider.model_path, provider.package)),

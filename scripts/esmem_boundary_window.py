@@ -20,8 +20,8 @@ import sys
 from typing import Any
 
 from benchmarks.data import load_locomo
-from benchmarks.data.paths import resolve_data_dir
-from benchmarks.pipeline.harness import instantiate_method, resolve_path
+from benchmarks.data.paths import resolve_data_dir, resolve_path
+from benchmarks.pipeline.harness import instantiate_method
 from benchmarks.pipeline.memory_store import MemoryStore
 from benchmarks.pipeline.settings import compose_config
 from memsys.base import Services

@@ -28,10 +28,10 @@ from hydra.utils import instantiate
 
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.pipeline.settings import compose_config
+from benchmarks.pipeline.settings import backbone_config, compose_config, embedder_config
 from benchmarks.tables.render import Table
 from memsys.base import Services
-from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.embed import Embedder, EmbeddingCache
 from memsys.llm import Accounting, ResponseCache, build_backbone
 from memsys.types import Conversation
 
@@ -67,10 +67,12 @@ def build(args: argparse.Namespace) -> None:
             backbone = None
             if args.mode == "llm":
                 cache = ResponseCache(Path(folder) / "llm.sqlite")
-                backbone = build_backbone(cfg.backbone, cache=cache, accounting=accounting)
+                backbone = build_backbone(
+                    backbone_config(cfg, "backbone"), cache=cache, accounting=accounting
+                )
             for conversation in conversations:
                 conversation = truncated(conversation, args.sessions)
-                embedder = Embedder(EmbedderConfig.from_node(cfg.embedder), EmbeddingCache())
+                embedder = Embedder(embedder_config(cfg), EmbeddingCache())
                 services = Services(
                     embedder=embedder,
                     tokens=None,  # type: ignore[arg-type]

@@ -36,10 +36,10 @@ from benchmarks.answering.context import render_context
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.memory_store import MemoryStore
-from benchmarks.pipeline.settings import compose_config
+from benchmarks.pipeline.settings import backbone_config, compose_config, embedder_config
 from benchmarks.tables.render import Table
 from memsys.base import Services
-from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.embed import Embedder, EmbeddingCache
 from memsys.llm import Accounting, ResponseCache, build_backbone
 from memsys.methods.hingemem import HingeMem
 from memsys.tokens import TokenCounter
@@ -60,10 +60,10 @@ def build(args: argparse.Namespace) -> None:
     backbone = None
     if cfg.method.extraction == "llm":
         cache = ResponseCache(cache_dir / "llm_responses.sqlite")
-        backbone = build_backbone(cfg.backbone, cache=cache, accounting=accounting)
-    embedder = Embedder(
-        EmbedderConfig.from_node(cfg.embedder), EmbeddingCache(cache_dir / "embeddings.sqlite")
-    )
+        backbone = build_backbone(
+            backbone_config(cfg, "backbone"), cache=cache, accounting=accounting
+        )
+    embedder = Embedder(embedder_config(cfg), EmbeddingCache(cache_dir / "embeddings.sqlite"))
     tokens = TokenCounter()
     services = Services(
         embedder=embedder,

@@ -185,15 +185,12 @@ def test_reply_spans_cover_the_session() -> None:
 
 @pytest.mark.slow
 def test_llm_mode_with_the_embedded_backbone(services: Services, tmp_path: Path) -> None:
-    from hydra import compose, initialize_config_dir
-
-    from benchmarks.data.paths import REPO_ROOT
+    from benchmarks.pipeline.settings import backbone_config, compose_config
     from memsys.llm import Accounting, ResponseCache, build_backbone
 
-    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["backbone=embedded"])
+    config = backbone_config(compose_config(["backbone=embedded"]), "backbone")
     backbone = build_backbone(
-        cfg.backbone, cache=ResponseCache(tmp_path / "llm.sqlite"), accounting=Accounting()
+        config, cache=ResponseCache(tmp_path / "llm.sqlite"), accounting=Accounting()
     )
     embedder = Embedder(EmbedderConfig(), EmbeddingCache())
     llm_services = Services(embedder, services.tokens, backbone, services.nlp)

@@ -28,7 +28,7 @@ from benchmarks.metrics.judge_probes import (
     read_probes,
 )
 from benchmarks.pipeline.run import run
-from benchmarks.pipeline.settings import ConfigError, run_identity, validate
+from benchmarks.pipeline.settings import ConfigError, backbone_config, run_identity, validate
 from memsys.llm import Accounting, LLMRequest, LLMResponse, ResponseCache
 from memsys.llm.factory import build_backbone
 from memsys.types import Question
@@ -183,7 +183,9 @@ def test_protocols_with_one_prompt_share_one_call(server: FakeChatServer, tmp_pa
     server.on("unanswerable", reply="Yes.")
     cfg = compose_config([*fixture_overrides(tmp_path, tmp_path), *server_backbone(server)])
     cache = ResponseCache(tmp_path / "responses.sqlite")
-    backbone = build_backbone(cfg.backbone, cache=cache, accounting=Accounting())
+    backbone = build_backbone(
+        backbone_config(cfg, "backbone"), cache=cache, accounting=Accounting()
+    )
     judge = Judge(backbone, protocols=("longmemeval", "mem0", "strict", "longmemeval_json"))
     unanswerable = Question("q_abs", "c", "?", "not mentioned", "multi_session", is_abstention=True)
     (verdicts,) = judge.grade_many([(unanswerable, "I cannot tell")])

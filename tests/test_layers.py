@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 from benchmarks.data.paths import REPO_ROOT
 
 #: The packages whose modules make the graph.
@@ -32,11 +30,10 @@ CONFIG_FRAMEWORK = frozenset({"hydra", "omegaconf"})
 #: (their interface, ``memsys.llm.providers.base``, is what the backbone builds on).
 UPPER = ("memsys.methods", "memsys.llm.providers")
 PROVIDER_INTERFACE = "memsys.llm.providers.base"
+
+
 #: ``memsys`` modules that still import the config framework (removed on another branch);
 #: :func:`test_no_new_config_framework_import_in_memsys` keeps the list from growing.
-KNOWN_CONFIG_FRAMEWORK_IMPORTERS = frozenset({"memsys.llm.factory", "memsys.llm.__main__"})
-
-
 @dataclass(frozen=True)
 class Import:
     """One imported name: the module it resolves to, and where the statement is."""
@@ -206,25 +203,9 @@ def config_framework_imports() -> list[Import]:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="memsys/llm/factory.py and memsys/llm/__main__.py still import hydra/omegaconf; "
-    "removed on another branch",
-)
 def test_memsys_does_not_import_the_config_framework() -> None:
     found = config_framework_imports()
     assert not found, "memsys imports hydra/omegaconf:\n" + "\n".join(map(describe, found))
-
-
-def test_no_new_config_framework_import_in_memsys() -> None:
-    """Until the xfail above passes: no memsys module beyond the known ones imports Hydra or
-    OmegaConf."""
-    new = [
-        found
-        for found in config_framework_imports()
-        if found.importer not in KNOWN_CONFIG_FRAMEWORK_IMPORTERS
-    ]
-    assert not new, "memsys imports hydra/omegaconf:\n" + "\n".join(map(describe, new))
 
 
 def in_package(name: str, packages: tuple[str, ...]) -> bool:

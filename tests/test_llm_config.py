@@ -7,14 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from run_helpers import compose_config
 
-from benchmarks.pipeline.settings import ConfigError, validate
+from benchmarks.pipeline.llm_ask import CONF_DIR, compose_ask_config, main
+from benchmarks.pipeline.settings import ConfigError, backbone_config, validate
 from memsys.llm import Accounting, ProviderUnavailableError, ResponseCache, build_backbone
-from memsys.llm.__main__ import CONF_DIR, compose_ask_config, main
-from memsys.llm.factory import backbone_settings
 
 BACKBONES = sorted(path.stem for path in (CONF_DIR / "backbone").glob("*.yaml"))
 
@@ -28,10 +26,9 @@ def test_every_backbone_config_instantiates(name: str) -> None:
     cfg = compose_ask_config([f"backbone={name}"])
     if OmegaConf.is_missing(cfg.backbone.provider, "model"):  # generic server config
         cfg.backbone.provider.model = "served-model"
-    provider_config = instantiate(cfg.backbone.provider, _convert_="all")
-    assert callable(provider_config.build)
-    settings = backbone_settings(cfg.backbone)
-    assert settings.concurrency >= 1
+    config = backbone_config(cfg, "backbone")
+    assert callable(config.provider.build) and config.name == cfg.backbone.name
+    assert config.settings.concurrency >= 1
     assert "api_key" not in cfg.backbone.provider, "keys come from the env var in api_key_env"
 
 
@@ -56,14 +53,22 @@ def test_api_backbone_without_its_key_says_which_variable(monkeypatch: pytest.Mo
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cfg = compose_ask_config(["backbone=gpt-4o-mini"])
     with pytest.raises(ProviderUnavailableError, match="OPENAI_API_KEY"):
-        build_backbone(cfg.backbone, cache=ResponseCache.disabled(), accounting=Accounting())
+        build_backbone(
+            backbone_config(cfg, "backbone"),
+            cache=ResponseCache.disabled(),
+            accounting=Accounting(),
+        )
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed")
 def test_inprocess_vllm_without_vllm_says_how_to_install_or_serve() -> None:
     cfg = compose_ask_config(["backbone=qwen2.5-3b-inprocess"])
     with pytest.raises(ProviderUnavailableError, match=r"memsys-bench\[vllm\].*serve_vllm\.sh"):
-        build_backbone(cfg.backbone, cache=ResponseCache.disabled(), accounting=Accounting())
+        build_backbone(
+            backbone_config(cfg, "backbone"),
+            cache=ResponseCache.disabled(),
+            accounting=Accounting(),
+        )
 
 
 def test_ask_prints_the_reply_then_one_json_line(
@@ -71,9 +76,9 @@ def test_ask_prints_the_reply_then_one_json_line(
 ) -> None:
     overrides = [f"cache.path={tmp_path / 'cache.sqlite'}", "max_tokens=16"]
     question = "What is the capital of France? Answer in one word."
-    assert main(["ask", question, "backbone=embedded", *overrides]) == 0
+    assert main([question, "backbone=embedded", *overrides]) == 0
     first = capsys.readouterr().out.strip().splitlines()
-    assert main(["ask", question, *overrides]) == 0
+    assert main([question, *overrides]) == 0
     second = capsys.readouterr().out.strip().splitlines()
     assert "Paris" in first[0]
     stats = json.loads(first[-1])
@@ -86,5 +91,5 @@ def test_ask_in_replay_mode_fails_cleanly_on_a_miss(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     overrides = [f"cache.path={tmp_path / 'cache.sqlite'}", "cache.mode=replay"]
-    assert main(["ask", "never asked", *overrides]) == 1
+    assert main(["never asked", *overrides]) == 1
     assert "replay mode" in capsys.readouterr().err

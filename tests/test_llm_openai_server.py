@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.pipeline.llm_ask import compose_ask_config
+from benchmarks.pipeline.settings import backbone_config
 from memsys.llm import Accounting, JSONReplyParser, LLMRequest, ResponseCache, SamplingParams
-from memsys.llm.__main__ import compose_ask_config
 from memsys.llm.backbone import Backbone
 from memsys.llm.factory import build_backbone
 
@@ -22,7 +23,9 @@ def backbone(llama_server: str, tmp_path: Path) -> Backbone:
         ["backbone=llamacpp_server", f"backbone.provider.base_url={llama_server}"]
     )
     return build_backbone(
-        cfg.backbone, cache=ResponseCache(tmp_path / "cache.sqlite"), accounting=Accounting()
+        backbone_config(cfg, "backbone"),
+        cache=ResponseCache(tmp_path / "cache.sqlite"),
+        accounting=Accounting(),
     )
 
 

@@ -445,7 +445,12 @@ def test_fuzzed_method_options_are_config_errors_naming_the_key(method: str) -> 
         option = data.draw(st.sampled_from(sorted(WRONG_METHOD_VALUES[method])))
         value = data.draw(WRONG_METHOD_VALUES[method][option])
         changed = with_value(cfg, f"method.{option}", value)
-        validate(changed)  # the runner's own keys are untouched
+        try:
+            validate(changed)  # the runner's own keys are untouched
+        except ConfigError as error:  # but the settings hold the method resolved: an option
+            # that does not resolve (``${missing.key}``) is named there already
+            assert error.key == f"method.{option}" and "cannot resolve" in str(error)
+            return
         with pytest.raises(ConfigError) as raised:
             instantiate_method(changed.method, services)
         error = raised.value

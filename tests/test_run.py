@@ -7,12 +7,14 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from run_helpers import (
     CONF,
+    FIXTURE,
     cli_stderr,
     compose_config,
     fixture_overrides,
@@ -262,6 +264,42 @@ def test_committed_run_ids_resolve_as_they_were_pinned() -> None:
     assert run_id(run_identity(turn)) == "5dba7141ba5e"
     ablation = ["dataset=locomo", "subset=full", "subset.conversations=2", "answer=none"]
     assert run_id(run_identity(compose_config([*ablation, "method=cast"]))) == "d054865e8bd8"
+
+
+#: Overrides → run id, pinned (tests/fixtures/README.md).
+PINNED_RUN_IDS: dict[str, str] = json.loads((FIXTURE.parent / "run_ids.json").read_text())
+#: A few pinned configs the fast suite checks: a baseline, a paper method with its own builder
+#: and another reader, a library, the oracle, another judge, LongMemEval, an experiment.
+PINNED_FAST = (
+    "method=turn_rag_bm25 answer=none",
+    "method=esmem answer=uniform",
+    "backbone=qwen2.5-3b construction=gpt-4o-mini method=esmem_llm",
+    "method=mem0 answer=uniform",
+    "method=oracle_evidence answer=locomo",
+    "backbone=openai_server construction=llamacpp_server judge=llama3.2-3b method=fracom_llm",
+    "dataset=longmemeval_s subset=lme12",
+    "+experiment=paper_locomo paper=secom",
+)
+
+
+def pinned_ids_now(keys: Iterable[str]) -> dict[str, str]:
+    return {key: run_id(run_identity(compose_config(key.split()))) for key in keys}
+
+
+def test_pinned_run_ids_resolve_as_they_were_pinned() -> None:
+    assert pinned_ids_now(PINNED_FAST) == {key: PINNED_RUN_IDS[key] for key in PINNED_FAST}
+
+
+@pytest.mark.slow
+def test_every_method_and_answer_config_keeps_its_run_id() -> None:
+    """Every method config under every answer config, and the experiments and paper entries
+    with other models and datasets: typed settings, derived grids and the registry's tables
+    moved no run id (each ~0.4 s to compose and resolve, hence slow)."""
+    methods = {path.stem for path in (CONF / "method").glob("*.yaml")}
+    answers = {path.stem for path in (CONF / "answer").glob("*.yaml")}
+    pinned = {f"method={m} answer={a}" for m in methods for a in answers}
+    assert pinned <= set(PINNED_RUN_IDS), "a method or answer config without a pinned run id"
+    assert pinned_ids_now(PINNED_RUN_IDS) == PINNED_RUN_IDS
 
 
 def test_the_context_order_is_read_from_the_class_without_building_the_method(

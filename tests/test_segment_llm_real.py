@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.segment import window_diff
+from benchmarks.pipeline.settings import backbone_from_node
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, Backbone, ResponseCache, build_backbone
 from memsys.llm.structured import ExtractionReport
@@ -37,7 +38,7 @@ DIALOGUE = (PETS_THEN_COOKING[2], PETS_THEN_COOKING[3], PETS_THEN_COOKING[4])
 
 @pytest.fixture(scope="module")
 def backbone(tmp_path_factory: pytest.TempPathFactory) -> Backbone:
-    config = OmegaConf.load(REPO_ROOT / "conf" / "backbone" / "embedded.yaml")
+    config = backbone_from_node(OmegaConf.load(REPO_ROOT / "conf" / "backbone" / "embedded.yaml"))
     cache = ResponseCache(tmp_path_factory.mktemp("llm") / "responses.sqlite")
     return build_backbone(config, cache=cache, accounting=Accounting()).with_stage("segmentation")
 

@@ -60,7 +60,7 @@ from benchmarks.metrics.judge import (
     question_category,
 )
 from benchmarks.metrics.predictions import ADVERSARIAL, read_lines_by_id, text_field
-from benchmarks.pipeline.settings import ConfigError, check_backbone, compose_config
+from benchmarks.pipeline.settings import ConfigError, backbone_config, compose_config
 from benchmarks.tables.render import Table
 from benchmarks.tables.summary import (
     Cell,
@@ -251,7 +251,7 @@ def open_judge_backbone(name: str, overrides: Sequence[str]) -> JudgeBackbone:
     """``conf/backbone/<name>.yaml`` composed in the runners' config with ``overrides``, checked
     as a run checks it, on the runners' response cache (``cache_dir``, ``llm_cache_mode``)."""
     cfg = compose_config([f"backbone={name}", *overrides])
-    check_backbone(cfg, "backbone")
+    config = backbone_config(cfg, "backbone")
     cache_dir = Path(cfg.cache_dir).expanduser()
     cache = open_response_cache(
         cache_dir if cache_dir.is_absolute() else REPO_ROOT / cache_dir,
@@ -259,8 +259,8 @@ def open_judge_backbone(name: str, overrides: Sequence[str]) -> JudgeBackbone:
         OmegaConf.select(cfg, "llm_cache_journal"),
     )
     accounting = Accounting()
-    backbone = build_backbone(cfg.backbone, cache=cache, accounting=accounting)
-    return JudgeBackbone(str(cfg.backbone.name), backbone, cache, accounting)
+    backbone = build_backbone(config, cache=cache, accounting=accounting)
+    return JudgeBackbone(str(config.name), backbone, cache, accounting)
 
 
 def report(

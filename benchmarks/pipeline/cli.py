@@ -118,29 +118,6 @@ def print_error(message: str) -> None:
         print(f"error: {line}", file=sys.stderr)
 
 
-def hydra_saved_files() -> list[Path]:
-    """The files Hydra wrote for this job before the task function ran: the composed config,
-    its own config and the overrides (``.hydra/*.yaml``), and a multirun's ``multirun.yaml``.
-    Empty outside a Hydra app (a test, or a runner composing configs itself)."""
-    if not HydraConfig.initialized():
-        return []
-    hydra = HydraConfig.get()
-    files: list[Path] = []
-    if hydra.output_subdir is not None:
-        files += sorted((Path(hydra.runtime.output_dir) / hydra.output_subdir).glob("*.yaml"))
-    if hydra.mode == RunMode.MULTIRUN:
-        files.append(Path(hydra.runtime.cwd) / hydra.sweep.dir / "multirun.yaml")
-    return [path for path in files if path.is_file()]
-
-
-def redact_run_outputs() -> None:
-    """From now on, and in what Hydra wrote already, no URL credential: the runners' first step
-    (:mod:`memsys.llm.redact`)."""
-    install_log_redaction()
-    for path in hydra_saved_files():
-        redact_file(path)
-
-
 def _terminate(number: int, frame: Any) -> None:
     raise Terminated(128 + number)
 
@@ -209,3 +186,27 @@ def _make_folder(path: Path) -> None:
 
 def _sweep_file(config: DictConfig) -> Path:
     return Path(config.hydra.runtime.cwd) / config.hydra.sweep.dir / FAILED_JOBS_FILE
+
+
+def hydra_saved_files() -> list[Path]:
+    """The files Hydra wrote for this job before the task function ran: the composed config,
+    its own config and the overrides (``.hydra/*.yaml``), and a multirun's ``multirun.yaml``.
+    Empty outside a Hydra app (a test, or a runner composing configs itself)."""
+    if not HydraConfig.initialized():
+        return []
+    hydra = HydraConfig.get()
+    files: list[Path] = []
+    if hydra.output_subdir is not None:
+        files += sorted((Path(hydra.runtime.output_dir) / hydra.output_subdir).glob("*.yaml"))
+    if hydra.mode == RunMode.MULTIRUN:
+        files.append(Path(hydra.runtime.cwd) / hydra.sweep.dir / "multirun.yaml")
+    return [path for path in files if path.is_file()]
+
+
+def redact_run_outputs() -> None:
+    """From now on, and in what Hydra wrote already, no URL credential: the runners' first step
+    (the library masks what it writes and logs, :mod:`memsys.llm.redact`; Hydra's saved files are
+    the runners')."""
+    install_log_redaction()
+    for path in hydra_saved_files():
+        redact_file(path)

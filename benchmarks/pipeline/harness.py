@@ -9,17 +9,16 @@ Nothing here writes the run's log: the process that holds the run directory does
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from benchmarks.answering.context import RenderedContext, render_context
 from benchmarks.answering.prompts import answer_messages
-from benchmarks.data.paths import resolve_path
 from benchmarks.metrics.coverage import answer_coverage
 from benchmarks.metrics.judge import Judge, Verdict, judging_entry, judgings
 from benchmarks.metrics.qa import QAPrediction, score_prediction
@@ -29,12 +28,12 @@ from benchmarks.pipeline.memory_store import MemoryStore
 from benchmarks.pipeline.settings import ConfigError, RunSettings, check_method_options
 from benchmarks.tables.summary import OTHER_JUDGE_PREFIX
 from memsys.base import MemorySystem, Services
-from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
+from memsys.embed import Embedder, EmbeddingCache
 from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone
 from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import LLMError
-from memsys.llm.factory import build_backbone
+from memsys.llm.factory import BackboneConfig, build_backbone
 from memsys.llm.replay import open_response_cache
 from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
 from memsys.nlp import NLP, ParseCache
@@ -67,28 +66,27 @@ class Harness:
         return {"embedding": self.services.embedder.counts(), "parsing": self.services.nlp.counts()}
 
 
-def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harness:
-    """Instantiate services, method, answerer and judge from config."""
-    cache_dir = resolve_path(cfg.cache_dir)
+def build_harness(settings: RunSettings, run_dir: Path) -> Harness:
+    """Instantiate services, method, answerer and judge from the run's validated settings."""
+    cache_dir = settings.paths.cache_dir
     accounting = Accounting(ledger=run_dir / "llm_calls.jsonl")
     response_cache = open_response_cache(
-        cache_dir, settings.llm_cache_mode, OmegaConf.select(cfg, "llm_cache_journal")
+        cache_dir, settings.llm_cache_mode, settings.paths.llm_cache_journal
     )
     embedder = Embedder(
-        EmbedderConfig.from_node(cfg.embedder),
+        settings.embedder,
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
         onnx_dir=cache_dir / "onnx",
     )
-    backbone = (
-        build_backbone(cfg.backbone, cache=response_cache, accounting=accounting)
-        if settings.needs_reader
-        else None
-    )
+
+    def build(config: BackboneConfig) -> Backbone:
+        return build_backbone(config, cache=response_cache, accounting=accounting)
+
+    backbone = build(settings.backbone) if settings.backbone is not None else None
     builder = backbone
     if settings.construction_key == "construction.backbone":
-        builder = build_backbone(
-            cfg.construction.backbone, cache=response_cache, accounting=accounting
-        )
+        assert settings.construction_backbone is not None  # validate built it
+        builder = build(settings.construction_backbone)
     services = Services(
         embedder=embedder,
         tokens=TokenCounter(),
@@ -96,14 +94,12 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
         nlp=NLP(cache=ParseCache(cache_dir / "parses.sqlite")),
         cache_dir=cache_dir,
     )
-    system = instantiate_method(cfg.method, services)
+    system = instantiate_method(settings.method, services)
     judge = None
     if settings.judges and backbone is not None:
         judge_backbone = backbone
-        if cfg.judge.backbone is not None:
-            judge_backbone = build_backbone(
-                cfg.judge.backbone, cache=response_cache, accounting=accounting
-            )
+        if settings.judge_backbone is not None:
+            judge_backbone = build(settings.judge_backbone)
         judge = Judge(judge_backbone, protocols=settings.judge_protocols)
     return Harness(
         settings=settings,
@@ -117,8 +113,11 @@ def build_harness(cfg: DictConfig, settings: RunSettings, run_dir: Path) -> Harn
     )
 
 
-def instantiate_method(method: DictConfig, services: Services) -> MemorySystem[Any]:
-    """The configured method; a bad option is a :class:`ConfigError` naming its key."""
+def instantiate_method(
+    method: DictConfig | Mapping[str, Any], services: Services
+) -> MemorySystem[Any]:
+    """The configured method (its config node, or :attr:`RunSettings.method`); a bad option is
+    a :class:`ConfigError` naming its key."""
     check_method_options(method)
     try:
         return instantiate(method, services=services, _convert_="partial")

@@ -32,7 +32,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from benchmarks.data.paths import resolve_data_dir, shown_path
+from benchmarks.data.paths import shown_path
 from benchmarks.metrics.judge_probes import (
     PROBES_FILE,
     Probe,
@@ -51,7 +51,6 @@ from benchmarks.pipeline.harness import (
     answer_conversation,
     build_harness,
     failed,
-    resolve_path,
 )
 from benchmarks.pipeline.memories_ahead import MemoriesAhead
 from benchmarks.pipeline.provenance import code_versions, provenance
@@ -167,7 +166,6 @@ def ticking(bar: tqdm, status: Callable[[], str], *, enabled: bool) -> Iterator[
 
 
 def answer_pending_in_workers(
-    cfg: DictConfig,
     settings: RunSettings,
     run_dir: Path,
     log: RecordLog,
@@ -182,7 +180,7 @@ def answer_pending_in_workers(
     bar = tqdm(
         desc=f"{run_dir.name} questions ({settings.workers} workers)",
         unit="q",
-        disable=not cfg.progress,
+        disable=not settings.progress,
         file=sys.stderr,
     )
 
@@ -193,10 +191,7 @@ def answer_pending_in_workers(
             if pending:
                 yield conversation, pending
 
-    resolved = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(resolved, dict)
-    config = {key: value for key, value in resolved.items() if key != "hydra"}
-    with WorkerPool(settings.workers, config, run_dir) as pool:
+    with WorkerPool(settings.workers, settings, run_dir) as pool:
         for outcome in pool.map_ordered(tasks(), window=2 * settings.workers):
             log.append(outcome.records)
             construction.add(outcome.construction)
@@ -225,9 +220,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     """Run (or resume) one configuration; return its metrics summary."""
     redact_run_outputs()
     settings = validate(cfg)
-    check_method_options(cfg.method)
-    identity = run_identity(cfg)
-    run_dir = resolve_path(cfg.results_dir) / run_id(identity)
+    check_method_options(settings.method)
+    identity = run_identity(cfg)  # the last read of the config node: the rest reads settings
+    run_dir = settings.paths.results_dir / run_id(identity)
     created = not run_dir.exists()
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -235,7 +230,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         raise ResultsWriteError(run_dir, error) from error
     try:
         with exclusive(run_dir):
-            return run_in(run_dir, cfg, settings, identity)
+            return run_in(run_dir, settings, identity)
     except ConfigError:  # the method refused its options: no run directory left behind
         if created:
             remove_new_run_dir(run_dir)
@@ -276,19 +271,17 @@ def noting_questions(
         yield conversation
 
 
-def run_in(
-    run_dir: Path, cfg: DictConfig, settings: RunSettings, identity: dict[str, Any]
-) -> dict[str, Any]:
+def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> dict[str, Any]:
     """:func:`run` once ``run_dir`` is held by this process."""
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat()
     write_atomically(run_dir / "config.yaml", redact(OmegaConf.to_yaml(OmegaConf.create(identity))))
-    data_dir = resolve_data_dir(cfg.data_dir)
+    data_dir = settings.paths.data_dir
     log = RecordLog(run_dir / "predictions.jsonl", retryable=failed)
     if len(log):  # resuming: the rows logged must be this run's own
         owner = f"this run's question set ({settings.dataset}, subset {settings.subset.name})"
         # the question set a finished invocation wrote, else one pass over the dataset
         log.check_ids(read_question_set(run_dir) or question_ids(settings, data_dir), owner)
-    harness = build_harness(cfg, settings, run_dir)
+    harness = build_harness(settings, run_dir)
     seen: list[str] = []
     corpora: dict[str, Corpus] | None = {} if settings.spec.longmemeval_scores else None
     conversations: Iterable[Conversation] = noting_questions(
@@ -304,13 +297,12 @@ def run_in(
             probe_set = ProbeSet(settings.seed) if wanted and harness.judge is not None else None
             if probe_set is not None:
                 conversations = probe_set.collect(conversations)
-            answer_pending(harness, log, conversations, run_dir.name, cfg.progress, construction)
+            progress = settings.progress
+            answer_pending(harness, log, conversations, run_dir.name, progress, construction)
             if probe_set is not None:
-                grade_judge_probes(harness, run_dir, probe_set.probes(), cfg.progress)
+                grade_judge_probes(harness, run_dir, probe_set.probes(), progress)
         else:
-            answer_pending_in_workers(
-                cfg, settings, run_dir, log, conversations, construction, usage
-            )
+            answer_pending_in_workers(settings, run_dir, log, conversations, construction, usage)
     finally:  # an interrupted invocation (Ctrl-C, SIGTERM, an error) logs its cost too
         harness.close()
         invocation = {
@@ -324,7 +316,7 @@ def run_in(
             "construction_s": round(construction.seconds, 1),
             **usage.work_with(harness.work_counts()),
             "workers": settings.workers,
-            "provenance": provenance(OmegaConf.select(cfg, "method._target_")),
+            "provenance": provenance(settings.method.get("_target_")),
         }
         # on a full disk the line goes to stderr, and the error under way is not buried
         log_invocation(invocations, invocation, unwinding=sys.exc_info()[1] is not None)

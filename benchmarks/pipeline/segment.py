@@ -38,26 +38,27 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from benchmarks.data import SEGMENTATION_DATASETS, load_segmentation
-from benchmarks.data.paths import resolve_data_dir
 from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
 from benchmarks.metrics.stats import bootstrap_ci
 from benchmarks.pipeline.cli import redact_run_outputs, run_or_exit
-from benchmarks.pipeline.harness import resolve_path
 from benchmarks.pipeline.runlog import RecordLog, exclusive, write_atomically
 from benchmarks.pipeline.settings import (
     CACHE_MODES,
     LOCATION_KEYS,
     ConfigError,
-    check_backbone,
+    Paths,
+    backbone_config,
     drop_embedder_default,
     drop_server_locations,
+    embedder_config,
     run_id,
+    run_paths,
 )
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.kvstore import SQLiteKV
 from memsys.llm.accounting import Accounting
-from memsys.llm.factory import build_backbone
+from memsys.llm.factory import BackboneConfig, build_backbone
 from memsys.llm.redact import redact
 from memsys.llm.replay import open_response_cache
 from memsys.segment import Segmentation, Segmenter
@@ -80,7 +81,8 @@ register_datasets(ConfigStore.instance())
 
 @dataclass(frozen=True)
 class SegmentSettings:
-    """The validated knobs the runner reads (the segmenter and services stay config nodes)."""
+    """Everything the runner reads, validated and typed (the segmenter's options are its
+    constructor's to check: its config stays a node, instantiated with the services)."""
 
     dataset: str
     split: str
@@ -89,6 +91,11 @@ class SegmentSettings:
     uses_llm: bool
     prepare_batch: int
     llm_cache_mode: str
+    embedder: EmbedderConfig
+    #: The LLM segmenter's model; None for a lite segmenter, which calls none.
+    backbone: BackboneConfig | None
+    paths: Paths
+    progress: bool
 
 
 def _select(cfg: DictConfig, key: str) -> Any:
@@ -126,8 +133,7 @@ def validate(cfg: DictConfig) -> SegmentSettings:
     llm_cache_mode = _select(cfg, "llm_cache_mode")
     if llm_cache_mode not in CACHE_MODES:
         raise ConfigError("llm_cache_mode", f"expected one of {list(CACHE_MODES)}")
-    if extraction == "llm":
-        check_backbone(cfg, "backbone")
+    backbone = backbone_config(cfg, "backbone") if extraction == "llm" else None
     return SegmentSettings(
         dataset=dataset,
         split=split,
@@ -136,6 +142,10 @@ def validate(cfg: DictConfig) -> SegmentSettings:
         uses_llm=extraction == "llm",
         prepare_batch=_count(cfg, "prepare_batch"),
         llm_cache_mode=llm_cache_mode,
+        embedder=embedder_config(cfg),
+        backbone=backbone,
+        paths=run_paths(cfg),
+        progress=bool(_select(cfg, "progress")),
     )
 
 
@@ -218,20 +228,21 @@ def embedding_counts(segmenter: Segmenter) -> dict[str, int]:
 
 
 def build_segmenter(
-    cfg: DictConfig, settings: SegmentSettings, cache_dir: Path, accounting: Accounting
+    cfg: DictConfig, settings: SegmentSettings, accounting: Accounting
 ) -> Segmenter:
     """The configured segmenter with its services: the cached embedder, the backbone if used."""
+    cache_dir = settings.paths.cache_dir
     embedder = Embedder(
-        EmbedderConfig.from_node(cfg.embedder),
+        settings.embedder,
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
         onnx_dir=cache_dir / "onnx",
     )
     backbone = None
-    if settings.uses_llm:
+    if settings.backbone is not None:
         cache = open_response_cache(
-            cache_dir, settings.llm_cache_mode, OmegaConf.select(cfg, "llm_cache_journal")
+            cache_dir, settings.llm_cache_mode, settings.paths.llm_cache_journal
         )
-        backbone = build_backbone(cfg.backbone, cache=cache, accounting=accounting)
+        backbone = build_backbone(settings.backbone, cache=cache, accounting=accounting)
         backbone = backbone.with_stage("segmentation")
     try:
         segmenter = segmenter_from_config(cfg.segmenter, embedder=embedder, backbone=backbone)
@@ -266,7 +277,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     redact_run_outputs()
     settings = validate(cfg)
     identity = segment_identity(cfg, settings)
-    run_dir = resolve_path(cfg.results_dir) / run_id(identity)
+    run_dir = settings.paths.results_dir / run_id(identity)
     run_dir.mkdir(parents=True, exist_ok=True)
     with exclusive(run_dir):
         return segment_in(run_dir, cfg, settings, identity, started)
@@ -281,12 +292,11 @@ def segment_in(
 ) -> dict[str, Any]:
     """:func:`run` once ``run_dir`` is held by this process."""
     (run_dir / "config.yaml").write_text(redact(OmegaConf.to_yaml(OmegaConf.create(identity))))
-    data_dir = resolve_data_dir(cfg.data_dir)
-    cache_dir = resolve_path(cfg.cache_dir)
+    data_dir, cache_dir = settings.paths.data_dir, settings.paths.cache_dir
     split = load_segmentation(settings.dataset, settings.split, data_dir)
     dialogues = split[: settings.limit] if settings.limit else split
     accounting = Accounting()
-    segmenter = build_segmenter(cfg, settings, cache_dir, accounting)
+    segmenter = build_segmenter(cfg, settings, accounting)
     labels = RecordLog(run_dir / "labels.jsonl", key="id")
     pending = [d for d in dialogues if d.dialogue_id not in labels]
     if pending:
@@ -296,7 +306,7 @@ def segment_in(
         initial=len(dialogues) - len(pending),
         desc=f"{settings.dataset} {run_dir.name}",
         unit="dlg",
-        disable=not cfg.progress,
+        disable=not settings.progress,
         file=sys.stderr,
     )
     for start in range(0, len(pending), settings.prepare_batch):

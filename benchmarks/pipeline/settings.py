@@ -1,4 +1,7 @@
-"""A run's config, checked up front so a bad value fails with the key that holds it."""
+"""A run's config, checked up front so a bad value fails with the key that holds it, and turned
+into typed settings (:class:`RunSettings`: every model as a :class:`~memsys.llm.BackboneConfig`,
+the embedder, the method, the paths): the Hydra node is read here, and in :func:`run_identity`,
+only. The library (``memsys``) takes the typed values and never sees a config node."""
 
 from __future__ import annotations
 
@@ -20,13 +23,15 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from benchmarks.answering.prompts import TEMPLATES
-from benchmarks.data.paths import REPO_ROOT, resolve_path
+from benchmarks.data.paths import REPO_ROOT, resolve_data_dir, resolve_path
 from benchmarks.data.specs import DATASET_SPECS, DatasetSpec
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.pipeline.subsets import SubsetSpec
 from benchmarks.registry import members
 from memsys.base import CONTEXT_ORDERS, MemorySystem
-from memsys.embed import BACKENDS
+from memsys.embed import BACKENDS, EmbedderConfig
+from memsys.llm.backbone import BackboneSettings
+from memsys.llm.factory import BackboneConfig
 from memsys.llm.retry import RetryPolicy
 
 #: The runners' Hydra configs.
@@ -79,8 +84,22 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class Paths:
+    """Where a run reads and writes; none of it is part of the run's identity."""
+
+    data_dir: Path
+    cache_dir: Path
+    results_dir: Path
+    #: A JSONL file that records every LLM reply used (the regression's replay file), as
+    #: configured (``llm_cache_journal``); None for none.
+    llm_cache_journal: str | None
+
+
+@dataclass(frozen=True)
 class RunSettings:
-    """The validated knobs the runner reads (the method and backbones stay config nodes)."""
+    """Everything the runner reads, validated and typed: after :func:`validate`, the harness,
+    the workers and the run read these, never the config node. The run's identity is the
+    resolved config's (:func:`run_identity`), so typing the settings moves no run id."""
 
     dataset: str
     variant: str | None
@@ -109,6 +128,21 @@ class RunSettings:
     workers: int
     #: Memories an llm-mode method on a server builds at once (:mod:`benchmarks.pipeline.memories_ahead`).
     memories_at_once: int
+    #: The method's config, resolved (its ``_target_`` and options): what the harness
+    #: instantiates, after :func:`check_method_options`.
+    method: dict[str, Any]
+    embedder: EmbedderConfig
+    #: The reader: answers the questions, and builds llm-mode memories with ``construction=same``;
+    #: None when the run calls it for neither (:attr:`needs_reader`).
+    backbone: BackboneConfig | None
+    #: The model that builds llm-mode memories: the reader's config (``construction=same``) or
+    #: ``construction.backbone``; None for a lite method.
+    construction_backbone: BackboneConfig | None
+    #: The judge's own model (``judge.backbone``); None when the reader judges or nothing is judged.
+    judge_backbone: BackboneConfig | None
+    paths: Paths
+    #: Progress bars on stderr.
+    progress: bool
 
     @property
     def spec(self) -> DatasetSpec:
@@ -217,7 +251,8 @@ def validate(cfg: DictConfig) -> RunSettings:
         _choice(cfg, "embedder.backend", BACKENDS)
     template = _choice(cfg, "answer.template", (*TEMPLATES, None))
     judged = template is not None and _choice(cfg, "judge.enabled", (True, False))
-    settings = RunSettings(
+    construction_key = construction_backbone_key(cfg)
+    knobs: dict[str, Any] = dict(
         dataset=dataset,
         variant=variant,
         dataset_file=str(_get(cfg, "dataset.file")) if spec.reads_file else None,
@@ -233,16 +268,28 @@ def validate(cfg: DictConfig) -> RunSettings:
         batch_size=_positive_int(cfg, "batch_size"),
         seed=subset.seed,
         llm_cache_mode=_choice(cfg, "llm_cache_mode", CACHE_MODES),
-        construction_key=construction_backbone_key(cfg),
+        construction_key=construction_key,
         workers=_positive_int(cfg, "workers"),
         memories_at_once=_positive_int(cfg, "memories_at_once"),
     )
-    if settings.needs_reader:
-        check_backbone(cfg, "backbone")
-    if settings.construction_key == "construction.backbone":
-        check_backbone(cfg, settings.construction_key)
-    if settings.judges and _get(cfg, "judge.backbone", None) is not None:
-        check_backbone(cfg, "judge.backbone")
+    # The backbones the run calls, each checked (one it does not call is not: a retrieval-only
+    # run of a lite method serves every backbone, configured or not).
+    needs_reader = template is not None or construction_key == "backbone"
+    reader = backbone_config(cfg, "backbone") if needs_reader else None
+    builder = reader if construction_key == "backbone" else None
+    if construction_key == "construction.backbone":
+        builder = backbone_config(cfg, construction_key)
+    own_judge = judged and _get(cfg, "judge.backbone", None) is not None
+    settings = RunSettings(
+        **knobs,
+        method=resolved_method(cfg),
+        embedder=embedder_config(cfg),
+        backbone=reader,
+        construction_backbone=builder,
+        judge_backbone=backbone_config(cfg, "judge.backbone") if own_judge else None,
+        paths=run_paths(cfg),
+        progress=_choice(cfg, "progress", (True, False)),
+    )
     if settings.workers > 1 and settings.calls_llm:
         raise ConfigError(
             "workers",
@@ -441,49 +488,125 @@ def run_id(identity: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
-def check_backbone(cfg: DictConfig, key: str) -> None:
-    """Every setting of the backbone at ``key`` (``backbone`` or ``judge.backbone``): its
-    provider's options, ``concurrency`` and ``retry``, so that a bad one fails before the run
-    directory exists, not at the first request (or, for a timeout, after building the memory)."""
+def backbone_config(cfg: DictConfig, key: str) -> BackboneConfig:
+    """The backbone at ``key`` (``backbone``, ``construction.backbone``, ``judge.backbone``) as
+    :mod:`memsys.llm` takes it, every setting checked: its provider's options (against the
+    provider config class its ``_target_`` names), ``concurrency`` and ``retry``, so that a bad
+    one fails before the run directory exists, not at the first request (or, for a timeout,
+    after building the memory). Only this translation reads a backbone's config node."""
     target = _get(cfg, f"{key}.provider._target_", None)
     try:
-        provider = get_class(str(target))
+        provider_class = get_class(str(target))
     except Exception as error:  # Hydra wraps the import error
         raise ConfigError(
             f"{key}.provider._target_", f"expected a provider config class, got {target!r}"
         ) from error
-    check_options(_get(cfg, f"{key}.provider"), f"{key}.provider", provider.__init__)
-    _positive_int(cfg, f"{key}.concurrency", allow_none=True, default=None)
-    check_retry(cfg, f"{key}.retry")
+    provider_node = _get(cfg, f"{key}.provider")
+    check_options(provider_node, f"{key}.provider", provider_class.__init__)
+    concurrency = _positive_int(cfg, f"{key}.concurrency", allow_none=True, default=None)
+    retry = retry_policy(cfg, f"{key}.retry")
+    options = {
+        str(name): _plain(_get(provider_node, str(name), named=f"{key}.provider.{name}"))
+        for name in provider_node
+        if not str(name).startswith("_")
+    }
+    try:
+        provider = provider_class(**options)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"{key}.provider", f"{provider_class.__name__}: {error}") from error
+    settings = BackboneSettings(
+        concurrency=BackboneSettings().concurrency if concurrency is None else concurrency,
+        retry=retry,
+    )
+    name = _get(cfg, f"{key}.name", None)
+    return BackboneConfig(provider, settings, None if name is None else str(name))
 
 
-def check_retry(cfg: DictConfig, key: str) -> None:
+def backbone_from_node(node: DictConfig | Mapping[str, Any]) -> BackboneConfig:
+    """:func:`backbone_config` of a lone backbone node (a composed ``conf/backbone/*.yaml``, or
+    the same as a dict), for the tools that build one outside a run; errors name ``backbone``."""
+    return backbone_config(OmegaConf.create({"backbone": node}), "backbone")
+
+
+def _plain(value: Any) -> Any:
+    """A config value as plain Python (containers converted, interpolations resolved)."""
+    if OmegaConf.is_config(value):
+        return OmegaConf.to_container(value, resolve=True)
+    return value
+
+
+def retry_policy(cfg: DictConfig, key: str) -> RetryPolicy:
     """The retry settings at ``key`` (absent or null: the defaults): each a field of
     :class:`~memsys.llm.retry.RetryPolicy`; the integers (attempts, failures) positive, the other
     numbers not negative, and :data:`POSITIVE_RETRY_SETTINGS` positive."""
     retry = _get(cfg, key, None)
     if retry is None:
-        return
+        return RetryPolicy()
     hints = typing.get_type_hints(RetryPolicy)
     known = {field.name: hints[field.name] for field in fields(RetryPolicy)}
     if not isinstance(retry, DictConfig):
         raise ConfigError(key, f"expected a mapping with some of {list(known)}, got {retry!r}")
+    values = {}
     for name in retry:
         setting = f"{key}.{name}"
         if name not in known:
             raise ConfigError(setting, f"unknown retry setting; expected one of {list(known)}")
         if known[name] is int:
-            _positive_int(cfg, setting)
+            values[str(name)] = _positive_int(cfg, setting)
         else:
-            _number(cfg, setting, positive=name in POSITIVE_RETRY_SETTINGS)
+            values[str(name)] = _number(cfg, setting, positive=name in POSITIVE_RETRY_SETTINGS)
+    return RetryPolicy(**values)
 
 
-def check_method_options(method: DictConfig) -> None:
-    """Each option of a method config against the type its constructor declares.
+def embedder_config(cfg: DictConfig) -> EmbedderConfig:
+    """The embedder (``embedder``) as :mod:`memsys.embed` takes it; a key the node leaves out
+    keeps :class:`~memsys.embed.EmbedderConfig`'s default."""
+    node = _get(cfg, "embedder")
+    if not isinstance(node, DictConfig):
+        raise ConfigError("embedder", f"expected a mapping, got {node!r}")
+    names = {field.name for field in fields(EmbedderConfig)}
+    options = {
+        str(name): _plain(_get(node, str(name), named=f"embedder.{name}"))
+        for name in node
+        if name in names
+    }
+    try:
+        return EmbedderConfig(**options)
+    except (TypeError, ValueError) as error:
+        raise ConfigError("embedder", str(error)) from error
+
+
+def resolved_method(cfg: DictConfig) -> dict[str, Any]:
+    """The method's config node as plain data, each option resolved (an option that does not
+    resolve is a :class:`ConfigError` naming it). Its options' types are
+    :func:`check_method_options`' to check, and their ranges the method's."""
+    node = _get(cfg, "method")
+    if not isinstance(node, DictConfig):
+        raise ConfigError("method", f"expected a mapping, got {node!r}")
+    return {str(name): _plain(_get(node, str(name), named=f"method.{name}")) for name in node}
+
+
+def run_paths(cfg: DictConfig) -> Paths:
+    """Where the run reads and writes, resolved as the runners resolve them (relative paths from
+    the repository root)."""
+    journal = _get(cfg, "llm_cache_journal", None)
+    return Paths(
+        data_dir=resolve_data_dir(_get(cfg, "data_dir", None)),
+        cache_dir=resolve_path(str(_get(cfg, "cache_dir"))),
+        results_dir=resolve_path(str(_get(cfg, "results_dir"))),
+        llm_cache_journal=None if journal is None else str(journal),
+    )
+
+
+def check_method_options(method: DictConfig | Mapping[str, Any]) -> None:
+    """Each option of a method config (its node, or :attr:`RunSettings.method`) against the
+    type its constructor declares.
 
     So that ``method.top_k=abc`` fails up front naming its key, instead of deep inside a run (a
     method checks ranges itself; a value of the wrong type may pass them, ``1.5 < 1`` is False).
     """
+    if not isinstance(method, DictConfig):
+        method = OmegaConf.create(dict(method))
     try:
         constructor = get_class(str(OmegaConf.select(method, "_target_")))
     except Exception:  # unimportable: instantiation will say what is wrong

@@ -2,8 +2,9 @@
 
 A retrieval-only run of a lite method spends its time constructing memories (embedding, parsing,
 graph building), one conversation at a time and much of it on one core; N processes build N
-memories at once. Each worker builds its own harness from the run's resolved config (the caches
-it shares with the others are SQLite in WAL mode and atomically renamed files). The parent holds
+memories at once. Each worker builds its own harness from the run's validated settings
+(:class:`~benchmarks.pipeline.settings.RunSettings`, sent over the pipe; the caches it shares with
+the others are SQLite in WAL mode and atomically renamed files). The parent holds
 the run directory and alone writes the log, in the dataset's order, the order a serial run writes
 it (the bootstrap reads records in that order): a run's results do not depend on how many
 workers produced them, and a run interrupted with one count resumes with another.
@@ -28,8 +29,6 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from benchmarks.pipeline.harness import (
     ConstructionCounts,
     Harness,
@@ -37,7 +36,7 @@ from benchmarks.pipeline.harness import (
     build_harness,
     construct_memory,
 )
-from benchmarks.pipeline.settings import validate
+from benchmarks.pipeline.settings import RunSettings
 from memsys.files import available_cores
 from memsys.types import Conversation
 
@@ -114,14 +113,14 @@ class WorkerPool:
     they were doing is not logged and will be redone on resume.
     """
 
-    def __init__(self, workers: int, config: dict[str, Any], run_dir: Path) -> None:
+    def __init__(self, workers: int, settings: RunSettings, run_dir: Path) -> None:
         context = multiprocessing.get_context("spawn")  # fork would copy torch's thread pools
         threads = max(1, available_cores() // workers)
         self._workers: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
         for _ in range(workers):
             ours, theirs = context.Pipe()
             process = context.Process(
-                target=_serve, args=(theirs, config, str(run_dir), threads), daemon=True
+                target=_serve, args=(theirs, settings, str(run_dir), threads), daemon=True
             )
             process.start()
             theirs.close()
@@ -202,7 +201,7 @@ def _receive(
     return reply
 
 
-def _serve(connection: Connection, config: dict[str, Any], run_dir: str, threads: int) -> None:
+def _serve(connection: Connection, settings: RunSettings, run_dir: str, threads: int) -> None:
     """A worker's life: build a harness, then answer tasks until the parent closes the pipe."""
     signal.signal(
         signal.SIGINT, signal.SIG_IGN
@@ -212,8 +211,7 @@ def _serve(connection: Connection, config: dict[str, Any], run_dir: str, threads
     harness: Harness | None = None
     setup_failure = ""
     try:
-        cfg = OmegaConf.create(config)
-        harness = build_harness(cfg, validate(cfg), Path(run_dir))
+        harness = build_harness(settings, Path(run_dir))
     except Exception:  # reported as the reply to the first task, where the parent listens
         setup_failure = traceback.format_exc()
     try:

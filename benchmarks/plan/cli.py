@@ -14,9 +14,8 @@ from pathlib import Path
 
 from hydra.errors import HydraException
 
-from benchmarks.data.paths import REPO_ROOT, shown_path
+from benchmarks.data.paths import REPO_ROOT, resolve_path, shown_path
 from benchmarks.pipeline.cli import CLEAR_ERRORS
-from benchmarks.pipeline.harness import resolve_path
 from benchmarks.plan.build import make_plan
 from benchmarks.plan.costs import Price, Rates, Throughput
 from benchmarks.plan.grid import compose_overrides, fixed_overrides

@@ -14,7 +14,6 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from benchmarks.data.paths import resolve_data_dir
 from benchmarks.pipeline.harness import (
     ConstructionCounts,
     Harness,
@@ -51,9 +50,9 @@ def measure(cfg: DictConfig) -> Measurement:
     sample, context_tokens = Extent(), 0
     census: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="plan-run-") as run_dir:
-        harness = build_harness(cfg, settings, Path(run_dir))
+        harness = build_harness(settings, Path(run_dir))
         try:
-            for conversation in subset_conversations(cfg, settings):
+            for conversation in subset_conversations(settings):
                 sample = sample.add(conversation)
                 memory = construct_memory(harness, conversation, ConstructionCounts())
                 census.update(fallback_counts(harness.system.dump_memory(memory), "memory"))
@@ -80,9 +79,9 @@ def measure(cfg: DictConfig) -> Measurement:
     )
 
 
-def subset_conversations(cfg: DictConfig, settings: RunSettings) -> Iterator[Conversation]:
+def subset_conversations(settings: RunSettings) -> Iterator[Conversation]:
     """The conversations of the config's subset, as the runner reads them."""
-    return select(conversations_source(settings, resolve_data_dir(cfg.data_dir)), settings.subset)
+    return select(conversations_source(settings, settings.paths.data_dir), settings.subset)
 
 
 def stage_backbones(cfg: DictConfig, settings: RunSettings) -> dict[str, str]:
@@ -139,6 +138,6 @@ def service_reports(harness: Harness) -> dict[str, Any]:
 def extent(cfg: DictConfig) -> Extent:
     """Conversations, turns and questions of the config's subset."""
     total = Extent()
-    for conversation in subset_conversations(cfg, validate(cfg)):
+    for conversation in subset_conversations(validate(cfg)):
         total = total.add(conversation)
     return total

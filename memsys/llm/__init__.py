@@ -3,8 +3,12 @@
 Typical use (the run builds one backbone and injects stage views into methods)::
 
     cache = ResponseCache(".cache/llm_responses.sqlite")
-    backbone = build_backbone(cfg.backbone, cache=cache, accounting=Accounting())
+    config = BackboneConfig(LlamaCppConfig(n_ctx=8192), BackboneSettings(concurrency=1))
+    backbone = build_backbone(config, cache=cache, accounting=Accounting())
     reply = backbone.with_stage("answering").complete([{"role": "user", "content": "Hi"}])
+
+The library takes typed values only; the harness reads them from its config files
+(``benchmarks.pipeline.settings.backbone_config``).
 """
 
 from memsys.llm.accounting import Accounting, CallRecord
@@ -19,7 +23,7 @@ from memsys.llm.errors import (
     ProviderUnavailableError,
     TransientProviderError,
 )
-from memsys.llm.factory import build_backbone
+from memsys.llm.factory import BackboneConfig, build_backbone
 from memsys.llm.jsonout import JSONReply, JSONReplyParser, extract_json
 from memsys.llm.retry import RetryPolicy
 from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, SamplingParams
@@ -27,6 +31,7 @@ from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, Sampl
 __all__ = [
     "Accounting",
     "Backbone",
+    "BackboneConfig",
     "BackboneSettings",
     "BackboneUnavailableError",
     "CacheMissError",

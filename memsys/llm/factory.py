@@ -1,41 +1,51 @@
-"""Build a :class:`~memsys.llm.backbone.Backbone` from a ``conf/backbone/*.yaml`` node.
+"""Build a :class:`~memsys.llm.backbone.Backbone` from plain typed values.
 
-A backbone config has a ``provider`` node whose ``_target_`` is a provider config dataclass
-(each has a ``build()`` that loads or connects), plus optional ``concurrency`` and ``retry``
-(fields of :class:`~memsys.llm.retry.RetryPolicy`). The cache and accounting are not config of
-the backbone: the run owns them and passes them in.
+A backbone is a provider config (a dataclass of :mod:`memsys.llm.providers` whose ``build()``
+loads a model or connects to a server, e.g. :class:`~memsys.llm.providers.llamacpp.LlamaCppConfig`)
+and its :class:`~memsys.llm.backbone.BackboneSettings` (concurrency, retry policy). Reading them
+from a config file is the harness's job (``benchmarks.pipeline.settings.backbone_config`` reads a
+``conf/backbone/*.yaml`` node and checks every setting); the library takes the typed values only.
+The cache and accounting are not config of the backbone: the run owns them and passes them in.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone, BackboneSettings
 from memsys.llm.cache import ResponseCache
-from memsys.llm.retry import RetryPolicy
+from memsys.llm.providers.base import Provider
 
 
-def backbone_settings(config: DictConfig | dict[str, Any]) -> BackboneSettings:
-    """Concurrency and retry policy from a backbone config (defaults where absent)."""
-    node = OmegaConf.create(config) if isinstance(config, dict) else config
-    retry = node.get("retry")
-    retry_fields = OmegaConf.to_container(retry, resolve=True) if retry is not None else {}
-    concurrency = node.get("concurrency")
-    return BackboneSettings(
-        concurrency=BackboneSettings().concurrency if concurrency is None else int(concurrency),
-        retry=RetryPolicy(**retry_fields),  # type: ignore[arg-type]
-    )
+class ProviderConfig(Protocol):
+    """A provider's settings: the config dataclasses of :mod:`memsys.llm.providers`."""
+
+    def build(self) -> Provider:
+        """Load the model or connect to the server."""
+        ...
+
+
+@dataclass(frozen=True)
+class BackboneConfig:
+    """One backbone as plain values: which model, and how it is called.
+
+    >>> from memsys.llm.providers.scripted import ScriptedConfig
+    >>> BackboneConfig(ScriptedConfig("tiny"), name="tiny").settings.concurrency
+    8
+    """
+
+    provider: ProviderConfig
+    settings: BackboneSettings = field(default_factory=BackboneSettings)
+    #: The name tables show for it (``conf/backbone/*.yaml``'s ``name``); None where unnamed.
+    name: str | None = None
 
 
 def build_backbone(
-    config: DictConfig | dict[str, Any], *, cache: ResponseCache, accounting: Accounting
+    config: BackboneConfig, *, cache: ResponseCache, accounting: Accounting
 ) -> Backbone:
-    """The backbone a config describes, using the run's cache and accounting."""
-    node = OmegaConf.create(config) if isinstance(config, dict) else config
-    settings = backbone_settings(node)
-    provider_config = instantiate(node.provider, _convert_="all")
-    return Backbone(provider_config.build(), cache=cache, accounting=accounting, settings=settings)
+    """The backbone ``config`` describes, using the run's cache and accounting."""
+    return Backbone(
+        config.provider.build(), cache=cache, accounting=accounting, settings=config.settings
+    )

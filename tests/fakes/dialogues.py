@@ -50,14 +50,11 @@ def tiny_fixture() -> Conversation:
 
 def embedded_llm_services(cache: Path, embedder: Embedder, nlp: NLP) -> tuple[Services, Accounting]:
     """Services whose construction backbone is the real embedded model (conf/backbone/embedded)."""
-    from hydra import compose, initialize_config_dir
-
-    from benchmarks.data.paths import REPO_ROOT
+    from benchmarks.pipeline.settings import backbone_config, compose_config
     from memsys.llm import ResponseCache, build_backbone
 
-    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["backbone=embedded"])
+    config = backbone_config(compose_config(["backbone=embedded"]), "backbone")
     accounting = Accounting()
-    backbone = build_backbone(cfg.backbone, cache=ResponseCache(cache), accounting=accounting)
+    backbone = build_backbone(config, cache=ResponseCache(cache), accounting=accounting)
     services = Services(embedder=embedder, tokens=None, backbone=backbone, nlp=nlp)  # type: ignore[arg-type]
     return services, accounting

@@ -1,8 +1,10 @@
-"""``python -m memsys.llm ask "TEXT" [backbone=embedded] [cache.mode=off] ...``
+"""``python -m benchmarks.pipeline.llm_ask "TEXT" [backbone=embedded] [cache.mode=off] ...``
 
 Asks the configured backbone one question, prints the reply, then one JSON line with the token
 counts, latency and whether the reply came from the cache. Overrides are Hydra-style and are
-applied to ``conf/llm_ask.yaml``.
+applied to ``conf/llm_ask.yaml``; the backbone node is read as a run reads it
+(:func:`benchmarks.pipeline.settings.backbone_config`), and :mod:`memsys.llm` builds it from the
+typed values.
 """
 
 from __future__ import annotations
@@ -13,28 +15,36 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from benchmarks.pipeline.cli import print_error
+from benchmarks.pipeline.settings import (
+    CONF,
+    ConfigError,
+    backbone_config,
+    compose_config,
+)
 from memsys.llm.accounting import Accounting
 from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import LLMError
 from memsys.llm.factory import build_backbone
 from memsys.llm.types import LLMResponse, SamplingParams
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+#: The config folder (``conf/``), whose ``llm_ask.yaml`` this command composes.
+CONF_DIR: Path = CONF
 
 
-def compose_ask_config(overrides: Sequence[str], conf_dir: Path = CONF_DIR) -> DictConfig:
+def compose_ask_config(overrides: Sequence[str]) -> DictConfig:
     """``conf/llm_ask.yaml`` with Hydra overrides applied."""
-    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-        return compose(config_name="llm_ask", overrides=list(overrides))
+    return compose_config(overrides, config_name="llm_ask")
 
 
 def ask(cfg: DictConfig, text: str) -> LLMResponse:
     """One question to the configured backbone, through the configured cache."""
     cache = ResponseCache(cfg.cache.path, cfg.cache.mode)
-    backbone = build_backbone(cfg.backbone, cache=cache, accounting=Accounting())
+    backbone = build_backbone(
+        backbone_config(cfg, "backbone"), cache=cache, accounting=Accounting()
+    )
     messages = [{"role": "user", "content": text}]
     if cfg.system_prompt:
         messages.insert(0, {"role": "system", "content": cfg.system_prompt})
@@ -43,14 +53,17 @@ def ask(cfg: DictConfig, text: str) -> LLMResponse:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m memsys.llm", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    ask_parser = commands.add_parser("ask", help="ask the backbone one question")
-    ask_parser.add_argument("text", help="the question")
-    ask_parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=embedded")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.pipeline.llm_ask", description=__doc__
+    )
+    parser.add_argument("text", help="the question")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=embedded")
     args = parser.parse_args(argv)
     try:
         reply = ask(compose_ask_config(args.overrides), args.text)
+    except ConfigError as error:
+        print_error(str(error))
+        return 2
     except LLMError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
