@@ -4,7 +4,7 @@ Each method config declares, once, in a comment block at the end of its opening 
 
     # registry:
     #   role: method                # method | baseline | ablation | variant | oracle
-    #   paper: esmem                # an id of PAPERS below, or none
+    #   paper: esmem                # a published file's paper.id (papers below), or none
     #   name: ES-Mem                # the display name of its class, as its paper spells it
     #   grids: [table1, table2, retrieval, ...]   # GRIDS below; [] for none
 
@@ -23,9 +23,14 @@ Every grid is derived from the blocks, none is written as a list: the experiment
 (:mod:`benchmarks.tables.ablations`), the regression groups (:mod:`benchmarks.tables.regression`),
 the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m benchmarks.registry retrieval_lme``), and a
 grid's order (:func:`entries`' order). The report reads a run's role and display name here
-(:func:`role_of`, :mod:`benchmarks.tables.report.naming`), and :data:`PAPERS` is the one table of
-papers (id, name, published file) that the blocks, ``conf/paper/`` and the published numbers
-(:mod:`benchmarks.published.cells`) share.
+(:func:`role_of`, :mod:`benchmarks.tables.report.naming`).
+
+The papers are not listed here either: each ``results/published/<file>.yaml`` opens with a
+``paper:`` header naming its paper's ``id`` (the blocks' ``paper:`` value), its ``position`` in
+lists and how the paper ``measured`` (:mod:`benchmarks.published.cells`); :func:`papers` joins
+each to the name its ``role: method`` config declares. A new paper method is then its folder,
+its method config, its published file (and its ``conf/paper/<id>.yaml``, a Hydra overlay:
+docs/adding_a_method.md says why that stays a file).
 """
 
 from __future__ import annotations
@@ -39,41 +44,108 @@ from typing import Any
 
 import yaml
 
-METHOD_DIR = Path(__file__).resolve().parents[1] / "conf" / "method"
+ROOT = Path(__file__).resolve().parents[1]
+METHOD_DIR = ROOT / "conf" / "method"
+#: Each paper's published numbers, one file a paper, its header the paper's facts.
+PUBLISHED_DIR = ROOT / "results" / "published"
 ROLES = ("baseline", "method", "oracle", "ablation", "variant")
+
+
+#: The ``paper:`` of a config that implements no paper's method (baselines, libraries, oracles).
+NO_PAPER = "none"
+#: The top-level key of a published file's header (:func:`published_header`).
+HEADER = "paper:"
+#: libyaml's safe loader where PyYAML was built with it (ten times faster), else PyYAML's own.
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
 class Paper:
-    """A paper whose method the harness implements: the one table every place keyed by a paper
-    reads (the registry blocks' ``paper:``, ``conf/paper/``, the published numbers)."""
+    """A paper whose method the harness implements. Each fact has one place: the id, the
+    paper's place in lists and how it measured in its published file's ``paper:`` header
+    (:func:`published_header`), the name in its method config's registry block (the name the
+    tables print for the class; a second copy in the header could disagree with it)."""
 
-    #: The registry blocks' ``paper:`` value; also the name of the paper's method config
-    #: (``conf/method/<id>.yaml``, ``conf/paper/<id>.yaml``), package (``memsys/methods/<id>/``)
-    #: and card (``docs/methods/<id>.md``).
+    #: The header's ``id``, the registry blocks' ``paper:`` value; also the name of the paper's
+    #: method config (``conf/method/<id>.yaml``, ``conf/paper/<id>.yaml``), package
+    #: (``memsys/methods/<id>/``) and card (``docs/methods/<id>.md``).
     id: str
-    #: The method's name as the paper spells it (the tables' display name).
+    #: The method's name as the paper spells it: its ``role: method`` config's ``name``.
     name: str
-    #: The stem of the paper's own files: its published numbers
-    #: (``results/published/<published>.yaml``) and its text (``papers/<published>.txt``).
-    published: str
+    #: Its published numbers, ``results/published/<any name>.yaml`` (ES-Mem's is ``es-mem.yaml``).
+    published: Path
+    #: The file's ``paper:`` header, as plain data (its ``measured`` block:
+    #: :class:`benchmarks.published.cells.Measured`).
+    header: Mapping[str, Any]
 
 
-#: Every paper, in the order the tables list them.
-PAPERS = {
-    paper.id: paper
-    for paper in (
-        Paper("esmem", "ES-Mem", "es-mem"),
-        Paper("secom", "SeCom", "secom"),
-        Paper("hingemem", "HingeMem", "hingemem"),
-        Paper("fracom", "FraCom", "fracom"),
-        Paper("cast", "CAST", "cast"),
-    )
-}
-#: The ``paper:`` of a config that implements no paper's method (baselines, libraries, oracles).
-NO_PAPER = "none"
-#: What a registry block's ``paper:`` may say, in the order entries are sorted.
-PAPER_IDS = (NO_PAPER, *PAPERS)
+def published_header(path: Path) -> dict[str, Any]:
+    """The ``paper:`` node of a published file, parsed alone: the lines from ``paper:`` to the
+    next top-level key. The files hold thousands of cells (parsing all five takes seconds) and
+    every registry read needs only the headers."""
+    lines: list[str] = []
+    with path.open(encoding="utf-8") as text:
+        for line in text:
+            if lines and line[:1] not in (" ", "#", "\n"):
+                break
+            if lines or line.startswith(HEADER):
+                lines.append(line)
+    header = (yaml.load("".join(lines), Loader=SAFE_LOADER) or {}).get("paper") if lines else None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: no top-level '{HEADER}' mapping")
+    return header
+
+
+def published_files(directory: Path = PUBLISHED_DIR) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Paper id -> (published file, its header) for every ``*.yaml`` in ``directory``, in the
+    headers' ``position`` order; errors name the file."""
+    return dict(_published_files(directory))
+
+
+@cache
+def _published_files(directory: Path) -> tuple[tuple[str, tuple[Path, dict[str, Any]]], ...]:
+    found: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        header = published_header(path)
+        paper, position = header.get("id"), header.get("position")
+        if not isinstance(paper, str) or not paper or paper == NO_PAPER:
+            raise ValueError(f"{path}: paper.id must name the paper (not {paper!r})")
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise ValueError(f"{path}: paper.position must be an integer, not {position!r}")
+        if paper in found:
+            raise ValueError(f"{path}: paper.id {paper!r} is also {found[paper][0]}'s")
+        found[paper] = (path, header)
+    positions = [header["position"] for _, header in found.values()]
+    if len(set(positions)) != len(positions):
+        raise ValueError(f"{directory}: two published files share a paper.position {positions}")
+    return tuple(sorted(found.items(), key=lambda item: item[1][1]["position"]))
+
+
+def paper_ids() -> tuple[str, ...]:
+    """What a registry block's ``paper:`` may say, in the order entries are sorted:
+    :data:`NO_PAPER`, then every published file's id by position."""
+    return (NO_PAPER, *published_files())
+
+
+def papers(method_dir: Path | None = None) -> dict[str, Paper]:
+    """Every paper, by id, in the order the tables list them; each must have one
+    ``role: method`` config (in ``method_dir``, by default :data:`METHOD_DIR`)."""
+    return _papers(method_dir or METHOD_DIR)
+
+
+@cache
+def _papers(method_dir: Path) -> dict[str, Paper]:
+    names = {e.paper: e.name for e in entries(method_dir) if e.role == "method"}
+    found = {}
+    for paper, (path, header) in published_files().items():
+        if paper not in names:
+            raise ValueError(
+                f"{path}: paper {paper!r} has no 'role: method' config in {method_dir}"
+            )
+        found[paper] = Paper(paper, names[paper], path, header)
+    return found
+
+
 #: Every grid a method config may belong to, and where it is swept or read.
 GRIDS = {
     "table1": "conf/experiment/table1.yaml (${registry:table1})",
@@ -176,8 +248,8 @@ def entry(path: Path) -> Entry:
     problems = []
     if declared["role"] not in ROLES:
         problems.append(f"role {declared['role']!r} not one of {ROLES}")
-    if declared["paper"] not in PAPER_IDS:
-        problems.append(f"paper {declared['paper']!r} not one of {PAPER_IDS}")
+    if declared["paper"] not in paper_ids():
+        problems.append(f"paper {declared['paper']!r} not one of {paper_ids()}")
     if not isinstance(declared["name"], str) or not declared["name"]:
         problems.append("name must be a non-empty string")
     unknown = [grid for grid in declared["grids"] or () if grid not in GRIDS]
@@ -199,16 +271,15 @@ def entry(path: Path) -> Entry:
 def entries(method_dir: Path | None = None) -> tuple[Entry, ...]:
     """Every method config's entry (in ``method_dir``, by default :data:`METHOD_DIR`):
     baselines, methods, oracles, ablations, variants; each role's in paper order
-    (:data:`PAPER_IDS`), then by config name."""
+    (:func:`paper_ids`), then by config name."""
     return _entries(method_dir or METHOD_DIR)
 
 
 @cache
 def _entries(method_dir: Path) -> tuple[Entry, ...]:
     found = [entry(path) for path in method_dir.glob("*.yaml")]
-    return tuple(
-        sorted(found, key=lambda e: (ROLES.index(e.role), PAPER_IDS.index(e.paper), e.config))
-    )
+    order = paper_ids()
+    return tuple(sorted(found, key=lambda e: (ROLES.index(e.role), order.index(e.paper), e.config)))
 
 
 def members(grid: str, method_dir: Path | None = None) -> list[str]:

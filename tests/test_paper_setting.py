@@ -67,7 +67,7 @@ def test_every_grid_entry_composes_and_validates(experiment: str, entry: str) ->
 
 
 def test_every_paper_has_its_setting_here() -> None:
-    assert sorted(PAPER_SETTINGS) == sorted(registry.PAPERS)
+    assert sorted(PAPER_SETTINGS) == sorted(registry.papers())
 
 
 @pytest.mark.parametrize("entry", PAPER_SETTINGS)

@@ -1,6 +1,7 @@
 """Every ``results/published/*.yaml`` (a paper's own numbers, quoted as data) keeps one schema.
 
-A ``paper:`` block (``title``, ``authors``, ``file``) and a ``results:`` list whose entries each
+A ``paper:`` block (``title``, ``authors``, ``file``; the registry checks its ``id``,
+``position`` and ``measured``) and a ``results:`` list whose entries each
 name their ``table``, ``row``, ``column``, a numeric ``value`` and a ``setting`` (``backbone``,
 ``judge``, ``metric``, ``dataset``; optional ``notes``, ``category``, ``question_type``,
 ``group``), no cell twice. The segmentation cells (read by the segmentation table through
@@ -19,6 +20,7 @@ import yaml
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.data.segmentation import SEGMENTATION_DATASETS
 from benchmarks.published.segmentation import is_segmentation, published_segmentation
+from benchmarks.registry import published_header
 
 PUBLISHED = REPO_ROOT / "results" / "published"
 PAPER_KEYS = ("title", "authors", "file")
@@ -94,6 +96,8 @@ def test_there_are_published_results() -> None:
 def test_published_results_follow_the_schema(path: Path) -> None:
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert problems(document) == []
+    # the registry reads the header alone (benchmarks.registry.published_header): the same node
+    assert published_header(path) == document["paper"]
 
 
 #: DESIGN.md's folder in this environment: each file's ``paper.file`` (``papers/es-mem.txt``) lies

@@ -14,7 +14,7 @@ from run_helpers import compose_config
 
 from benchmarks import registry
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.published.cells import MEASURED, read_papers
+from benchmarks.published.cells import how_measured, measured_of, read_papers
 from benchmarks.tables.ablations import SPEC, load_spec, variants
 from benchmarks.tables.regression import load_cases
 
@@ -71,24 +71,101 @@ def test_every_method_config_declares_itself() -> None:
 
 def test_each_paper_has_one_method_named_for_it() -> None:
     methods = [e for e in registry.entries() if e.role == "method"]
-    assert sorted(e.config for e in methods) == sorted(registry.PAPERS)
+    assert sorted(e.config for e in methods) == sorted(registry.papers())
     assert all(e.paper == e.config for e in methods)
-    assert all(e.name == registry.PAPERS[e.paper].name for e in methods)
+    names = {paper: p.name for paper, p in registry.papers().items()}
+    assert names == {  # the headers' positions order them; each method config names its paper
+        "esmem": "ES-Mem",
+        "secom": "SeCom",
+        "hingemem": "HingeMem",
+        "fracom": "FraCom",
+        "cast": "CAST",
+    }
+    assert list(names) == list(registry.paper_ids()[1:])
 
 
-def test_the_paper_table_names_every_file_keyed_by_a_paper() -> None:
-    """One table (id, name, published file) for the registry, conf/paper and the published
-    numbers: ES-Mem's id is ``esmem``, its files' stem ``es-mem``."""
-    assert registry.PAPERS["esmem"].published == "es-mem"
-    assert set(MEASURED) == set(registry.PAPERS)
-    assert [MEASURED[paper].label for paper in registry.PAPERS] == [
-        paper.name for paper in registry.PAPERS.values()
-    ]
-    published = {path.stem for path in (REPO_ROOT / "results" / "published").glob("*.yaml")}
-    for paper in registry.PAPERS.values():
-        assert paper.published in published, paper
-        assert (REPO_ROOT / "conf" / "paper" / f"{paper.id}.yaml").exists(), paper
-    assert sorted(read_papers(REPO_ROOT / "results" / "published")) == sorted(registry.PAPERS)
+def test_the_published_headers_name_every_file_keyed_by_a_paper() -> None:
+    """Each paper's facts are its published file's header: the file is found by the id in it
+    (ES-Mem's id is ``esmem``, its file ``es-mem.yaml``), and how the paper measured is read
+    from it for the published report."""
+    papers = registry.papers()
+    assert papers["esmem"].published == REPO_ROOT / "results" / "published" / "es-mem.yaml"
+    assert [m.label for m in how_measured().values()] == [p.name for p in papers.values()]
+    assert how_measured()["hingemem"].f1 == "f1_locomo"
+    assert how_measured()["cast"].order == "rank" and how_measured()["secom"].order is None
+    assert sorted(read_papers(REPO_ROOT / "results" / "published")) == sorted(papers)
+
+
+def paper_setting(paper: str) -> dict:
+    """``conf/paper/<paper>.yaml`` as plain data (its defaults list and run-level keys)."""
+    path = REPO_ROOT / "conf" / "paper" / f"{paper}.yaml"
+    assert path.is_file(), f"paper {paper} has no {path}"
+    return yaml.safe_load(path.read_text())
+
+
+@pytest.mark.parametrize("paper", list(registry.papers()))
+def test_each_paper_has_its_paper_setting_and_it_agrees_with_the_header(paper: str) -> None:
+    """``conf/paper/<id>.yaml`` stays a file of its own (a Hydra overlay choosing the method
+    config and setting run-level keys: docs/adding_a_method.md); it runs a config of its paper,
+    and its protocol is what the header says the paper measured, where the paper says."""
+    setting = paper_setting(paper)
+    (method,) = [d["override /method"] for d in setting["defaults"] if "override /method" in d]
+    chosen = next(e for e in registry.entries() if e.config == method)
+    assert chosen.paper == paper
+    how = how_measured()[paper]
+    assert setting["adversarial"] == how.adversarial
+    assert how.order is None or setting["answer"]["order"] == how.order
+
+
+def write_published(folder: Path, name: str, header: str) -> None:
+    (folder / name).write_text(f"# A paper.\npaper:\n{header}results:\n  - {{row: x}}\n")
+
+
+def test_a_published_header_is_read_alone_and_checked(tmp_path: Path) -> None:
+    write_published(tmp_path, "a-paper.yaml", "  id: apaper\n  # a note\n  position: 2\n\n")
+    write_published(tmp_path, "b.yaml", "  id: bpaper\n  position: 1\n  measured: {f1: f1_set}\n")
+    found = registry.published_files(tmp_path)
+    assert list(found) == ["bpaper", "apaper"]  # by position, not by file name
+    assert found["apaper"] == (tmp_path / "a-paper.yaml", {"id": "apaper", "position": 2})
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    write_published(twin, "a.yaml", "  id: apaper\n  position: 1\n")
+    write_published(twin, "b.yaml", "  id: apaper\n  position: 2\n")
+    with pytest.raises(ValueError, match=r"b\.yaml: paper\.id 'apaper' is also .*a\.yaml's"):
+        registry.published_files(twin)
+    write_published(twin, "b.yaml", "  id: bpaper\n  position: 1\n")
+    with pytest.raises(ValueError, match=r"two published files share a paper\.position"):
+        registry.published_files(twin)
+    for case, (header, problem) in enumerate(
+        [
+            ("  position: 1\n", r"paper\.id must name the paper \(not None\)"),
+            ("  id: none\n  position: 1\n", r"paper\.id must name the paper \(not 'none'\)"),
+            ("  id: apaper\n  position: first\n", r"paper\.position must be an integer"),
+        ]
+    ):
+        odd = tmp_path / f"odd{case}"
+        odd.mkdir()
+        write_published(odd, "x.yaml", header)
+        with pytest.raises(ValueError, match=problem):
+            registry.published_files(odd)
+    (tmp_path / "headless").mkdir()
+    (tmp_path / "headless" / "x.yaml").write_text("# no header\nresults: []\n")
+    with pytest.raises(ValueError, match=r"x\.yaml: no top-level 'paper:' mapping"):
+        registry.published_files(tmp_path / "headless")
+
+
+def test_a_measured_block_names_every_setting_once() -> None:
+    esmem = registry.papers()["esmem"]
+    block = dict(esmem.header["measured"])
+    assert measured_of(esmem) == how_measured()["esmem"]
+    for changed, problem in [
+        ({k: v for k, v in block.items() if k != "budget"}, r"needs exactly \['f1'"),
+        ({**block, "adversarial": "included"}, "adversarial: include or exclude"),
+        ({**block, "order": "newest"}, "order: time, rank or null"),
+    ]:
+        odd = registry.Paper("esmem", "ES-Mem", esmem.published, {"measured": changed})
+        with pytest.raises(ValueError, match=rf"es-mem\.yaml: paper\.measured.*{problem}"):
+            measured_of(odd)
 
 
 def test_every_run_of_a_method_config_maps_back_to_it() -> None:

@@ -10,15 +10,10 @@ from typing import Any
 
 from benchmarks.data.paths import shown_path
 from benchmarks.data.specs import named_spec
-from benchmarks.published.cells import (
-    MEASURED,
-    PUBLISHED,
-    PublishedCell,
-    published_cells,
-    read_papers,
-)
+from benchmarks.published.cells import PublishedCell, how_measured, published_cells, read_papers
 from benchmarks.published.compare import SAME_MODEL, differences
 from benchmarks.published.grid import GRIDS, Entry, entry_runs, grid_entries
+from benchmarks.registry import PUBLISHED_DIR
 from benchmarks.tables.report import (
     Cell,
     ReportError,
@@ -85,7 +80,7 @@ def build_paper_report(
     dataset: str = "locomo",
     subset: str = "full",
     where: dict[str, Any] | None = None,
-    published_dir: Path = PUBLISHED,
+    published_dir: Path = PUBLISHED_DIR,
 ) -> PaperReport:
     """Pair every measurable published cell with its grid run and what differs."""
     where = where or {}
@@ -99,8 +94,9 @@ def build_paper_report(
         for run in readers.values()
     }
     lines, left_out = [], []
+    how = how_measured()
     for paper, document in read_papers(published_dir).items():
-        cells, summary = published_cells(MEASURED[paper], document, dataset, entries)
+        cells, summary = published_cells(how[paper], document, dataset, entries)
         left_out.append(summary)
         for cell in cells:
             run = paired_run(cell, grid_runs[cell.entry])

@@ -1,26 +1,23 @@
 """The published cells: each paper's ``results/published/<paper>.yaml`` read, how the paper
-measured (:class:`Paper`), and the cells the grid measures, each once, with a count of the cells
+measured (:class:`Measured`), and the cells the grid measures, each once, with a count of the cells
 left out and why."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from benchmarks import registry
-from benchmarks.data.paths import REPO_ROOT
 from benchmarks.published.grid import Entry
 from memsys.types import LONGMEMEVAL_CATEGORIES
 
-PUBLISHED = REPO_ROOT / "results" / "published"
-
 #: Published metric names → (harness score, the printed scale: 100 for percent). ``f1`` is the
-#: paper's own F1 scorer (:attr:`Paper.f1`).
+#: paper's own F1 scorer (:attr:`Measured.f1`).
 METRICS = {
     "F1": ("f1", 100.0),
     "BLEU-1": ("bleu1", 100.0),
@@ -31,71 +28,54 @@ METRICS = {
 
 
 @dataclass(frozen=True)
-class Paper:
-    """How a paper measured its numbers where papers differ, from its published file's
-    ``paper.setting`` and its fidelity card; each measured run is compared with it. Which paper
-    it is (its name, its published file) is the registry's table
-    (:data:`benchmarks.registry.PAPERS`)."""
+class Measured:
+    """How a paper measured its numbers where papers differ: its published file's
+    ``paper.measured`` block (summing up its ``paper.setting`` and its fidelity card); each
+    measured run is compared with it. Which paper it is (its name, its file) is the registry's
+    (:func:`benchmarks.registry.papers`)."""
 
-    #: The paper's id in :data:`benchmarks.registry.PAPERS`.
+    #: The paper's id (:func:`benchmarks.registry.papers`).
     id: str
     #: The harness scorer computing the paper's F1.
-    f1: str = "f1_set"
-    #: Whether LoCoMo's Overall counts the adversarial questions.
-    adversarial: str = "exclude"
+    f1: str
+    #: Whether LoCoMo's Overall counts the adversarial questions: ``include`` or ``exclude``.
+    adversarial: str
     #: The order the paper hands the reader its context in, where it says (None: not stated).
-    order: str | None = None
+    order: str | None
     #: The model that builds the memory, where it is not the reader.
-    builder: str | None = None
-    embedder: str = "not stated"
-    budget: str = "none stated"
+    builder: str | None
+    embedder: str
+    budget: str
 
     @property
     def label(self) -> str:
         """The method's name as the paper spells it."""
-        return registry.PAPERS[self.id].name
+        return registry.papers()[self.id].name
 
 
-#: How each paper of :data:`benchmarks.registry.PAPERS` measured, by paper id.
-MEASURED = {
-    paper.id: paper
-    for paper in (
-        Paper(
-            "esmem",
-            order="time",
-            embedder="all-MiniLM-L6-v2",
-            budget="none stated; top K = 5 or 10 events (Appendix B)",
-        ),
-        Paper(
-            "secom",
-            builder="GPT-4-0125",
-            embedder="multi-qa-mpnet-base-dot-v1",
-            budget="4k tokens",
-        ),
-        Paper(
-            "hingemem",
-            f1="f1_locomo",
-            adversarial="include",
-            embedder="text-embedding-3-small",
-            budget="none; the adaptive stop decides",
-        ),
-        Paper("fracom", embedder="Sentence-BERT"),
-        Paper(
-            "cast",
-            order="rank",
-            builder="Llama-3.3-70B-Instruct",
-            embedder="text-embedding-3-small",
-            budget="none stated; k = 5 passages",
-        ),
-    )
-}
+def how_measured() -> dict[str, Measured]:
+    """How each paper of :func:`benchmarks.registry.papers` measured, by paper id."""
+    return {paper.id: measured_of(paper) for paper in registry.papers().values()}
+
+
+def measured_of(paper: registry.Paper) -> Measured:
+    """The paper's ``paper.measured`` block, checked; errors name the file."""
+    block = paper.header.get("measured")
+    keys = [field.name for field in fields(Measured) if field.name != "id"]
+    if not isinstance(block, dict) or sorted(block) != sorted(keys):
+        raise ValueError(f"{paper.published}: paper.measured needs exactly {keys}")
+    if block["adversarial"] not in ("include", "exclude"):
+        raise ValueError(f"{paper.published}: paper.measured.adversarial: include or exclude")
+    if block["order"] not in (None, "time", "rank"):
+        raise ValueError(f"{paper.published}: paper.measured.order: time, rank or null")
+    return Measured(paper.id, **block)
 
 
 @dataclass(frozen=True)
 class PublishedCell:
     """One published table cell the harness can measure, with the grid entry standing for it."""
 
-    paper: Paper
+    paper: Measured
     entry: Entry
     table: str
     row: str
@@ -110,14 +90,14 @@ class PublishedCell:
 
 
 def read_papers(directory: Path) -> dict[str, dict[str, Any]]:
-    """The published file of every paper (:data:`benchmarks.registry.PAPERS`: its
-    ``published`` names the file) that ``directory`` holds, by paper id, in file-name order."""
-    by_file = {paper.published: paper.id for paper in registry.PAPERS.values()}
-    return {
-        by_file[path.stem]: yaml.safe_load(path.read_text(encoding="utf-8"))
-        for path in sorted(directory.glob("*.yaml"))
-        if path.stem in by_file
-    }
+    """The published file of every paper (:func:`benchmarks.registry.papers`) that
+    ``directory`` holds, by the id its header names, in file-name order."""
+    files = sorted(
+        (path, paper)
+        for paper, (path, _) in registry.published_files(directory).items()
+        if paper in registry.papers()
+    )
+    return {paper: yaml.safe_load(path.read_text(encoding="utf-8")) for path, paper in files}
 
 
 def scope_of(setting: dict[str, Any], dataset: str) -> str | None:
@@ -172,7 +152,7 @@ def left_out_reason(
 
 
 def published_cells(
-    paper: Paper, document: dict[str, Any], dataset: str, entries: Sequence[Entry]
+    paper: Measured, document: dict[str, Any], dataset: str, entries: Sequence[Entry]
 ) -> tuple[list[PublishedCell], str]:
     """The paper's cells the grid measures on ``dataset``, each once, and a line saying how many
     cells were left out and why."""
@@ -206,7 +186,7 @@ def named(counts: Counter[str], shown: int = 6) -> str:
 
 
 def published_cell(
-    paper: Paper, result: dict[str, Any], dataset: str, entries: Sequence[Entry]
+    paper: Measured, result: dict[str, Any], dataset: str, entries: Sequence[Entry]
 ) -> PublishedCell:
     """A measurable published row as a :class:`PublishedCell`."""
     setting = result["setting"]

@@ -1,5 +1,5 @@
 """The papers' published segmentation numbers: the cells of ``results/published/<paper>.yaml``
-(a :data:`benchmarks.registry.PAPERS` paper's file, the schema every published cell keeps) on the
+(a :func:`benchmarks.registry.papers` paper's file, the schema every published cell keeps) on the
 segmentation datasets (ES-Mem's Table 4), gathered into the rows a segmentation table quotes
 beside its measured ones (``python -m benchmarks.tables.segmentation``). Only the one paper's
 file is read: parsing all five takes seconds.
@@ -23,8 +23,7 @@ from typing import Any
 import yaml
 
 from benchmarks.data.segmentation import SEGMENTATION_DATASETS
-from benchmarks.published.cells import PUBLISHED
-from benchmarks.registry import PAPERS
+from benchmarks.registry import PUBLISHED_DIR, papers, published_files
 
 #: Published segmentation metric names → the harness's (:mod:`benchmarks.metrics.segmentation`),
 #: in the order tables print them.
@@ -72,25 +71,27 @@ def quoted_rows(paper: str, document: dict[str, Any]) -> list[QuotedRow]:
         found["scores"].setdefault(setting["dataset"], {})[metric] = float(result["value"])
     rows = []
     for (table, row), found in cells.items():
-        where = f"results/published/{PAPERS[paper].published}.yaml, {table}, row {row!r}"
+        where = f"results/published/{papers()[paper].published.name}, {table}, row {row!r}"
         if len(found["groups"]) != 1 or None in found["groups"]:
             raise PublishedSegmentationError(f"{where}: one setting.group expected, got {found}")
         for dataset, scores in found["scores"].items():
             if set(scores) != set(SEGMENTATION_METRICS.values()):
                 raise PublishedSegmentationError(f"{where}: {dataset} has only {sorted(scores)}")
         (group,) = found["groups"]
-        rows.append(QuotedRow(PAPERS[paper].name, table, group, row, found["scores"]))
+        rows.append(QuotedRow(papers()[paper].name, table, group, row, found["scores"]))
     return rows
 
 
-def read_paper(paper: str, directory: Path = PUBLISHED) -> dict[str, Any]:
-    """``paper``'s published file (``paper``: a :data:`PAPERS` id)."""
-    path = directory / f"{PAPERS[paper].published}.yaml" if paper in PAPERS else None
-    if path is None or not path.is_file():
-        raise PublishedSegmentationError(f"no published file of a known paper {paper!r} ({path})")
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+def read_paper(paper: str, directory: Path = PUBLISHED_DIR) -> dict[str, Any]:
+    """``paper``'s published file in ``directory``, the one whose header names its id."""
+    found = published_files(directory).get(paper)
+    if found is None:
+        raise PublishedSegmentationError(f"no published file of paper {paper!r} in {directory}")
+    return yaml.safe_load(found[0].read_text(encoding="utf-8"))
 
 
-def published_segmentation(paper: str = "esmem", directory: Path = PUBLISHED) -> list[QuotedRow]:
-    """The published segmentation rows of ``paper`` (a :data:`PAPERS` id)."""
+def published_segmentation(
+    paper: str = "esmem", directory: Path = PUBLISHED_DIR
+) -> list[QuotedRow]:
+    """The published segmentation rows of ``paper`` (a :func:`benchmarks.registry.papers` id)."""
     return quoted_rows(paper, read_paper(paper, directory))
