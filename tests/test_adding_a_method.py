@@ -1,6 +1,8 @@
-"""docs/adding_a_method.md's worked example, run: its files written into a copy of the
-repository, its own test passing there, the registry placing it, and a retrieval-only run of it
-on the smoke subset. A doc whose example stops working fails here."""
+"""docs/adding_a_method.md's worked examples, a baseline and a paper method, run: their files
+written into a copy of the repository, their own tests passing there, the registry placing each
+(the paper method's name, published file and protocol read from its files), the published-numbers
+report quoting the paper method's cell, and a retrieval-only run of each on the smoke subset. A
+doc whose example stops working fails here."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 DOC = REPO_ROOT / "docs" / "adding_a_method.md"
 #: A fenced block the doc marks as a file: ```python file=memsys/methods/x.py
 FILE_BLOCK = re.compile(r"^```\w+ file=(\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-COPIED = ("benchmarks", "memsys", "conf", "tests", "pyproject.toml")
+COPIED = ("benchmarks", "memsys", "conf", "tests", "results/published", "pyproject.toml")
 
 
 def doc_files() -> dict[str, str]:
@@ -37,6 +39,7 @@ def repo_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
         else:
             shutil.copy2(source, copy / name)
     for path, body in doc_files().items():
+        (copy / path).parent.mkdir(parents=True, exist_ok=True)
         (copy / path).write_text(body, encoding="utf-8")
     return copy
 
@@ -53,34 +56,100 @@ def run_in(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_doc_marks_the_files_of_its_example() -> None:
+def retrieval_run(copy: Path, *overrides: str) -> dict:
+    """A retrieval-only run on the smoke subset in ``copy``; its metrics."""
+    results = copy / "results" / "runs" / overrides[-1].replace("=", "_")
+    ran = run_in(
+        copy, "-m", "benchmarks.pipeline.run", *overrides, "answer=none", "subset=smoke",
+        f"results_dir={results}", "progress=false",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    (metrics,) = results.glob("*/metrics.json")
+    return json.loads(metrics.read_text())
+
+
+def test_the_doc_marks_the_files_of_its_examples() -> None:
     assert set(doc_files()) == {
         "memsys/methods/last_sessions.py",
         "conf/method/last_sessions.yaml",
         "tests/test_last_sessions.py",
+        "memsys/methods/lexmem/__init__.py",
+        "memsys/methods/lexmem/method.py",
+        "conf/method/lexmem.yaml",
+        "results/published/lex-mem.yaml",
+        "conf/paper/lexmem.yaml",
+        "tests/test_lexmem.py",
     }
 
 
-def test_the_example_passes_its_own_test_and_joins_its_grids(repo_copy: Path) -> None:
-    tested = run_in(repo_copy, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    "tests/test_last_sessions.py")  # fmt: skip
+def test_the_examples_pass_their_own_tests_and_the_schema(repo_copy: Path) -> None:
+    tested = run_in(
+        repo_copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_last_sessions.py",
+        "tests/test_lexmem.py", "tests/test_published.py", "-k", "not published or lex-mem",
+    )  # fmt: skip
     assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "3 passed" in tested.stdout, tested.stdout  # both examples' tests, lex-mem.yaml's schema
+
+
+def test_the_baseline_joins_its_grids(repo_copy: Path) -> None:
     listed = run_in(repo_copy, "-m", "benchmarks.registry", "retrieval")
     assert listed.returncode == 0, listed.stderr
     assert "last_sessions" in listed.stdout.replace(",", " ").split()
 
 
-def test_the_example_runs_retrieval_only_on_the_smoke_subset(
-    repo_copy: Path, data_dir: Path
-) -> None:
-    results = repo_copy / "results" / "runs"
-    ran = run_in(
-        repo_copy, "-m", "benchmarks.pipeline.run", "method=last_sessions", "answer=none",
-        "subset=smoke", f"results_dir={results}", "progress=false",
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    (metrics,) = results.glob("*/metrics.json")
-    summary = json.loads(metrics.read_text())
+@pytest.mark.usefixtures("data_dir")
+def test_the_baseline_runs_retrieval_only_on_the_smoke_subset(repo_copy: Path) -> None:
+    summary = retrieval_run(repo_copy, "method=last_sessions")
     assert summary["questions"] == 20
     # the last 2 sessions' turns hold some evidence of the smoke questions, not all of it
+    assert 0.0 < summary["evidence_recall"]["mean"] < 1.0
+
+
+#: What the copy's registry says of the paper method, as JSON.
+PLACED = """
+import json
+from benchmarks import registry
+from benchmarks.published.cells import how_measured
+from benchmarks.tables.report.naming import method_name
+
+(entry,) = [e for e in registry.entries() if e.config == "lexmem"]
+paper = registry.papers()["lexmem"]
+print(json.dumps({
+    "role": entry.role, "paper": entry.paper, "name": paper.name, "file": paper.published.name,
+    "table_name": method_name({"_target_": entry.target, "top_k": 10}),
+    "paper_grid": registry.members("paper"), "papers": list(registry.papers()),
+    "f1": how_measured()["lexmem"].f1,
+}))
+"""
+
+
+def test_the_paper_method_is_placed_from_its_files(repo_copy: Path) -> None:
+    placed = run_in(repo_copy, "-c", PLACED)
+    assert placed.returncode == 0, placed.stderr
+    found = json.loads(placed.stdout)
+    assert (found["role"], found["paper"], found["name"]) == ("method", "lexmem", "LexMem")
+    assert (found["file"], found["table_name"], found["f1"]) == ("lex-mem.yaml", "LexMem", "f1_set")
+    assert found["paper_grid"][-1] == "lexmem"  # its position, 6, after the five papers
+    assert found["papers"] == ["esmem", "secom", "hingemem", "fracom", "cast", "lexmem"]
+
+
+def test_the_published_report_quotes_the_paper_methods_cell(repo_copy: Path) -> None:
+    out = repo_copy / "paper_locomo"
+    built = run_in(
+        repo_copy, "-m", "benchmarks.published", "--dataset", "locomo", "--out", str(out)
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    report = out.with_suffix(".md").read_text()
+    assert (
+        "| LexMem | Table 1 | LexMem | LoCoMo / F1 | gpt-4o-mini | f1_set · overall | 31.2 |"
+        in (report)
+    )
+    assert "- LexMem: 1 of 2 cells shown; left out: 1 on other datasets (msc)" in report
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_the_paper_method_runs_retrieval_only_through_its_paper_entry(repo_copy: Path) -> None:
+    summary = retrieval_run(repo_copy, "+experiment=paper_locomo", "paper=lexmem")
+    assert summary["questions"] == 20
+    # turns sharing the questions' words hold most of their evidence, not all of it
     assert 0.0 < summary["evidence_recall"]["mean"] < 1.0
