@@ -14,7 +14,7 @@ import importlib
 import runpy
 import sys
 from collections.abc import Sequence
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 
 from benchmarks.console.commands import COMMANDS, Command, Group
 
@@ -22,6 +22,7 @@ PROG = "memsys-bench"
 HELP = ("-h", "--help")
 #: Where an unknown or missing subcommand exits, like argparse's usage errors.
 USAGE_ERROR = 2
+NOT_INSTALLED = "(not installed: pip install -e .)"
 #: Longer subcommand names (a group's with its words) get their help on the next line.
 WIDEST_NAME = 24
 
@@ -31,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     becomes its status, so callers in process get a number either way)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["--version"]:
-        print(f"{PROG} {version('memsys-bench')}")
+        print(f"{PROG} {package_version()}")
         return 0
     try:
         return dispatch(PROG, COMMANDS, args)
@@ -109,6 +110,15 @@ def listing(prog: str, table: dict[str, Command | Group]) -> str:
             lines.append(f"  {name:<{width}}{text}")
     lines += ["", f"{prog} COMMAND --help: that command's arguments (docs/cli.md)"]
     return "\n".join(lines)
+
+
+def package_version() -> str:
+    """The installed distribution's version (``python -m benchmarks.console`` also runs from a
+    checkout that was never installed, which has none)."""
+    try:
+        return version(PROG)
+    except PackageNotFoundError:
+        return NOT_INSTALLED
 
 
 def exit_status(code: object) -> int:
