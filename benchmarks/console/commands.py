@@ -58,7 +58,8 @@ COMMANDS: dict[str, Command | Group] = {
         "run | table: does each lite ablation change the reader's context",
     ),
     "inspect": Command(
-        "benchmarks.tables.inspect:main", "look inside finished runs, question by question"
+        "benchmarks.tables.inspect:main",
+        "one HTML page over runs: each question's context, scores, verdicts",
     ),
     "diff": Command(
         "benchmarks.tables.diff:main", "what changed between two runs, question by question"
