@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -194,3 +195,15 @@ def test_docs_cli_names_every_subcommand() -> None:
     page = (REPO_ROOT / "docs" / "cli.md").read_text()
     for name in LEAVES:
         assert f"| `{name}" in page, name
+
+
+def test_every_make_target_calls_a_listed_subcommand() -> None:
+    """The Makefile runs everything through ``$(BENCH)``; each call names a subcommand (and a
+    group's word) that the table lists."""
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    calls = re.findall(r"\$\(BENCH\) (\S+)(?: (\S+))?", makefile)
+    assert len(calls) >= 10
+    for name, word in calls:
+        entry = COMMANDS[name]
+        assert not isinstance(entry, Group) or word in entry.commands, (name, word)
+    assert re.search(r"^setup:.*(\n\t.*)*\n\t\$\(BENCH\) data fetch$", makefile, re.MULTILINE)
