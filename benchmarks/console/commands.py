@@ -6,7 +6,7 @@ Each names the module that does the work, imported only when its subcommand is c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Group:
     """Subcommands under one word (``memsys-bench score qa``)."""
 
     help: str
-    commands: dict[str, Command] = field(default_factory=dict)
+    commands: dict[str, Command]
 
 
 COMMANDS: dict[str, Command | Group] = {
