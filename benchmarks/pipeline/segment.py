@@ -70,10 +70,17 @@ from memsys.types import SegmentationDialogue
 IDENTITY_EXCLUDED = (*LOCATION_KEYS, "limit", "seed", "prepare_batch")
 
 
+#: Names these options as this runner's in Hydra's config store: they replace ``conf/dataset/``'s
+#: choices for it (``memsys-bench segment --help`` lists only these).
+PROVIDER = "benchmarks.pipeline.segment"
+
+
 def register_datasets(store: ConfigStore) -> None:
     """Add ``dataset=<name>`` options ``{name, split: test}`` for every segmentation set."""
     for name in SEGMENTATION_DATASETS:
-        store.store(group="dataset", name=name, node={"name": name, "split": "test"})
+        store.store(
+            group="dataset", name=name, node={"name": name, "split": "test"}, provider=PROVIDER
+        )
 
 
 register_datasets(ConfigStore.instance())

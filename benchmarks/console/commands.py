@@ -1,0 +1,108 @@
+"""The subcommands of ``memsys-bench``: the one place they are listed.
+
+Each names the module that does the work, imported only when its subcommand is chosen, so
+``memsys-bench --help`` stays fast and a subcommand whose module is absent fails alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand. ``target`` is ``module:function`` (called with the remaining arguments,
+    after ``prefix``), or, for a Hydra app, the module itself, run as ``python -m`` runs it;
+    ``config`` is then its primary config (``conf/<config>.yaml``)."""
+
+    target: str
+    help: str
+    config: str | None = None
+    prefix: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Group:
+    """Subcommands under one word (``memsys-bench score qa``)."""
+
+    help: str
+    commands: dict[str, Command]
+
+
+COMMANDS: dict[str, Command | Group] = {
+    "run": Command(
+        "benchmarks.pipeline.run",
+        "run a method on a QA dataset (Hydra: method=... subset=...; -m sweeps)",
+        config="config",
+    ),
+    "segment": Command(
+        "benchmarks.pipeline.segment",
+        "run a segmenter on a segmentation set (Hydra: segmenter=... dataset=...)",
+        config="segment",
+    ),
+    "plan": Command(
+        "benchmarks.plan.cli:main",
+        "what a sweep will cost before it runs (run's overrides; --conversations N)",
+    ),
+    "report": Command(
+        "benchmarks.tables.report.cli:main", "Table 1 / 2 or a retrieval table from finished runs"
+    ),
+    "segmentation-table": Command(
+        "benchmarks.tables.segmentation:main", "the segmentation table from finished segment runs"
+    ),
+    "published": Command(
+        "benchmarks.published.cli:main", "the papers' published numbers beside the paper grid's"
+    ),
+    "ablations": Command(
+        "benchmarks.tables.ablations:main",
+        "run | table: does each lite ablation change the reader's context",
+    ),
+    "inspect": Command(
+        "benchmarks.tables.inspect:main",
+        "one HTML page over runs: each question's context, scores, verdicts",
+    ),
+    "diff": Command(
+        "benchmarks.tables.diff:main", "what changed between two runs, question by question"
+    ),
+    "score": Group(
+        "score your own predictions (JSONL) with the harness's scorers",
+        {
+            "qa": Command(
+                "benchmarks.metrics.qa:main",
+                "F1 and BLEU-1 of a predictions file; --judge adds an LLM judge's accuracy",
+            ),
+            "judge": Command(
+                "benchmarks.metrics.judge:main",
+                "--show-prompt: the message a judge protocol sends for one answer",
+            ),
+            "ranking": Command(
+                "benchmarks.metrics.ranking:main",
+                "LongMemEval's official recall and nDCG of a rankings file",
+            ),
+            "segmentation": Command(
+                "benchmarks.metrics.segmentation:main",
+                "Pk, WindowDiff, F1 of predicted boundary labels against references",
+            ),
+        },
+    ),
+    "data": Group(
+        "the datasets",
+        {
+            "fetch": Command(
+                "benchmarks.data.fetch:main",
+                "download what is missing, verify every file's sha256 (make data)",
+            ),
+            "stats": Command(
+                "benchmarks.data.__main__:main", "every dataset's counts", prefix=("stats",)
+            ),
+        },
+    ),
+    "ask": Command(
+        "benchmarks.pipeline.llm_ask:main",
+        "one question to the configured backbone (Hydra: backbone=...)",
+    ),
+    "regression": Command(
+        "benchmarks.tables.regression:main",
+        "check | refresh: the CI regression against results/regression/",
+    ),
+}
