@@ -92,7 +92,7 @@ PAPER_ENTRIES ?=
 PAPER_BACKBONES ?=
 PAPER_SWEEP = $(if $(PAPER_ENTRIES),paper=$(PAPER_ENTRIES)) $(if $(PAPER_BACKBONES),backbone=$(PAPER_BACKBONES))
 
-.PHONY: setup test test-full ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-libraries reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
+.PHONY: setup test test-full test-cluster ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-libraries reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra; then fetch and verify the data
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -106,6 +106,17 @@ test:  ## the fast suite (what CI runs)
 
 test-full:  ## everything that runs on this machine, slow checks included
 	$(PYTEST) -m "not gpu and not api" -q
+
+# Ray's launcher pins cloudpickle<3, which this environment's joblib refuses, so it is installed
+# into $(CLUSTER_PKGS) and layered over .venv for these tests only. Ray binds to the machine's
+# interface address whatever --node-ip-address says: the tests run in a network namespace whose
+# only interface is loopback (unshare --net, as root), so no traffic leaves 127.0.0.1.
+CLUSTER_PKGS ?= .cluster-packages
+
+test-cluster:  ## a sweep through submitit (local mode) and through a Ray cluster on 127.0.0.1, vs joblib
+	test -d $(CLUSTER_PKGS)/hydra_plugins/hydra_ray_launcher || $(PY) -m pip install -q --target $(CLUSTER_PKGS) "hydra-ray-launcher>=1.2"
+	PATH="$(abspath $(CLUSTER_PKGS))/bin:$$PATH" PYTHONPATH="$(CURDIR):$(abspath $(CLUSTER_PKGS))" \
+		unshare --net sh -c 'ip link set lo up && $(PYTEST) -m cluster -q tests/test_cluster_sweeps.py'
 
 ci-regression:  ## every method/segmenter on small subsets, replayed LLM replies, vs results/regression/
 	$(BENCH) regression check
