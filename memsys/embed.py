@@ -32,7 +32,8 @@ from typing import Any, Literal
 import faiss
 import numpy as np
 
-from memsys.kvstore import OptionalStore, SQLiteKV, content_key
+from memsys.kvshards import open_kv
+from memsys.kvstore import OptionalStore, content_key
 
 #: How vectors are computed: ``torch`` is sentence-transformers on PyTorch (the default, what
 #: the committed tables were made with); ``onnx`` the same model exported to ONNX Runtime (fp32,
@@ -119,7 +120,7 @@ class EmbeddingCache(OptionalStore):
         self, path: str | os.PathLike[str] | None = None, memory_vectors: int = MEMORY_VECTORS
     ) -> None:
         self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._store = SQLiteKV(path, table="embeddings") if path is not None else None
+        self._store = open_kv(path, table="embeddings") if path is not None else None
         self._memory_vectors = memory_vectors
 
     @staticmethod

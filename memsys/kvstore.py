@@ -20,8 +20,8 @@ not cached (one warning) and the run goes on. Other errors of the file (a read-o
 folder, an I/O error, a lock held past the busy timeout) are raised as :class:`CacheError`, which
 names the file and what to do.
 
-WAL needs a local filesystem (not NFS): on a cluster, put the file on node-local or shared
-storage that supports POSIX locks.
+WAL needs a local filesystem (not NFS): for jobs on several machines sharing one folder, the
+``shards`` layout (:mod:`memsys.kvshards`) gives each process a file of its own.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ class SQLiteKV:
                 f"SELECT key, value, digest FROM {self.table} WHERE key IN ({marks})", chunk
             )
             for key, value, digest in rows:
-                if isinstance(value, bytes) and digest in (None, _digest(key, value)):
+                if isinstance(value, bytes) and digest in (None, row_digest(key, value)):
                     found[key] = value
                 else:
                     corrupt.append((key, value))
@@ -238,7 +238,7 @@ class SQLiteKV:
     def put_many(self, items: Iterable[tuple[str, bytes]]) -> None:
         """Store items in one transaction; an existing key keeps its first value. On a full
         disk they are not stored: a cache that cannot grow must not stop the run."""
-        rows = [(key, value, _digest(key, value)) for key, value in items]
+        rows = [(key, value, row_digest(key, value)) for key, value in items]
         if not rows:
             return
         try:
@@ -286,7 +286,7 @@ def content_key(namespace: str, text: str) -> str:
     return hashlib.sha256(f"{namespace}\x00{text}".encode()).hexdigest()
 
 
-def _digest(key: str, value: bytes) -> str:
+def row_digest(key: str, value: bytes) -> str:
     """Checksum of one row (against damage, not tampering: it sits beside the value)."""
     return hashlib.blake2b(key.encode() + b"\0" + value, digest_size=16).hexdigest()
 
@@ -426,7 +426,7 @@ def _intact(row: tuple[Any, Any, Any]) -> tuple[str, bytes, str | None] | None:
         key, digest = key.decode(), None if digest is None else digest.decode()
     except (AttributeError, UnicodeDecodeError):
         return None
-    if not isinstance(value, bytes) or digest not in (None, _digest(key, value)):
+    if not isinstance(value, bytes) or digest not in (None, row_digest(key, value)):
         return None
     return key, value, digest
 
@@ -451,10 +451,33 @@ def _move_aside(path: Path) -> Path:
     return target
 
 
+class KeyValueStore(Protocol):
+    """What a cache needs of its store: :class:`SQLiteKV` on one machine,
+    :class:`memsys.kvshards.ShardedKV` for a folder several machines share."""
+
+    path: Path
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]: ...
+
+    def put(self, key: str, value: bytes) -> None: ...
+
+    def put_many(self, items: Iterable[tuple[str, bytes]]) -> None: ...
+
+    def discard(self, key: str, value: bytes, reason: str) -> None: ...
+
+    def close(self) -> None: ...
+
+    def integrity(self) -> dict[str, Any]: ...
+
+    def __len__(self) -> int: ...
+
+
 class OptionalStore:
     """Base of the caches that may run without a file (``_store`` is ``None`` then)."""
 
-    _store: SQLiteKV | None
+    _store: KeyValueStore | None
 
     def close(self) -> None:
         """Close the SQLite connection (reopened on next use)."""

