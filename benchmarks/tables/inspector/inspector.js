@@ -17,7 +17,7 @@ function el(tag, attrs, ...children) {
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value !== null && value !== undefined && value !== false) node.setAttribute(key, value);
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -160,7 +160,7 @@ function listView(p) {
 function turnList(ids, question) {
   return el("ul", { class: "turns" }, ids.map((id) => {
     const turn = question.turns[id];
-    return el("li", { "data-turn": id }, el("code", {}, id), " ", turn ? turn.text : "(text not loaded)");
+    return el("li", { "data-turn": id }, el("code", {}, id), " ", turn ?? "(text not loaded)");
   }));
 }
 

@@ -73,7 +73,9 @@ def load_dataset(runs: Sequence[Run], data_dir: str | None) -> Dataset:
     turns: dict[str, dict[str, Turn]] = {}
     notes: list[str] = []
     errata: dict[str, Erratum] = {}
-    files = {lookup(r.config, "dataset.file", None) for r in runs if dataset_name(r.config) == "locomo"}
+    files = {
+        lookup(r.config, "dataset.file", None) for r in runs if dataset_name(r.config) == "locomo"
+    }
     for file in sorted(f for f in files if f):
         try:
             for conversation in load_locomo(data_dir, file):
@@ -191,7 +193,10 @@ def run_result(
 
 
 def question_entry(
-    record: Mapping[str, Any], dataset_label: str, turns: Mapping[str, Turn], erratum: Erratum | None
+    record: Mapping[str, Any],
+    dataset_label: str,
+    turns: Mapping[str, Turn],
+    erratum: Erratum | None,
 ) -> dict[str, Any]:
     """A question as the dataset states it, its evidence turns' texts, and the audited reading."""
     evidence = list(record.get("evidence") or [])
@@ -206,7 +211,7 @@ def question_entry(
         "adversarial_answer": record.get("adversarial_answer"),
         "evidence": evidence,
         "turns": {
-            turn_id: {"text": rendered(turns[turn_id]), "session": turns[turn_id].session_id}
+            turn_id: rendered(turns[turn_id])
             for turn_id in dict.fromkeys([*evidence, *audited_evidence])
             if turn_id in turns
         },
@@ -227,15 +232,15 @@ def run_entry(run: Run) -> dict[str, Any]:
     return {
         "id": run.directory.name,
         "path": str(run.directory),
-        "label": " · ".join(p for p in (key.method, key.backbone or "retrieval only", key.extraction) if p),
+        "label": " · ".join(
+            p for p in (key.method, key.backbone or "retrieval only", key.extraction) if p
+        ),
         "method": key.method,
         "dataset": dataset_name(run.config),
         "subset": lookup(run.config, "subset.name", "?"),
         "finished": bool(run.metrics),
         "questions": len(run.records),
-        "summary": {
-            name: (scores.get(name) or {}).get("mean") for name in SUMMARY_SCORES
-        }
+        "summary": {name: (scores.get(name) or {}).get("mean") for name in SUMMARY_SCORES}
         | {
             name: _mean(r.get(name) for r in run.records)
             for name in ("evidence_recall", "answer_coverage", "context_tokens")

@@ -16,7 +16,13 @@ from typing import Any
 
 ASSETS = Path(__file__).parent
 #: What JSON must not hold verbatim inside a script element.
-_SCRIPT_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_SCRIPT_UNSAFE = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
 
 
 def script_json(data: Any) -> str:
