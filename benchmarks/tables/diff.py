@@ -25,6 +25,7 @@ import yaml
 from benchmarks.tables import ablations
 from benchmarks.tables.render import Table
 from benchmarks.tables.report.build import PRIMARY_METRICS
+from benchmarks.tables.report.naming import row_key
 from benchmarks.tables.report.runs import own_records
 
 #: The F1 a diff compares unless told otherwise: the report's default.
@@ -190,15 +191,23 @@ def read_side(path: Path, metric: str) -> Side:
     if path.is_dir():
         if not (path / "predictions.jsonl").is_file():
             raise DiffError(f"{path}: not a run folder (no predictions.jsonl)")
-        records = own_records(path)
-        method = yaml.safe_load((path / "config.yaml").read_text()).get("method", {})
-        label = f"{path.name} ({str(method.get('_target_', '?')).rsplit('.', 1)[-1]})"
-    elif path.name.endswith(".jsonl.gz") and path.is_file():
+        config = yaml.safe_load((path / "config.yaml").read_text())
+        return run_side(path, config, own_records(path), metric)
+    if path.name.endswith(".jsonl.gz") and path.is_file():
         header, by_question = ablations.read_records(path)
-        records = list(by_question.values())
         label = f"{header.get('config', path.name)} (run {header.get('run', '?')})"
-    else:
-        raise DiffError(f"{path}: expected a run folder or an ablation record file (.jsonl.gz)")
+        return side_of(path, label, by_question.values(), metric)
+    raise DiffError(f"{path}: expected a run folder or an ablation record file (.jsonl.gz)")
+
+
+def run_side(
+    directory: Path, config: Mapping[str, Any], records: Iterable[Mapping[str, Any]], metric: str
+) -> Side:
+    """A run's records as a side, labelled with its folder and method."""
+    return side_of(directory, f"{directory.name} ({row_key(dict(config)).method})", records, metric)
+
+
+def side_of(path: Path, label: str, records: Iterable[Mapping[str, Any]], metric: str) -> Side:
     return Side(path, label, {o.question_id: o for o in (outcome(r, metric) for r in records)})
 
 

@@ -56,7 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render_page(model), encoding="utf-8")
     size = args.out.stat().st_size
-    print(f"wrote {args.out} ({len(runs)} runs, {len(model['questions'])} questions, {size:,} bytes)")
+    print(
+        f"wrote {args.out} ({len(runs)} runs, {len(model['questions'])} questions, {size:,} bytes)"
+    )
     return 0
 
 

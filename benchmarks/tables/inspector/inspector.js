@@ -273,7 +273,7 @@ function diffView(p) {
   out.push(
     el("p", {}, `A: ${found.a} → B: ${found.b} · F1 is ${found.metric} · ${found.only_a} questions only in A, ${found.only_b} only in B`),
     el("table", { class: "diff-counts" }, el("tr", {}, el("th", {}, "category"), columns.map((c) => el("th", {}, c))),
-      Object.entries(found.counts).map(([category, row]) => el("tr", {}, el("td", {}, category), Object.values(row).map((n) => el("td", {}, n))))),
+      Object.entries(found.counts).map(([category, row]) => el("tr", {}, el("td", {}, category), Object.keys(found.columns).map((key) => el("td", {}, row[key]))))),
     el("h3", {}, `${found.changed.length} questions changed, most changed first`),
     el("ol", { class: "diff-questions" }, found.changed.map((d) =>
       el("li", {}, el("a", { href: href({ q: d.question_id, runs: `${a},${b}` }) }, d.question_id), " ", d.summary))));

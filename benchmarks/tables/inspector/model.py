@@ -256,19 +256,14 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 def pair_diffs(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
     """:func:`benchmarks.tables.diff.compare` of every two runs sharing questions, keyed
-    ``"<a>|<b>"`` in the runs' order."""
+    ``"<a>|<b>"`` by run folder names in the runs' order."""
     sides = [
-        diff.Side(
-            run.directory,
-            run.directory.name,
-            {o.question_id: o for o in (diff.outcome(r, diff.DEFAULT_METRIC) for r in run.records)},
-        )
-        for run in runs
+        diff.run_side(run.directory, run.config, run.records, diff.DEFAULT_METRIC) for run in runs
     ]
     pairs = {}
     for a, b in itertools.combinations(sides, 2):
         if a.outcomes.keys() & b.outcomes.keys():
-            pairs[f"{a.label}|{b.label}"] = diff.as_data(diff.compare(a, b))
+            pairs[f"{a.path.name}|{b.path.name}"] = diff.as_data(diff.compare(a, b))
     return pairs
 
 

@@ -31,7 +31,7 @@ def script_json(data: Any) -> str:
     >>> script_json({"q": "</script><b>"})
     '{"q": "\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e"}'
     """
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+    text = json.dumps(data, ensure_ascii=False)
     return "".join(_SCRIPT_UNSAFE.get(char, char) for char in text)
 
 
