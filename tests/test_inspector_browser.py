@@ -92,6 +92,9 @@ def test_a_question_shows_each_runs_context_with_the_evidence_highlighted(
         highlighted = re.findall(r'<div class="line evidence" data-turn="([^"]+)"', column)
         assert highlighted == ["D1:1"]
         assert 'class="line other"' in column or 'class="line derived"' in column
+        assert re.search(
+            r'<li>mem0: correct .*<pre class="reply">\{ "label": "CORRECT" \}</pre>', column
+        )
     shot = tmp_path / "inspector.png"
     chromium("--window-size=1400,1000", f"--screenshot={shot}", f"{page.as_uri()}#q={question}")
     assert shot.stat().st_size > 10_000
