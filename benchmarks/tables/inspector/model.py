@@ -5,7 +5,7 @@ result files (and the dataset for turn texts) only, like every table (house styl
 A record keeps the reader's context as text and the turns it came from as ids, not which line
 came from which turn. A line is tied back to a turn when its text is that turn's as the context
 renders it (``Speaker: text``); lines no turn renders verbatim (FraCom's facts, HingeMem's
-metadata, SeCom's compressed text) are marked ``derived``: the page lists such a context's turn
+metadata, compressed text) are marked ``derived``: the page lists such a context's turn
 ids with the evidence marked instead.
 """
 
@@ -30,6 +30,7 @@ from benchmarks.metrics.judge import judgings
 from benchmarks.tables import diff
 from benchmarks.tables.report.naming import row_key
 from benchmarks.tables.report.runs import Run, dataset_name, is_finished, lookup, own_records
+from memsys.compression.passages import render_turns
 from memsys.types import Turn
 
 #: A date header of :func:`benchmarks.answering.context.date_header`.
@@ -94,8 +95,8 @@ def load_dataset(runs: Sequence[Run], data_dir: str | None) -> Dataset:
 
 
 def rendered(turn: Turn) -> str:
-    """A turn as a context shows it (:class:`memsys.types.MemoryItem` text of a turn)."""
-    return f"{turn.speaker}: {turn.text}"
+    """A turn as a reader sees it (:func:`memsys.compression.passages.render_turns`)."""
+    return render_turns((turn,))
 
 
 def context_lines(
