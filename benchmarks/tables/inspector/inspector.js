@@ -5,6 +5,7 @@
 const DATA = JSON.parse(document.getElementById("data").textContent);
 const RUNS = DATA.runs;
 const RUN_BY_ID = Object.fromEntries(RUNS.map((run) => [run.id, run]));
+const F1 = DATA.metric; // the F1 the flags, the list and the diff read (benchmarks.tables.diff)
 const OUTCOMES = {
   correct: ["judged correct", "judged_correct"],
   wrong: ["judged wrong", "judged_wrong"],
@@ -73,7 +74,7 @@ function keep(question, runs, p) {
   if (p.get("missed") && !results.some((result) => result.flags.evidence_missed)) return false;
   if (p.get("disagree")) {
     const verdicts = results.map((r) => (r.flags.judged_correct ? 1 : r.flags.judged_wrong ? 0 : null));
-    const answered = results.map((r) => (r.scores.f1_set === undefined ? null : r.flags.f1_positive));
+    const answered = results.map((r) => (r.scores[F1] === undefined ? null : r.flags.f1_positive));
     if (distinct(verdicts) < 2 && distinct(answered) < 2) return false;
   }
   const search = (p.get("search") || "").toLowerCase();
@@ -132,7 +133,7 @@ function filters(p, runs) {
 
 function scoreCell(result) {
   if (!result) return el("td", { class: "none" }, "—");
-  const f1 = result.scores.f1_set;
+  const f1 = result.scores[F1];
   const judged = result.flags.judged_correct ? " ✓" : result.flags.judged_wrong ? " ✗" : "";
   const cls = result.flags.evidence_missed ? "missed" : "found";
   return el("td", { class: cls, title: `evidence recall ${num(result.evidence_recall)}` }, num(f1) + judged);
@@ -152,7 +153,7 @@ function listView(p) {
   });
   return [
     filters(p, runs),
-    el("p", { id: "count" }, `${ids.length} of ${questionIds().length} questions · cells: F1 (${"f1_set"}), ✓/✗ the judge, red where evidence was missed`),
+    el("p", { id: "count" }, `${ids.length} of ${questionIds().length} questions · cells: F1 (${F1}), ✓/✗ the judge, red where evidence was missed`),
     el("table", { class: "questions" }, el("thead", {}, head), el("tbody", {}, rows)),
   ];
 }
@@ -251,7 +252,7 @@ function runView(p) {
       el("tr", {}, ["question", "category", "answer", "F1", "judge", "evidence recall"].map((k) => el("th", {}, k))),
       Object.entries(results).map(([id, r]) => el("tr", {},
         el("td", {}, el("a", { href: href({ q: id }) }, id)), el("td", {}, DATA.questions[id].category),
-        el("td", {}, r.prediction ?? "—"), el("td", {}, num(r.scores.f1_set)),
+        el("td", {}, r.prediction ?? "—"), el("td", {}, num(r.scores[F1])),
         el("td", {}, verdictText(r.flags.judged_correct ? true : r.flags.judged_wrong ? false : null)), el("td", {}, num(r.evidence_recall))))),
     el("details", {}, el("summary", {}, "config.yaml"), el("pre", {}, JSON.stringify(run.config, null, 2))),
   ];

@@ -283,6 +283,7 @@ def build_model(runs: Sequence[Run], dataset: Dataset, title: str) -> dict[str, 
             mine[question_id] = run_result(record, turns, erratum)
     return {
         "title": title,
+        "metric": diff.DEFAULT_METRIC,
         "notes": dataset.notes,
         "runs": [run_entry(run) for run in runs],
         "questions": questions,
