@@ -92,7 +92,7 @@ PAPER_ENTRIES ?=
 PAPER_BACKBONES ?=
 PAPER_SWEEP = $(if $(PAPER_ENTRIES),paper=$(PAPER_ENTRIES)) $(if $(PAPER_BACKBONES),backbone=$(PAPER_BACKBONES))
 
-.PHONY: setup test test-full test-cluster ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-libraries reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
+.PHONY: setup test test-browser test-full test-cluster ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-libraries reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra; then fetch and verify the data
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -102,7 +102,10 @@ setup:  ## create .venv: CPU torch first, then the project with its dev extra; t
 	$(BENCH) data fetch
 
 test:  ## the fast suite (what CI runs)
-	$(PYTEST) -m "not slow and not gpu and not api and not benchmark" -q
+	$(PYTEST) -m "not slow and not gpu and not api and not benchmark and not browser" -q
+
+test-browser:  ## the inspector in headless chromium (CI; needs the chromium package)
+	$(PYTEST) -m browser -q
 
 test-full:  ## everything that runs on this machine, slow checks included
 	$(PYTEST) -m "not gpu and not api" -q
@@ -155,6 +158,7 @@ reproduce-table1:  ## Table 1 (default: offline smoke setting, embedded SmolLM2 
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline smoke setting (1 LoCoMo conversation, 20 questions, backbone $(BACKBONES)): not the papers' setting"; fi
 	$(BENCH) run -m +experiment=table1 $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS)) $(TABLE1_SETTING)
 	$(TABLE1_REPORT)
+	$(BENCH) inspect --table $(TABLE1_OUT).csv --title "Table 1 inspector" --out $(TABLE1_OUT)_inspect.html
 
 reproduce-libraries: SUBSET = $(LIB_SUBSET)
 reproduce-libraries: TABLE1_OUT = $(LIB_TABLE)

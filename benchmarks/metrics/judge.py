@@ -338,9 +338,11 @@ def check_protocols(protocols: Sequence[str]) -> None:
 
 
 def judging_entry(protocol: str, verdict: Verdict) -> dict[str, Any]:
-    """A verdict's cost and outcome as logged (``shared``: the cost is on another protocol's)."""
+    """A verdict's cost and outcome as logged, with the judge's raw reply (what the inspector
+    shows beside the verdict; ``shared``: the cost is on another protocol's)."""
     return {
         "protocol": protocol,
+        "reply": verdict.reply,
         "prompt_tokens": verdict.prompt_tokens,
         "completion_tokens": verdict.completion_tokens,
         "latency_s": round(verdict.latency_s, 6),
