@@ -81,3 +81,18 @@ def test_no_retrieval_run_is_one_error_line(
 ) -> None:
     assert main(["--runs", str(tmp_path), "--subset", "full", "--out", str(tmp_path / "f")]) == 2
     assert capsys.readouterr().err.startswith(f"error: no retrieval-only run in {tmp_path}")
+
+
+def test_runs_that_differ_in_more_than_the_budget_are_one_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for budget, seed in zip(BUDGETS, (0, 1), strict=True):
+        overrides = fixture_overrides(tmp_path / "runs", tmp_path / "cache")
+        extra = ["method=turn_rag_bm25", "answer=none", f"answer.context_budget={budget}"]
+        run(compose_config([*overrides, *extra, f"seed={seed}"]))
+    out = tmp_path / "frontier"
+    assert main(["--runs", str(tmp_path / "runs"), "--subset", "full", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: the runs at budget {BUDGETS[0]} and at budget {BUDGETS[1]} disagree on seed"
+    )
+    assert not out.with_suffix(".png").exists()

@@ -112,10 +112,11 @@ class QuestionBar:
 
     def status(self) -> str:
         """The conversation and the questions judged, for the bar's status."""
-        judged = [] if self.judged is None else [f"judged {self.judged}"]
-        return " · ".join([self.subject, *judged]) if self.subject else " · ".join(judged)
+        judged = "" if self.judged is None else f"judged {self.judged}"
+        return " · ".join(part for part in (self.subject, judged) if part)
 
     def close(self) -> None:
+        """Leave the bar as it stands on stderr."""
         self.bar.close()
 
 

@@ -41,6 +41,7 @@ from benchmarks.tables.report import (
     ReportError,
     build_report,
     dataset_description,
+    differing_keys,
     in_repo,
     interval_description,
     lookup,
@@ -49,6 +50,8 @@ from benchmarks.tables.report import (
     subset_description,
 )
 from benchmarks.tables.report.build import Report
+from benchmarks.tables.report.conditions import conditions
+from benchmarks.tables.report.header import code_versions
 from benchmarks.tables.report.plot import save_figure
 from benchmarks.tables.report.runs import matching_runs
 
@@ -97,7 +100,7 @@ def points_of(report: Report) -> list[Point]:
     return [
         Point(
             method=row.key.method,
-            budget=int(lookup(row.run.config, BUDGET)),
+            budget=budget_of(report),
             context_tokens=row.context_tokens or 0.0,
             evidence_recall=row.evidence_recall,
             answer_coverage=row.answer_coverage["overall"],
@@ -106,6 +109,28 @@ def points_of(report: Report) -> list[Point]:
         )
         for row in report.retrieval_only
     ]
+
+
+def check_one_setting(reports: Sequence[Report]) -> None:
+    """Each report's runs share their setting (:func:`build_report` checks it); the reports
+    must share it too, but for the budget: one figure compares one setting."""
+    settings = [
+        (report, {k: v for k, v in conditions(report.rows[0].run.config).items() if k != BUDGET})
+        for report in reports
+    ]
+    (first, shared), *others = settings
+    for report, setting in others:
+        if setting != shared:
+            path = differing_keys(shared, setting)[0]
+            raise ReportError(
+                f"the runs at budget {budget_of(first)} and at budget {budget_of(report)} "
+                f"disagree on {path} (narrow with --where {path}=...)"
+            )
+
+
+def budget_of(report: Report) -> int:
+    """The context budget of a per-budget report."""
+    return int(lookup(report.rows[0].run.config, BUDGET))
 
 
 def build_frontier(
@@ -120,8 +145,10 @@ def build_frontier(
         build_report(runs_dir, dataset=dataset, subset=subset, where={**where, BUDGET: budget})
         for budget in budgets
     ]
+    check_one_setting(reports)
     points = [point for report in reports for point in points_of(report)]
-    first = reports[0].rows[0].run.config
+    runs = [row.run for report in reports for row in report.rows]
+    first = runs[0].config
     questions = max(point.questions for point in points)
     described = dataset_description(first["dataset"])
     sample = subset_description(first["subset"], reports[0].dataset)
@@ -131,7 +158,7 @@ def build_frontier(
     caption = [
         f"Data: {described}, subset {sample}, {questions} questions; retrieval only (no reader), "
         f"context budgets {', '.join(map(str, budgets))} tokens; embedder "
-        f"{lookup(first, 'embedder.model', '?')}",
+        f"{lookup(first, 'embedder.model', '?')}; {code_versions(runs)}",
         "Context tokens: the mean size of the context within the budget (harness tokens), the "
         "context whose evidence recall and answer coverage are scored",
         f"Statistics: {interval_description(cells, 'conversation', reports[0].dataset.memory_name)}",
