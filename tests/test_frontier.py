@@ -90,6 +90,7 @@ def test_runs_that_differ_in_more_than_the_budget_are_one_error(
         overrides = fixture_overrides(tmp_path / "runs", tmp_path / "cache")
         extra = ["method=turn_rag_bm25", "answer=none", f"answer.context_budget={budget}"]
         run(compose_config([*overrides, *extra, f"seed={seed}"]))
+    capsys.readouterr()  # the runs' own lines
     out = tmp_path / "frontier"
     assert main(["--runs", str(tmp_path / "runs"), "--subset", "full", "--out", str(out)]) == 2
     assert capsys.readouterr().err.startswith(
