@@ -92,7 +92,7 @@ PAPER_ENTRIES ?=
 PAPER_BACKBONES ?=
 PAPER_SWEEP = $(if $(PAPER_ENTRIES),paper=$(PAPER_ENTRIES)) $(if $(PAPER_BACKBONES),backbone=$(PAPER_BACKBONES))
 
-.PHONY: setup test test-browser test-full test-cluster ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-libraries reproduce-table2 reproduce-retrieval reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
+.PHONY: setup test test-browser test-full test-cluster ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 reproduce-libraries reproduce-table2 reproduce-retrieval frontier reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra; then fetch and verify the data
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -178,6 +178,10 @@ reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 r
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
 	$(BENCH) run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) workers=$(WORKERS) progress=$(PROGRESS)
 	$(BENCH) report --dataset locomo --subset full --where answer.template=null --where subset.conversations=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
+
+frontier:  ## evidence recall and answer coverage vs context tokens, the retrieval grid at 5 budgets, no LLM -> results/frontier_locomo.{png,csv}
+	$(PY) -m benchmarks.pipeline.run -m +experiment=frontier workers=$(WORKERS) progress=$(PROGRESS)
+	$(PY) -m benchmarks.tables.frontier --dataset locomo --subset $(call config_value,subset.name,+experiment=frontier) --out results/frontier_locomo
 
 reproduce-retrieval-lme:  ## the same on LongMemEval-S (session and turn recall, nDCG)
 	$(BENCH) run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=$(PROGRESS)

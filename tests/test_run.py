@@ -225,8 +225,8 @@ def test_the_progress_bar_says_what_is_built_and_what_the_llm_did(
     overrides = fixture_overrides(tmp_path / "runs", tmp_path / "cache")
     run(compose_config([*overrides, "method=turn_rag_bm25", "answer=none", "progress=true"]))
     shown = capsys.readouterr().err
-    assert "questions: 6q" in shown and "answering tiny-1" in shown
-    assert "memories 1 built, 0 loaded · LLM calls 0 (0 cached, 0 failed)" in shown
+    assert "retrieving: 6q" in shown  # no reader: the stage is retrieval
+    assert "tiny-1 · memories 1 built, 0 loaded · LLM calls 0 (0 cached, 0 failed)" in shown
 
 
 #: Methods whose classes declare no order of their own (time), one per kind: baselines, paper

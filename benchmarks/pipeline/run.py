@@ -20,10 +20,9 @@ import json
 import logging
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,7 @@ from benchmarks.pipeline.harness import (
     failed,
 )
 from benchmarks.pipeline.memories_ahead import MemoriesAhead
+from benchmarks.pipeline.progress import STAGES, QuestionBar, llm_calls_status, show_stage, ticking
 from benchmarks.pipeline.provenance import code_versions, provenance
 from benchmarks.pipeline.runlog import (
     QUESTIONS_FILE,
@@ -82,9 +82,6 @@ from memsys.types import Conversation, Question
 
 log = logging.getLogger("benchmarks.pipeline.run")
 
-#: Seconds between refreshes of the progress bar's status (memories, LLM calls, failures).
-TICK_S = 2.0
-
 
 def conversations_source(
     settings: RunSettings, data_dir: Path
@@ -106,63 +103,36 @@ def answer_pending(
     ``construction``. An llm-mode method on a server builds up to ``memories_at_once`` memories
     at once (:mod:`benchmarks.pipeline.memories_ahead`)."""
     done = log.done()
-    bar = tqdm(desc=f"{name} questions", unit="q", disable=not progress, file=sys.stderr)
+    bar = QuestionBar(name, enabled=progress, judged=harness.judge is not None)
     memories = MemoriesAhead.of_run(harness)
-    answering = ""  # read by status() on the ticker thread: closures see the latest value
+    answering = "answering" if harness.settings.template else "retrieving"
 
     def status() -> str:
-        doing = [f"answering {answering}"] if answering else []
+        shown = bar.status()
+        doing = [shown] if shown else []
         if memories.building:
             doing.append(f"constructing {', '.join(memories.building)}")
         return (
             f"{' · '.join(doing)} · memories {construction.built} built, "
-            f"{construction.loaded} loaded · {llm_calls_status(harness)}"
+            f"{construction.loaded} loaded · {llm_calls_status(harness.accounting)}"
         )
 
     def work() -> Iterator[tuple[Conversation, list[Question]]]:
         for conversation in conversations:
             pending = [q for q in conversation.questions if q.question_id not in done]
-            bar.update(len(conversation.questions) - len(pending))
+            bar.settled(len(conversation.questions) - len(pending))
             if pending:
+                bar.set_stage(STAGES[0], conversation.conversation_id)
                 yield conversation, pending
 
-    with ticking(bar, status, enabled=progress):
+    with ticking(bar.bar, status, enabled=progress), harness.accounting.listening(bar.listener):
         for conversation, pending, built in memories(work()):
             construction.count(built)
-            answering = conversation.conversation_id
+            bar.set_stage(answering, conversation.conversation_id)
             for records in answer_conversation(harness, built.memory, conversation, pending):
                 log.append(records)
-                bar.update(len(records))
+                bar.logged(records)
     bar.close()
-
-
-def llm_calls_status(harness: Harness) -> str:
-    """The LLM calls made so far, for a progress bar's status."""
-    calls = harness.accounting.totals()
-    return f"LLM calls {calls['calls']} ({calls['cache_hits']} cached, {calls['failed']} failed)"
-
-
-@contextmanager
-def ticking(bar: tqdm, status: Callable[[], str], *, enabled: bool) -> Iterator[None]:
-    """Refresh ``bar``'s status every :data:`TICK_S` while the body runs, so that a memory that
-    takes an hour to build shows its LLM calls going by instead of a frozen bar."""
-    if not enabled:
-        yield
-        return
-    stop = threading.Event()
-
-    def tick() -> None:
-        while not stop.wait(TICK_S):
-            bar.set_postfix_str(status())
-
-    ticker = threading.Thread(target=tick, name="progress", daemon=True)
-    ticker.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        ticker.join()
-        bar.set_postfix_str(status())
 
 
 def answer_pending_in_workers(
@@ -209,7 +179,7 @@ def grade_judge_probes(
     protocols = ", ".join(harness.judge.protocols)
     bar = tqdm(desc=f"{run_dir.name} judge probes ({protocols})", total=len(probes),
                unit="probe", disable=not progress, file=sys.stderr)  # fmt: skip
-    with ticking(bar, lambda: llm_calls_status(harness), enabled=progress):
+    with ticking(bar, lambda: llm_calls_status(harness.accounting), enabled=progress):
         graded = grade_probes(harness.judge, probes)
         bar.update(len(probes))
     bar.close()
@@ -321,6 +291,7 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
         # on a full disk the line goes to stderr, and the error under way is not buried
         log_invocation(invocations, invocation, unwinding=sys.exc_info()[1] is not None)
     write_atomically(run_dir / QUESTIONS_FILE, json.dumps(seen))
+    show_stage(run_dir.name, STAGES[-1], enabled=settings.progress)
     records = log.records()
     summary = summarize_run(records, settings, corpora=corpora)
     summary["run_dir"] = shown_path(run_dir)

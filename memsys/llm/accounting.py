@@ -18,6 +18,8 @@ import json
 import os
 import threading
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,7 @@ class Accounting:
     def __init__(self, ledger: str | os.PathLike[str] | None = None) -> None:
         self._lock = threading.Lock()
         self._records: list[CallRecord] = []
+        self._listeners: list[Callable[[CallRecord], None]] = []
         self.ledger = Path(ledger) if ledger is not None else None
 
     def sent(self, stage: str, model: str) -> str:
@@ -64,7 +67,22 @@ class Accounting:
         """Add one call (and append it to the ledger)."""
         with self._lock:
             self._records.append(call)
+            listeners = list(self._listeners)
         self._append(_without_defaults(call))
+        for listener in listeners:
+            listener(call)
+
+    @contextmanager
+    def listening(self, listener: Callable[[CallRecord], None]) -> Iterator[None]:
+        """Hand each call recorded while the body runs to ``listener``, on the thread that made
+        it: a progress bar counts answers as they come back, not when their batch is logged."""
+        with self._lock:
+            self._listeners.append(listener)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._listeners.remove(listener)
 
     def _append(self, line: dict[str, Any]) -> None:
         if self.ledger is None:

@@ -13,6 +13,15 @@ from benchmarks.tables.report.build import Report
 from benchmarks.tables.report.rows import Row
 from benchmarks.tables.summary import Cell
 
+#: Resolution of every figure the tables write.
+DPI = 120
+
+
+def save_figure(figure: Figure, path: Path) -> None:
+    """Write ``figure`` as the tables' figures are written: fixed resolution and no software
+    metadata, so the same numbers give the same bytes (a diff means the figure changed)."""
+    figure.savefig(path, dpi=DPI, metadata={"Software": None})
+
 
 def bar_panel(axis: Any, rows: Sequence[Row], cells: Sequence[Cell | None], xlabel: str) -> None:
     """Horizontal bars of means with their CIs as error bars, first row on top."""
@@ -51,4 +60,4 @@ def write_plot(report: Report, path: Path) -> None:
         bar_panel(axis, rows, cells, xlabel)
     figure.suptitle(report.title)
     figure.tight_layout()
-    figure.savefig(path, dpi=120, metadata={"Software": None})
+    save_figure(figure, path)
