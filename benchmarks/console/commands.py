@@ -50,6 +50,10 @@ COMMANDS: dict[str, Command | Group] = {
     "segmentation-table": Command(
         "benchmarks.tables.segmentation:main", "the segmentation table from finished segment runs"
     ),
+    "frontier": Command(
+        "benchmarks.tables.frontier:main",
+        "evidence recall and answer coverage vs context tokens over budgets (PNG + CSV)",
+    ),
     "published": Command(
         "benchmarks.published.cli:main", "the papers' published numbers beside the paper grid's"
     ),
