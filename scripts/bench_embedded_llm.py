@@ -36,6 +36,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -95,11 +96,19 @@ def judge_requests(count: int) -> list[LLMRequest]:
     return [ladder_request(judge_prompt(q, q.answer, "mem0"), 1, "", 32) for q in questions]
 
 
-def sides(provider: LlamaCppConfig) -> dict[str, Call]:
+def embedded(threads: int | None) -> Any:
+    """The ``embedded`` backbone config, with ``threads`` when given."""
+    overrides = ["backbone=embedded"]
+    if threads:
+        overrides.append(f"backbone.provider.n_threads={threads}")
+    return backbone_config(compose_config(overrides), "backbone")
+
+
+def sides(config: Any) -> dict[str, Call]:
     """Fresh models for the three sides (see the module docstring)."""
     from llama_cpp import Llama
 
-    config = backbone_config(compose_config(["backbone=embedded"]), "backbone")
+    provider = config.provider
     backbone = build_backbone(
         config, cache=ResponseCache(None, mode="off"), accounting=Accounting()
     )
@@ -133,13 +142,13 @@ def sides(provider: LlamaCppConfig) -> dict[str, Call]:
     }
 
 
-def compare(title: str, requests: list[LLMRequest], rounds: int, provider: LlamaCppConfig) -> None:
+def compare(title: str, requests: list[LLMRequest], rounds: int, config: Any) -> None:
     """Time the sides on ``requests`` over ``rounds`` rounds and print the comparison."""
     load_before = os.getloadavg()[0]
     seconds: dict[str, list[float]] = {side: [] for side in SIDES}
     replies: dict[str, list[str]] = {}
     for round_index in range(rounds):
-        calls = sides(provider)
+        calls = sides(config)
         spent = dict.fromkeys(SIDES, 0.0)
         texts: dict[str, list[str]] = {side: [] for side in SIDES}
         for index, request in enumerate(requests):
@@ -173,8 +182,10 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=1024, help="context tokens per prompt")
     parser.add_argument("--max-tokens", type=int, default=32, help="answer tokens, as Table 1")
     parser.add_argument("--sets", default="answer,judge", help="answer, judge or both")
+    parser.add_argument("--threads", type=int, default=None, help="default: the provider's")
     args = parser.parse_args()
-    provider = backbone_config(compose_config(["backbone=embedded"]), "backbone").provider
+    config = embedded(args.threads)
+    provider = config.provider
     assert isinstance(provider, LlamaCppConfig)
     print(f"{provider.n_threads or available_cores()} threads; the harness keeps prefix states "
           f"up to {provider.prefix_state_mb} MiB")  # fmt: skip
@@ -186,7 +197,7 @@ def main() -> None:
     }
     for (name, make), key in zip(sets.items(), ("answer", "judge"), strict=True):
         if key in args.sets.split(","):
-            compare(name, make(), args.rounds, provider)
+            compare(name, make(), args.rounds, config)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,14 @@ explicitly, because llama.cpp's defaults (512 tokens, one thread) silently trunc
 A JSON schema becomes a grammar, so the reply is schema-shaped by construction.
 
 A reply never depends on which request ran before it. A request is evaluated from an empty
-context, except its declared shared prefix (``LLMRequest.shared_prefix``, e.g. a judge's fixed
-instruction): that is always evaluated on its own first, and the model's state after it is kept,
-so the next request with the same prefix starts from there. Whether the prefix was evaluated
-now or for an earlier request, the arithmetic is the same; reusing an arbitrary common prefix of
-the previous prompt instead would not be (measured: same request, different text).
+context, except its declared shared prefix (``LLMRequest.shared_prefix``: a judge's fixed
+instruction, or an answer prompt's instructions and a conversation asked many questions): that
+is always evaluated on its own first, and the model's state after it is kept (in the context,
+and copied out when another prefix takes its place, within ``prefix_state_mb``), so every later
+request with the same prefix tokens starts from there. Whether the prefix was evaluated now or
+for an earlier request, the arithmetic is the same; reusing an arbitrary common prefix of the
+previous prompt instead, as llama-cpp-python does by default, would not be (measured: same
+request, different text).
 
 A run that is told to stop (Ctrl-C, SIGTERM) does not wait out a generation: :meth:`interrupt`
 makes the model's next evaluation step (one token, or one batch of the prompt) raise
