@@ -170,7 +170,11 @@ def test_a_prefix_may_span_messages_and_the_state_bound_holds() -> None:
     assert [unbounded.generate(request, 60).text for request in asked] == replies  # restored
 
 
-def test_the_hint_is_checked_against_the_first_message() -> None:
+def test_the_hint_is_checked_against_the_messages_contents() -> None:
+    two = ({"role": "system", "content": "brief"}, {"role": "user", "content": "short"})
+    assert LLMRequest(two, shared_prefix=10).shared_prefix == 10  # into the second message
+    with pytest.raises(ValueError, match="shared_prefix 11"):
+        LLMRequest(two, shared_prefix=11)
     with pytest.raises(ValueError, match="shared_prefix 99"):
         LLMRequest(({"role": "user", "content": "short"},), shared_prefix=99)
 
