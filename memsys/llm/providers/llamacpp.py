@@ -194,7 +194,7 @@ class PrefixPrimer:
             return ()
         messages = [dict(message) for message in request.messages]
         rendered = self._formatter(messages=messages)
-        cut = prefix_end(rendered.prompt, [m.get("content", "") for m in messages], request)
+        cut = prefix_end(rendered.prompt, request)
         if cut is None:
             return ()
         whole = self._tokenize(rendered.prompt, rendered.added_special)
@@ -211,7 +211,7 @@ class PrefixPrimer:
         return self._model.tokenize(text.encode("utf-8"), add_bos=not added_special, special=True)
 
 
-def prefix_end(prompt: str, contents: list[str], request: LLMRequest) -> int | None:
+def prefix_end(prompt: str, request: LLMRequest) -> int | None:
     """Where ``request``'s shared prefix (its first ``shared_prefix`` characters of message
     content, message after message) ends in the rendered ``prompt``; ``None`` when the template
     does not show the contents verbatim, in order.
@@ -219,12 +219,12 @@ def prefix_end(prompt: str, contents: list[str], request: LLMRequest) -> int | N
     >>> request = LLMRequest(({"role": "system", "content": "Be brief."},
     ...                       {"role": "user", "content": "Notes: x y z. Question: why?"}), shared_prefix=22)
     >>> prompt = "<s>system Be brief.</s><s>user Notes: x y z. Question: why?</s>"
-    >>> prompt[: prefix_end(prompt, ["Be brief.", "Notes: x y z. Question: why?"], request)]
+    >>> prompt[: prefix_end(prompt, request)]
     '<s>system Be brief.</s><s>user Notes: x y z.'
     """
     left, position = request.shared_prefix, 0
-    for content in contents:
-        head = content[:left]
+    for message in request.messages:
+        head = message.get("content", "")[:left]
         found = prompt.find(head, position)
         if found < 0:
             return None
