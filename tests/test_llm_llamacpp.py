@@ -118,7 +118,7 @@ def test_a_shared_prefix_is_a_token_prefix_of_the_whole_prompt(provider: LlamaCp
 def test_each_prefix_is_evaluated_once_and_replies_do_not_depend_on_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    provider = LlamaCppConfig(n_ctx=2048, n_threads=2).build()
+    provider = LlamaCppConfig(n_ctx=2048, n_threads=1).build()
     first = graded("Where did Anna go?", "Paris", "to Paris")
     second = graded("When did Bo call?", "Monday", "on Tuesday")
     other = graded("Where did Anna go?", "Paris", "Rome", instruction="Say yes or no.\n\n")
@@ -137,7 +137,7 @@ def test_each_prefix_is_evaluated_once_and_replies_do_not_depend_on_order(
         assert primer.prefix_tokens(request) in primer._states
     # A fresh model, each request alone: the same replies.
     alone = [
-        LlamaCppConfig(n_ctx=2048, n_threads=2).build().generate(r, 60).text
+        LlamaCppConfig(n_ctx=2048, n_threads=1).build().generate(r, 60).text
         for r in (first, second)
     ]
     assert alone == [in_order[1], in_order[3]]
@@ -154,7 +154,7 @@ def test_a_prefix_may_span_messages_and_the_state_bound_holds() -> None:
         )
         for question in ("Where did Anna move?", "When did Bo call?")
     ]
-    unbounded = LlamaCppConfig(n_ctx=2048, n_threads=2).build()
+    unbounded = LlamaCppConfig(n_ctx=2048, n_threads=1).build()
     prefix = unbounded._prefixes.prefix_tokens(asked[0])
     rendered = unbounded._model.detokenize(list(prefix)).decode()
     assert rendered.rstrip().endswith("I called you on Monday.") and "Answer from" in rendered
@@ -162,7 +162,7 @@ def test_a_prefix_may_span_messages_and_the_state_bound_holds() -> None:
     unbounded.generate(graded("Where did Anna go?", "Paris", "to Paris"), 60)
     assert prefix in unbounded._prefixes._states
     assert unbounded._prefixes._states.size_bytes > 20_000 * len(prefix)  # ~23 KB a token
-    tiny = LlamaCppConfig(n_ctx=2048, n_threads=2, prefix_state_mb=0).build()
+    tiny = LlamaCppConfig(n_ctx=2048, n_threads=1, prefix_state_mb=0).build()
     again = [tiny.generate(request, 60).text for request in asked[::-1]]
     tiny.generate(graded("Where did Anna go?", "Paris", "to Paris"), 60)
     assert tiny._prefixes._states.size_bytes == 0
