@@ -115,9 +115,10 @@ def test_a_shared_prefix_is_a_token_prefix_of_the_whole_prompt(provider: LlamaCp
     assert provider._prefixes.prefix_tokens(unhinted) == ()
 
 
-def test_a_primed_prefix_is_evaluated_once_and_replies_do_not_depend_on_order(
-    provider: LlamaCppProvider, monkeypatch: pytest.MonkeyPatch
+def test_each_prefix_is_evaluated_once_and_replies_do_not_depend_on_order(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    provider = LlamaCppConfig(n_ctx=2048, n_threads=1).build()
     first = graded("Where did Anna go?", "Paris", "to Paris")
     second = graded("When did Bo call?", "Monday", "on Tuesday")
     other = graded("Where did Anna go?", "Paris", "Rome", instruction="Say yes or no.\n\n")
@@ -126,17 +127,54 @@ def test_a_primed_prefix_is_evaluated_once_and_replies_do_not_depend_on_order(
     monkeypatch.setattr(
         provider._model, "eval", lambda tokens: (evaluated.append(len(tokens)), real_eval(tokens))
     )
-    in_order = [provider.generate(request, 60).text for request in (other, first, second)]
-    prefix = len(provider._prefixes.prefix_tokens(first))
-    assert evaluated.count(prefix) == 1  # primed for `first`, kept for `second`
-    reversed_order = [provider.generate(request, 60).text for request in (second, first, other)]
+    in_order = [provider.generate(request, 60).text for request in (other, first, other, second)]
+    reversed_order = [provider.generate(r, 60).text for r in (second, other, first, other)]
     assert reversed_order == in_order[::-1]
+    # Each instruction evaluated on its own once; after that kept in the context or restored.
+    primer = provider._prefixes
+    for request in (first, other):
+        assert evaluated.count(len(primer.prefix_tokens(request))) == 1
+        assert primer.prefix_tokens(request) in primer._states
     # A fresh model, each request alone: the same replies.
-    fresh = LlamaCppConfig(n_ctx=2048, n_threads=2).build()
-    assert [fresh.generate(request, 60).text for request in (second, first)] == in_order[:0:-1]
+    alone = [
+        LlamaCppConfig(n_ctx=2048, n_threads=1).build().generate(r, 60).text
+        for r in (first, second)
+    ]
+    assert alone == [in_order[1], in_order[3]]
 
 
-def test_the_hint_is_checked_against_the_first_message() -> None:
+def test_a_prefix_may_span_messages_and_the_state_bound_holds() -> None:
+    conversation = "Anna: I moved to Paris in May.\nBo: I called you on Monday.\n"
+    system = {"role": "system", "content": "Answer from the conversation."}
+    asked = [
+        LLMRequest(
+            (system, {"role": "user", "content": f"{conversation}Question: {question}"}),
+            SamplingParams(max_tokens=12),
+            shared_prefix=len(system["content"]) + len(conversation),
+        )
+        for question in ("Where did Anna move?", "When did Bo call?")
+    ]
+    unbounded = LlamaCppConfig(n_ctx=2048, n_threads=1).build()
+    prefix = unbounded._prefixes.prefix_tokens(asked[0])
+    rendered = unbounded._model.detokenize(list(prefix)).decode()
+    assert rendered.rstrip().endswith("I called you on Monday.") and "Answer from" in rendered
+    replies = [unbounded.generate(request, 60).text for request in asked]
+    unbounded.generate(graded("Where did Anna go?", "Paris", "to Paris"), 60)
+    assert prefix in unbounded._prefixes._states
+    assert unbounded._prefixes._states.size_bytes > 20_000 * len(prefix)  # ~23 KB a token
+    tiny = LlamaCppConfig(n_ctx=2048, n_threads=1, prefix_state_mb=0).build()
+    again = [tiny.generate(request, 60).text for request in asked[::-1]]
+    tiny.generate(graded("Where did Anna go?", "Paris", "to Paris"), 60)
+    assert tiny._prefixes._states.size_bytes == 0
+    assert again[::-1] == replies
+    assert [unbounded.generate(request, 60).text for request in asked] == replies  # restored
+
+
+def test_the_hint_is_checked_against_the_messages_contents() -> None:
+    two = ({"role": "system", "content": "brief"}, {"role": "user", "content": "short"})
+    assert LLMRequest(two, shared_prefix=10).shared_prefix == 10  # into the second message
+    with pytest.raises(ValueError, match="shared_prefix 11"):
+        LLMRequest(two, shared_prefix=11)
     with pytest.raises(ValueError, match="shared_prefix 99"):
         LLMRequest(({"role": "user", "content": "short"},), shared_prefix=99)
 

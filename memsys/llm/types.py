@@ -37,8 +37,9 @@ class SamplingParams:
 class LLMRequest:
     """One chat completion to run: the unit of caching and of batching.
 
-    ``shared_prefix`` is the length, in characters, of the start of the first message's content
-    that many requests repeat verbatim (a fixed instruction); 0 says none. The in-process
+    ``shared_prefix`` is the length, in characters, of the start of the messages' contents (the
+    first message's, then the next one's, ...) that many requests repeat verbatim (a fixed
+    instruction; a conversation asked many questions); 0 says none. The in-process
     llama.cpp provider evaluates that prefix on its own and keeps its state for the next request
     that shares it; since that split changes the arithmetic a little, the hint is part of the
     request's cache key. Servers do their own prefix caching and ignore it.
@@ -50,11 +51,11 @@ class LLMRequest:
 
     def __post_init__(self) -> None:
         if self.shared_prefix:
-            first = self.messages[0].get("content", "") if self.messages else ""
-            if not 0 < self.shared_prefix <= len(first):
+            total = sum(len(message.get("content", "")) for message in self.messages)
+            if not 0 < self.shared_prefix <= total:
                 raise ValueError(
-                    f"shared_prefix {self.shared_prefix} is outside the first message "
-                    f"({len(first)} characters)"
+                    f"shared_prefix {self.shared_prefix} is outside the messages' contents "
+                    f"({total} characters)"
                 )
 
 
