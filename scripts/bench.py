@@ -7,7 +7,8 @@ on a busy machine say so), retrieval latency (BM25 and exact FAISS over the larg
 conversation's turns, per query, query embedding excluded), then the output of each benchmark
 script as it printed it: model services (cache-hit overhead, HTTP concurrency, embedding
 throughput; ``bench_llm.py``), harness overhead per question (``bench_harness.py``), the embedded
-backbone against plain llama-cpp-python (``bench_embedded_llm.py``),
+backbone against llama-cpp-python used as its docs show, and the reset-per-prompt variant
+(``bench_embedded_llm.py``),
 personalized PageRank (``bench_ppr.py``), segmentation scoring
 (``bench_segmentation_scoring.py``), the spaCy parse cache (``bench_parse_cache.py``) and LLM
 memory construction against a fixed-latency server (``bench_construction.py``). Each script's
@@ -38,7 +39,7 @@ SCRIPTS = (
         [],
     ),
     (
-        "Embedded backbone: the harness against plain llama-cpp-python (same prompts)",
+        "Embedded backbone: the harness against llama-cpp-python's default use and the reset variant",
         "bench_embedded_llm.py",
         [],
     ),
