@@ -53,6 +53,7 @@ LOCATION_KEYS = (
     "results_dir",
     "llm_cache_mode",
     "llm_cache_journal",
+    "llm_replies",
     "progress",
     "workers",
     "memories_at_once",
@@ -69,7 +70,7 @@ BACKBONE_KEYS = ("backbone", "construction.backbone", "judge.backbone")
 POSITIVE_RETRY_SETTINGS = ("request_timeout_s",)
 _ABSENT = object()
 MANDATORY = "missing: a mandatory value (???) that no config or override sets"
-CACHE_MODES = ("readwrite", "replay", "off")
+CACHE_MODES = ("readwrite", "replay", "recorded", "off")
 #: ``answer.order``: ``method``, each method's own order (:attr:`MemorySystem.context_order`), or
 #: one of :data:`CONTEXT_ORDERS` for every method.
 ANSWER_ORDERS = ("method", *CONTEXT_ORDERS)
@@ -93,6 +94,9 @@ class Paths:
     #: A JSONL file that records every LLM reply used (the regression's replay file), as
     #: configured (``llm_cache_journal``); None for none.
     llm_cache_journal: str | None
+    #: ``recorded`` mode's replies file (``llm_replies``, a replay file: a shipped table's
+    #: replies), resolved; None for none.
+    llm_replies: Path | None
 
 
 @dataclass(frozen=True)
@@ -590,11 +594,13 @@ def run_paths(cfg: DictConfig) -> Paths:
     """Where the run reads and writes, resolved as the runners resolve them (relative paths from
     the repository root)."""
     journal = _get(cfg, "llm_cache_journal", None)
+    replies = _get(cfg, "llm_replies", None)
     return Paths(
         data_dir=resolve_data_dir(_get(cfg, "data_dir", None)),
         cache_dir=resolve_path(str(_get(cfg, "cache_dir"))),
         results_dir=resolve_path(str(_get(cfg, "results_dir"))),
         llm_cache_journal=None if journal is None else str(journal),
+        llm_replies=None if replies is None else resolve_path(str(replies)),
     )
 
 
