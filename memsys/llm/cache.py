@@ -3,10 +3,8 @@
 Keyed by a hash of everything that can change a reply (model identity, messages, sampling
 parameters) and of nothing else: endpoint URLs and credentials are not part of a request here,
 so they cannot leak into a key or a stored value, and the same cache serves a model however it
-is reached. Four modes: ``readwrite`` (normal), ``replay`` (CI: every request must already be
-cached, a miss is an error naming it), ``recorded`` (a shipped table's replies, loaded from its
-replies file, are the only cache: a request whose key is not among them is asked of the model, and
-the accounting counts it as not served from the cache; nothing is written) and ``off``. A stored reply that fails its checksum or does
+is reached. Three modes: ``readwrite`` (normal), ``replay`` (CI: every request must already be
+cached, a miss is an error naming it) and ``off``. A stored reply that fails its checksum or does
 not decode to a completion is dropped and read as a miss (see :mod:`memsys.kvstore`).
 """
 
@@ -16,7 +14,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any, Protocol
 
@@ -30,7 +28,6 @@ class CacheMode(str, Enum):
 
     READWRITE = "readwrite"
     REPLAY = "replay"
-    RECORDED = "recorded"
     OFF = "off"
 
 
@@ -78,9 +75,7 @@ class ResponseCache(OptionalStore):
 
     Only successful replies are ever stored: the backbone calls :meth:`put` after a provider
     returned, never for an error. With a ``journal``, every reply served or stored is also
-    recorded there (the CI regression's replay file is made of journals). In ``recorded`` mode
-    the replies by key (``recorded``, :func:`memsys.llm.replay.load_recorded`) stand in for the
-    file: they are read, nothing is stored, and a fresh reply goes to the journal only.
+    recorded there (the CI regression's replay file is made of journals).
     """
 
     def __init__(
@@ -88,17 +83,12 @@ class ResponseCache(OptionalStore):
         path: str | os.PathLike[str] | None,
         mode: CacheMode | str = CacheMode.READWRITE,
         journal: ReplyJournal | None = None,
-        recorded: Mapping[str, Completion] | None = None,
     ) -> None:
         self.mode = CacheMode(mode)
         self.journal = journal
-        if (self.mode is CacheMode.RECORDED) != (recorded is not None):
-            raise ValueError("recorded replies go with cache mode 'recorded', and only with it")
-        self._recorded = recorded
-        on_file = self.mode in (CacheMode.READWRITE, CacheMode.REPLAY)
-        if on_file and path is None:
+        if self.mode is not CacheMode.OFF and path is None:
             raise ValueError(f"cache mode {self.mode.value!r} needs a path")
-        self._store = SQLiteKV(path, table="responses") if on_file else None
+        self._store = None if self.mode is CacheMode.OFF else SQLiteKV(path, table="responses")
 
     @classmethod
     def disabled(cls) -> ResponseCache:
@@ -107,12 +97,6 @@ class ResponseCache(OptionalStore):
 
     def get(self, model_id: str, request: LLMRequest) -> Completion | None:
         """The cached completion, ``None`` on a miss; in ``replay`` mode a miss raises."""
-        if self._recorded is not None:
-            key = request_key(model_id, request)
-            found = self._recorded.get(key)
-            if found is not None and self.journal is not None:
-                self.journal.record(key, model_id, request, found)
-            return found
         if self._store is None:
             return None
         key = request_key(model_id, request)
@@ -133,10 +117,7 @@ class ResponseCache(OptionalStore):
         return None
 
     def put(self, model_id: str, request: LLMRequest, completion: Completion) -> None:
-        """Store a successful completion (no-op unless ``readwrite``; in ``recorded`` mode it
-        goes to the journal only, so that a re-recording holds the fresh reply)."""
-        if self.mode is CacheMode.RECORDED and self.journal is not None:
-            self.journal.record(request_key(model_id, request), model_id, request, completion)
+        """Store a successful completion (no-op unless ``readwrite``)."""
         if self._store is None or self.mode is not CacheMode.READWRITE:
             return
         key = request_key(model_id, request)
@@ -146,8 +127,6 @@ class ResponseCache(OptionalStore):
             self.journal.record(key, model_id, request, completion)
 
     def __len__(self) -> int:
-        if self._recorded is not None:
-            return len(self._recorded)
         return 0 if self._store is None else len(self._store)
 
 

@@ -5,8 +5,8 @@ request the run needed (served from the cache or freshly generated) with its rep
 each. :func:`write_replay_file` turns one or more journals into the committed form: one entry per
 request, sorted by key, each with the full request so that a diff of the file shows which prompt
 changed (gzip-compressed where its name ends in ``.gz``, as a committed table's replies are).
-:func:`seed_cache` loads such a file into a cache for ``replay`` mode, :func:`load_recorded` reads
-one for ``recorded`` mode; the key of every entry is recomputed from its request, so a
+:func:`seed_cache` loads such a file into a cache for ``replay`` mode, :class:`RecordedReplies`
+serves one in ``recorded`` mode; the key of every entry is recomputed from its request, so a
 hand-edited or corrupted entry is caught, not trusted.
 
 ``python -m memsys.llm.replay OUT JOURNAL...`` writes the journals' entries as one replay file
@@ -20,11 +20,17 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memsys.llm.cache import ResponseCache, request_json, request_key, stored_fields
+from memsys.llm.cache import (
+    CacheMode,
+    ResponseCache,
+    request_json,
+    request_key,
+    stored_fields,
+)
 from memsys.llm.types import Completion, LLMRequest, SamplingParams
 
 
@@ -130,6 +136,39 @@ def seed_cache(cache: ResponseCache, path: Path) -> int:
     return count
 
 
+class RecordedReplies(ResponseCache):
+    """``recorded`` mode (``llm_cache_mode=recorded``): a shipped table's replies are the only
+    cache. A request whose key is among them gets its recorded reply; any other is asked of the
+    model, which the accounting books as not served from the cache (a run's count of them), and
+    its reply is stored nowhere but in the journal, so that a re-recording holds it.
+
+    Defined here rather than in :mod:`memsys.llm.cache`, which every method's source fingerprint
+    covers: this mode is the harness's, not a method's.
+    """
+
+    def __init__(
+        self, replies: Mapping[str, Completion], journal: ReplayJournal | None = None
+    ) -> None:
+        super().__init__(None, CacheMode.OFF, journal)
+        self.replies = dict(replies)
+
+    def get(self, model_id: str, request: LLMRequest) -> Completion | None:
+        """The recorded reply, or ``None`` (the request is asked)."""
+        key = request_key(model_id, request)
+        found = self.replies.get(key)
+        if found is not None and self.journal is not None:
+            self.journal.record(key, model_id, request, found)
+        return found
+
+    def put(self, model_id: str, request: LLMRequest, completion: Completion) -> None:
+        """A fresh reply: to the journal only."""
+        if self.journal is not None:
+            self.journal.record(request_key(model_id, request), model_id, request, completion)
+
+    def __len__(self) -> int:
+        return len(self.replies)
+
+
 def load_recorded(path: Path) -> dict[str, Completion]:
     """A replay file's replies by request key: ``recorded`` mode's cache."""
     if not path.is_file():
@@ -144,15 +183,13 @@ def open_response_cache(
     replies: Path | None = None,
 ) -> ResponseCache:
     """The runners' response cache (``<cache_dir>/llm_responses.sqlite``; in ``recorded`` mode
-    the ``replies`` file's entries instead), journaled if asked."""
-    if mode == "recorded" and replies is None:
+    the ``replies`` file's entries instead: :class:`RecordedReplies`), journaled if asked."""
+    recorder = ReplayJournal(journal) if journal else None
+    if mode != "recorded":
+        return ResponseCache(cache_dir / "llm_responses.sqlite", mode, recorder)
+    if replies is None:
         raise ValueError("cache mode 'recorded' needs a replies file (llm_replies)")
-    return ResponseCache(
-        cache_dir / "llm_responses.sqlite",
-        mode,
-        ReplayJournal(journal) if journal else None,
-        load_recorded(replies) if mode == "recorded" and replies is not None else None,
-    )
+    return RecordedReplies(load_recorded(replies), recorder)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
