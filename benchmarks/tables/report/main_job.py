@@ -263,9 +263,9 @@ def sections(job: MainJob) -> list[Table]:
 def setting_lines(job: MainJob) -> list[str]:
     """Each selection's setting line, named."""
     return [
-        "Retrieval columns. " + job.retrieval.setting,
+        "Setting of the retrieval columns: " + job.retrieval.setting.removeprefix("Setting: "),
         "",
-        "QA pipeline check. " + job.qa.setting,
+        "Setting of the QA pipeline check: " + job.qa.setting.removeprefix("Setting: "),
     ]
 
 
