@@ -26,12 +26,11 @@ TABLE1_REASK_RUNS ?= results/runs_table1_reask
 BACKBONES ?= embedded
 JUDGE ?= same
 SUBSET ?= smoke
-# Table 1's offline smoke setting is conf/experiment/table1.yaml's (stated there only): a 512-token
-# context (harness tokens) handed to the reader and the dataset's own judge protocol only. All 12
-# runs, 20 questions, the 135M embedded reader and judge and the judge's probes: 11 min 53 s
-# measured on 2 cores from a cold cache (docs/tables.md has the split). BUDGET and PROTOCOLS
-# override it; for the paper setting: BUDGET=4096 PROTOCOLS=[mem0,strict,longmemeval]. The
-# report's filter reads the budget from the experiment config when BUDGET is not given.
+# Table 1's QA setting is conf/experiment/table1.yaml's (stated there only): a 512-token context
+# (harness tokens) handed to the reader, the dataset's own judge protocol only; its retrieval
+# columns take the same budget. BUDGET and PROTOCOLS override it; for the paper setting:
+# BUDGET=4096 PROTOCOLS=[mem0,strict,longmemeval]. The report's filter reads the budget from the
+# experiment config when BUDGET is not given.
 BUDGET ?=
 PROTOCOLS ?=
 # Mem0 and LangMem build their memories with the LLM only (about 10 hours on the whole smoke
