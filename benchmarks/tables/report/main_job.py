@@ -308,11 +308,11 @@ def write_csv(job: MainJob, path: Path) -> None:
 
 def write_main_job(job: MainJob, out: Path) -> list[Path]:
     """``out`` + ``.md``, ``.csv``, ``.tex``, ``.png`` (the figure: the retrieval rows' evidence
-    recall, the QA rows' F1); returns the paths written."""
+    recall, what the table leads with); returns the paths written."""
     out.parent.mkdir(parents=True, exist_ok=True)
     paths = [out.parent / f"{out.name}{suffix}" for suffix in (".md", ".csv", ".tex", ".png")]
     paths[0].write_text(render_markdown(job), encoding="utf-8")
     write_csv(job, paths[1])
     paths[2].write_text(render_tex(job), encoding="utf-8")
-    write_plot(dataclasses.replace(job.qa, rows=[*job.retrieval.rows, *job.qa.answered]), paths[3])
+    write_plot(job.retrieval, paths[3])
     return paths
