@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.pipeline.settings import ConfigError, compose_config, validate
 from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone
 from memsys.llm.cache import request_key
@@ -120,3 +121,10 @@ def test_shipped_replies_reproduce_a_committed_row(tmp_path: Path) -> None:
     row = committed_row(run_dir.name)
     for name in ("f1_set", "bleu1", "judge_acc"):
         assert round(metrics["scores"][name]["mean"], 4) == float(row[f"overall_{name}_mean"])
+
+
+def test_recorded_mode_without_its_file_is_a_config_error(tmp_path: Path) -> None:
+    for extra, named in (([], "not set"), ([f"llm_replies={tmp_path / 'x.gz'}"], "no file")):
+        cfg = compose_config(["method=turn_rag_bm25", "llm_cache_mode=recorded", *extra])
+        with pytest.raises(ConfigError, match=f"'llm_replies'.*{named}"):
+            validate(cfg)

@@ -294,6 +294,10 @@ def validate(cfg: DictConfig) -> RunSettings:
         paths=run_paths(cfg),
         progress=_choice(cfg, "progress", (True, False)),
     )
+    replies = settings.paths.llm_replies
+    if settings.llm_cache_mode == "recorded" and (replies is None or not replies.is_file()):
+        found = "not set" if replies is None else f"no file {replies}"
+        raise ConfigError("llm_replies", f"llm_cache_mode=recorded needs a replies file: {found}")
     if settings.workers > 1 and settings.calls_llm:
         raise ConfigError(
             "workers",
