@@ -55,7 +55,7 @@ def test_retrieval_columns_lead_and_the_qa_grid_follows_as_a_pipeline_check(
     assert titles == [
         "Overall: retrieval (6 questions, no LLM)",
         "QA pipeline check (2 questions, reader tiny-llm)",
-        "Retrieval costs",
+        "Costs: retrieval columns",
         "Costs: QA pipeline check",
         "Notes",
     ]
