@@ -76,7 +76,10 @@ def build_harness(settings: RunSettings, run_dir: Path) -> Harness:
     cache_dir = cache_folder(settings.paths)
     accounting = Accounting(ledger=run_dir / "llm_calls.jsonl")
     response_cache = open_response_cache(
-        cache_dir, settings.llm_cache_mode, settings.paths.llm_cache_journal
+        cache_dir,
+        settings.llm_cache_mode,
+        settings.paths.llm_cache_journal,
+        settings.paths.llm_replies,
     )
     embedder = Embedder(
         settings.embedder,

@@ -55,6 +55,7 @@ LOCATION_KEYS = (
     "results_dir",
     "llm_cache_mode",
     "llm_cache_journal",
+    "llm_replies",
     "progress",
     "workers",
     "memories_at_once",
@@ -71,7 +72,7 @@ BACKBONE_KEYS = ("backbone", "construction.backbone", "judge.backbone")
 POSITIVE_RETRY_SETTINGS = ("request_timeout_s",)
 _ABSENT = object()
 MANDATORY = "missing: a mandatory value (???) that no config or override sets"
-CACHE_MODES = ("readwrite", "replay", "off")
+CACHE_MODES = ("readwrite", "replay", "recorded", "off")
 #: ``answer.order``: ``method``, each method's own order (:attr:`MemorySystem.context_order`), or
 #: one of :data:`CONTEXT_ORDERS` for every method.
 ANSWER_ORDERS = ("method", *CONTEXT_ORDERS)
@@ -98,6 +99,9 @@ class Paths:
     #: A JSONL file that records every LLM reply used (the regression's replay file), as
     #: configured (``llm_cache_journal``); None for none.
     llm_cache_journal: str | None
+    #: ``recorded`` mode's replies file (``llm_replies``, a replay file: a shipped table's
+    #: replies), resolved; None for none.
+    llm_replies: Path | None
 
 
 @dataclass(frozen=True)
@@ -295,6 +299,10 @@ def validate(cfg: DictConfig) -> RunSettings:
         paths=run_paths(cfg),
         progress=_choice(cfg, "progress", (True, False)),
     )
+    replies = settings.paths.llm_replies
+    if settings.llm_cache_mode == "recorded" and (replies is None or not replies.is_file()):
+        found = "not set" if replies is None else f"no file {replies}"
+        raise ConfigError("llm_replies", f"llm_cache_mode=recorded needs a replies file: {found}")
     if settings.workers > 1 and settings.calls_llm:
         raise ConfigError(
             "workers",
@@ -608,12 +616,14 @@ def run_paths(cfg: DictConfig) -> Paths:
     sharing = _get(cfg, "cache_sharing", "sqlite")
     if sharing not in LAYOUTS:
         raise ConfigError("cache_sharing", f"expected one of {', '.join(LAYOUTS)}, got {sharing!r}")
+    replies = _get(cfg, "llm_replies", None)
     return Paths(
         data_dir=resolve_data_dir(_get(cfg, "data_dir", None)),
         cache_dir=resolve_path(str(_get(cfg, "cache_dir"))),
         cache_sharing=sharing,
         results_dir=resolve_path(str(_get(cfg, "results_dir"))),
         llm_cache_journal=None if journal is None else str(journal),
+        llm_replies=None if replies is None else resolve_path(str(replies)),
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from benchmarks.metrics.stats import INTERVAL_UNITS, MIN_CLUSTERS
 from benchmarks.tables.report.build import MAX_FAILURE_SHARE, PRIMARY_METRICS, build_report
+from benchmarks.tables.report.main_job import build_main_job, write_main_job
 from benchmarks.tables.report.render import write_report
 from benchmarks.tables.report.runs import ReportError, in_repo, parse_where
 
@@ -27,6 +28,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--dataset", default="locomo")
     parser.add_argument("--subset", default="smoke")
+    parser.add_argument(
+        "--retrieval-subset",
+        help="Table 1 as the main job: the retrieval columns from the answer=none runs on this "
+        "subset, the --subset runs as the QA pipeline check (benchmarks/tables/report/main_job.py)",
+    )
     parser.add_argument("--metric", default="f1_set", choices=PRIMARY_METRICS)
     parser.add_argument("--title", help="default Table 1, Table 2 for LongMemEval")
     parser.add_argument(
@@ -55,21 +61,32 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Build and write the report; exit 2 with a clear message when no table can be built."""
     args = parse_args(argv)
+    options = {
+        "dataset": args.dataset,
+        "metric": args.metric,
+        "title": args.title,
+        "max_failure_share": args.max_failure_share,
+        "interval_unit": args.interval_unit,
+    }
+    runs, where = in_repo(args.runs), parse_where(args.where)
     try:
-        report = build_report(
-            in_repo(args.runs),
-            dataset=args.dataset,
-            subset=args.subset,
-            metric=args.metric,
-            title=args.title,
-            where=parse_where(args.where),
-            max_failure_share=args.max_failure_share,
-            interval_unit=args.interval_unit,
-        )
+        if args.retrieval_subset:
+            job = build_main_job(
+                runs,
+                subset=args.subset,
+                retrieval_subset=args.retrieval_subset,
+                where=where,
+                **options,
+            )
+            out = args.out or Path(job.qa.dataset.table_path)
+            paths = write_main_job(job, in_repo(out))
+        else:
+            report = build_report(runs, subset=args.subset, where=where, **options)
+            out = args.out or Path(report.dataset.table_path)
+            paths = write_report(report, in_repo(out))
     except ReportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    out = args.out or Path(report.dataset.table_path)
-    for path in write_report(report, in_repo(out)):
+    for path in paths:
         print(path)
     return 0
