@@ -277,7 +277,7 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
         harness.close()
         invocation = {
             "started": f"{started_at} pid {os.getpid()}",
-            "questions": len(log) - answered_before,
+            "questions": log.count_on_disk() - answered_before,
             "retried": log.superseded,  # failed questions asked again (their lines superseded)
             "wall_s": round(time.perf_counter() - started, 1),
             # This process's peak so far (a multirun's jobs in one process share it), plus each

@@ -192,6 +192,15 @@ class RecordLog:
         """Ids with a record (a superseded one counted once)."""
         return len(self._records)
 
+    def count_on_disk(self) -> int:
+        """Ids with a record in the file as it now stands: :meth:`__len__`, unless a signal
+        landed between a line's write and its note here (its handler raises at any bytecode),
+        so that an interrupted invocation still counts every question it logged."""
+        try:
+            return len({str(record[self.key]) for record in _read_lines(self.path, self.key)})
+        except (OSError, DamagedLogError):
+            return len(self)
+
     def done(self) -> set[str]:
         """Ids that need no more work: they have a record, and it is not retryable."""
         return {key for key, record in self._records.items() if not self.retryable(record)}

@@ -22,10 +22,10 @@ from typing import Any
 
 import yaml
 
-from benchmarks.data import load_locomo
 from benchmarks.data.errors import DataMissingError, DatasetError
 from benchmarks.data.locomo_audit import Erratum, load_errata
-from benchmarks.data.specs import spec_of
+from benchmarks.data.paths import resolve_data_dir
+from benchmarks.data.specs import named_spec, spec_of
 from benchmarks.metrics.judge import judgings
 from benchmarks.tables import diff
 from benchmarks.tables.report.naming import row_key
@@ -68,24 +68,30 @@ def read_run(directory: Path) -> Run:
 
 
 def load_dataset(runs: Sequence[Run], data_dir: str | None) -> Dataset:
-    """The turns of the runs' LoCoMo files and LoCoMo's errata, from ``data_dir`` (else
-    ``MEMBENCH_DATA``). Other datasets' turns are not read (a LongMemEval-S haystack per
-    question): their contexts are shown unmapped."""
+    """The turns of the runs' conversations and LoCoMo's errata, from ``data_dir`` (else
+    ``MEMBENCH_DATA``). Turns are read for datasets whose questions share a conversation; a
+    dataset with a memory of its own per question (a LongMemEval-S haystack each) is not read:
+    its contexts are shown unmapped."""
     turns: dict[str, dict[str, Turn]] = {}
     notes: list[str] = []
     errata: dict[str, Erratum] = {}
-    files = {
-        lookup(r.config, "dataset.file", None) for r in runs if dataset_name(r.config) == "locomo"
-    }
-    for file in sorted(f for f in files if f):
+    shared = {
+        (dataset_name(r.config), lookup(r.config, "dataset.variant", None),
+         lookup(r.config, "dataset.file", None))
+        for r in runs if not spec_of(r.config).own_memory_per_question
+    }  # fmt: skip
+    for name, variant, file in sorted(shared, key=str):
         try:
-            for conversation in load_locomo(data_dir, file):
+            source = named_spec(name).source(variant, file, resolve_data_dir(data_dir))
+            for conversation in source():
                 turns[conversation.conversation_id] = {t.turn_id: t for t in conversation.turns}
         except (DataMissingError, DatasetError) as error:
             notes.append(f"turn texts not shown: {error}")
-    others = sorted({dataset_name(r.config) for r in runs} - {"locomo"})
+    others = sorted(
+        {dataset_name(r.config) for r in runs if spec_of(r.config).own_memory_per_question}
+    )
     if others:
-        notes.append(f"turn texts are read for LoCoMo only, not {', '.join(others)}")
+        notes.append(f"turn texts are not read for {', '.join(others)} (a memory per question)")
     if any(spec_of(r.config).audited_key for r in runs):
         try:
             errata = load_errata(data_dir)
@@ -278,7 +284,7 @@ def build_model(runs: Sequence[Run], dataset: Dataset, title: str) -> dict[str, 
         for record in run.records:
             question_id = str(record["question_id"])
             turns = dataset.turns.get(str(record.get("conversation_id")), {})
-            erratum = dataset.errata.get(question_id) if label == "locomo" else None
+            erratum = dataset.errata.get(question_id) if spec_of(run.config).audited_key else None
             questions.setdefault(question_id, question_entry(record, label, turns, erratum))
             mine[question_id] = run_result(record, turns, erratum)
     return {

@@ -24,18 +24,17 @@ from benchmarks.tables.report.render import csv_record
 from benchmarks.tables.report.rows import Row
 from benchmarks.tables.report.tables import (
     DASH,
+    answer_cells,
+    answer_header,
     fmt_cell,
     fmt_number,
-    fmt_p,
     fmt_tokens,
     fmt_wall,
     fmt_work,
     identity_cells,
     identity_columns,
-    judge_label,
     judge_scores,
     run_cell,
-    score_cell,
     section,
     starred,
 )
@@ -179,26 +178,14 @@ def qa_overall(job: MainJob) -> Table:
     """The QA pipeline check: F1, BLEU-1, the judge columns whose judge discriminates on its
     probes (a column every row would show as a dash is left out), and the p-value."""
     report = job.qa
-    rows, mark = report.answered, report.notes.mark
+    rows = report.answered
     identity = identity_columns(report, rows)
     judges = [
         name for name in judge_scores(report) if any(name not in r.hidden_judges for r in rows)
     ]
-    header = [
-        f"F1{mark('f1')}",
-        f"BLEU-1{mark('bleu')}",
-        *(f"{judge_label(name)}{mark('judge')}" for name in judges),
-        f"p{mark('p')}",
-    ]
+    header = answer_header(report, judges)
     body = [
-        [
-            *identity_cells(report, row, identity),
-            fmt_cell(row.scores["overall"][report.metric]),
-            fmt_cell(row.scores["overall"]["bleu1"]),
-            *(score_cell(row, "overall", name) for name in judges),
-            fmt_p(row, report.metric),
-        ]
-        for row in rows
+        [*identity_cells(report, row, identity), *answer_cells(report, row, judges)] for row in rows
     ]
     questions = max((len(row.run.records) for row in rows), default=0)
     reader = ", ".join(sorted({row.key.backbone for row in rows}))

@@ -145,26 +145,38 @@ def score_cell(row: Row, scope: str, name: str) -> str:
     return fmt_cell(row.scores[scope][name])
 
 
-def overall_table(report: Report) -> Table:
-    """Answered rows: what the reader was shown, then how it answered, and the p-value."""
-    rows, mark = report.answered, report.notes.mark
-    identity = identity_columns(report, rows)
-    judges = judge_scores(report)
-    header = [
-        *retrieval_header(report),
+def answer_header(report: Report, judges: Sequence[str]) -> list[str]:
+    """The answer-score columns of an Overall table: F1, BLEU-1, each judge, the p-value."""
+    mark = report.notes.mark
+    return [
         f"F1{mark('f1')}",
         f"BLEU-1{mark('bleu')}",
         *(f"{judge_label(name)}{mark('judge')}" for name in judges),
         f"p{mark('p')}",
     ]
+
+
+def answer_cells(report: Report, row: Row, judges: Sequence[str]) -> list[str]:
+    """One row's cells under :func:`answer_header`."""
+    return [
+        fmt_cell(row.scores["overall"][report.metric]),
+        fmt_cell(row.scores["overall"]["bleu1"]),
+        *(score_cell(row, "overall", name) for name in judges),
+        fmt_p(row, report.metric),
+    ]
+
+
+def overall_table(report: Report) -> Table:
+    """Answered rows: what the reader was shown, then how it answered, and the p-value."""
+    rows = report.answered
+    identity = identity_columns(report, rows)
+    judges = judge_scores(report)
+    header = [*retrieval_header(report), *answer_header(report, judges)]
     body = [
         [
             *identity_cells(report, row, identity),
             *retrieval_cells(row),
-            fmt_cell(row.scores["overall"][report.metric]),
-            fmt_cell(row.scores["overall"]["bleu1"]),
-            *(score_cell(row, "overall", name) for name in judges),
-            fmt_p(row, report.metric),
+            *answer_cells(report, row, judges),
         ]
         for row in rows
     ]
