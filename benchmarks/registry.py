@@ -29,8 +29,8 @@ The papers are not listed here either: each ``results/published/<file>.yaml`` op
 ``paper:`` header naming its paper's ``id`` (the blocks' ``paper:`` value), its ``position`` in
 lists and how the paper ``measured`` (:mod:`benchmarks.published.cells`); :func:`papers` joins
 each to the name its ``role: method`` config declares. A new paper method is then its folder,
-its method config, its published file (and its ``conf/paper/<id>.yaml``, a Hydra overlay:
-docs/adding_a_method.md says why that stays a file).
+its method config and its published file: its entry in the paper grids is derived from the two
+(:func:`paper_grid`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Paper:
     tables print for the class; a second copy in the header could disagree with it)."""
 
     #: The header's ``id``, the registry blocks' ``paper:`` value; also the name of the paper's
-    #: method config (``conf/method/<id>.yaml``, ``conf/paper/<id>.yaml``), package
+    #: method config (``conf/method/<id>.yaml``), its option of the ``paper`` group, package
     #: (``memsys/methods/<id>/``) and card (``docs/methods/<id>.md``).
     id: str
     #: The method's name as the paper spells it: its ``role: method`` config's ``name``.
@@ -289,6 +289,78 @@ def members(grid: str, method_dir: Path | None = None) -> list[str]:
     return [e.config for e in entries(method_dir) if grid in e.grids]
 
 
+#: The grid whose entries are options of the ``paper`` config group (:func:`paper_grid`).
+PAPER_GRID = "paper"
+#: Where the embedder configs live: a paper grid entry runs its paper's embedder where one loads it.
+EMBEDDER_DIR = ROOT / "conf" / "embedder"
+
+
+@dataclass(frozen=True)
+class PaperGridOption:
+    """One option of the ``paper`` config group the paper grids sweep
+    (``conf/experiment/paper_{locomo,longmemeval}.yaml``), derived rather than written: a
+    config of the ``paper`` grid, and for a paper's config what its published header says the
+    paper measured (``paper.measured``). :mod:`benchmarks.pipeline.settings` registers each as a
+    Hydra overlay (``# @package _global_``) before anything composes."""
+
+    #: The sweep value: the paper's id for a paper's config (``paper=esmem``), else the
+    #: config's own name (``paper=full_history``).
+    name: str
+    #: The ``conf/method`` config it runs (``esmem_llm``).
+    method: str
+    #: Further config-group choices: the paper's embedder where a ``conf/embedder`` config loads
+    #: that model (SeCom's MPNet), else none (the harness's default embedder).
+    groups: Mapping[str, str]
+    #: The run-level keys the paper states: ``adversarial``, and ``answer.order`` unless the
+    #: header's ``order`` is null; the rest is the grid's own protocol (its experiment config).
+    protocol: Mapping[str, Any]
+
+
+def paper_grid(method_dir: Path | None = None) -> dict[str, PaperGridOption]:
+    """The ``paper`` grid's options by sweep value: the baselines, then the papers in their
+    order (:func:`paper_ids`, whatever role their config has); a paper may have one config in
+    the grid."""
+    options: dict[str, PaperGridOption] = {}
+    order = paper_ids()
+    in_grid = [e for e in entries(method_dir) if PAPER_GRID in e.grids]
+    for e in sorted(in_grid, key=lambda e: order.index(e.paper)):  # stable: entries' order
+        option = _paper_grid_option(e)
+        if option.name in options:
+            raise ValueError(
+                f"{(method_dir or METHOD_DIR) / e.config}.yaml: grid {PAPER_GRID} already runs "
+                f"paper {option.name!r} as {options[option.name].method}: one config a paper"
+            )
+        options[option.name] = option
+    return options
+
+
+def _paper_grid_option(e: Entry) -> PaperGridOption:
+    if e.paper == NO_PAPER:
+        return PaperGridOption(e.config, e.config, {}, {})
+    measured = papers()[e.paper].header.get("measured") or {}
+    protocol: dict[str, Any] = {"adversarial": measured.get("adversarial")}
+    if measured.get("order") is not None:
+        protocol["answer"] = {"order": measured["order"]}
+    embedder = embedder_loading(str(measured.get("embedder")))
+    return PaperGridOption(e.paper, e.config, {"embedder": embedder} if embedder else {}, protocol)
+
+
+def embedder_loading(model: str) -> str | None:
+    """The ``conf/embedder`` config whose ``model`` is ``model`` (a Hub id matches by its last
+    part: ``sentence-transformers/multi-qa-mpnet-base-dot-v1``), or None."""
+    for path in sorted(EMBEDDER_DIR.glob("*.yaml")):
+        loaded = str((yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("model", ""))
+        if model in (loaded, loaded.rsplit("/", 1)[-1]):
+            return path.stem
+    return None
+
+
+def sweep(grid: str) -> list[str]:
+    """A grid's sweep values, ``${registry:GRID}``: the option names of the ``paper`` grid
+    (:func:`paper_grid`), the method configs of every other (:func:`members`)."""
+    return list(paper_grid()) if grid == PAPER_GRID else members(grid)
+
+
 def ablation_rows(method: str, method_dir: Path | None = None) -> list[str]:
     """The ablation table's rows for ``method``: the method, then every other config of its
     paper in the ``ablations`` grid, by name."""
@@ -382,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1 or args[0] not in GRIDS:
         print(f"usage: python -m benchmarks.registry {{{','.join(GRIDS)}}}", file=sys.stderr)
         return 2
-    print(",".join(members(args[0])))
+    print(",".join(sweep(args[0])))
     return 0
 
 

@@ -77,7 +77,6 @@ def test_the_doc_marks_the_files_of_its_examples() -> None:
         "memsys/methods/lexmem/method.py",
         "conf/method/lexmem.yaml",
         "results/published/lex-mem.yaml",
-        "conf/paper/lexmem.yaml",
         "tests/test_lexmem.py",
     }
 
@@ -117,7 +116,8 @@ paper = registry.papers()["lexmem"]
 print(json.dumps({
     "role": entry.role, "paper": entry.paper, "name": paper.name, "file": paper.published.name,
     "table_name": method_name({"_target_": entry.target, "top_k": 10}),
-    "paper_grid": registry.members("paper"), "papers": list(registry.papers()),
+    "paper_grid": registry.sweep("paper"),
+    "paper_option": registry.paper_grid()["lexmem"].method, "papers": list(registry.papers()),
     "f1": how_measured()["lexmem"].f1,
 }))
 """
@@ -130,6 +130,7 @@ def test_the_paper_method_is_placed_from_its_files(repo_copy: Path) -> None:
     assert (found["role"], found["paper"], found["name"]) == ("method", "lexmem", "LexMem")
     assert (found["file"], found["table_name"], found["f1"]) == ("lex-mem.yaml", "LexMem", "f1_set")
     assert found["paper_grid"][-1] == "lexmem"  # its position, 6, after the five papers
+    assert found["paper_option"] == "lexmem"  # paper=lexmem runs its method config: no file
     assert found["papers"] == ["esmem", "secom", "hingemem", "fracom", "cast", "lexmem"]
 
 

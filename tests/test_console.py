@@ -136,6 +136,8 @@ def test_run_help_shows_the_overlays_and_segment_its_own_datasets(
     main(["run", "--help"])
     run_help = capsys.readouterr().out
     assert "\n  experiment    " in run_help and "table1" in run_help
+    # the paper group's options live in Hydra's config store only (benchmarks.registry.paper_grid)
+    assert "\n  paper         cast | esmem | fracom | full_history" in run_help
     main(["segment", "--help"])
     segment_help = capsys.readouterr().out
     assert "\n  dataset       dialseg711 | superdialseg | tiage\n" in segment_help

@@ -1,7 +1,8 @@
-"""The paper grids (``conf/experiment/paper_{locomo,longmemeval}.yaml`` over ``conf/paper/``):
-every entry composes and validates with each reader and carries its paper's protocol; the
-published-beside-measured report (``benchmarks/published/``) from hand-written run directories;
-and every entry end to end against llama.cpp's real OpenAI-compatible server on the tiny fixture.
+"""The paper grids (``conf/experiment/paper_{locomo,longmemeval}.yaml`` over the ``paper`` group's
+derived options, :func:`benchmarks.registry.paper_grid`): every entry composes and validates with
+each reader and carries its paper's protocol; the published-beside-measured report
+(``benchmarks/published/``) from hand-written run directories; and every entry end to end against
+llama.cpp's real OpenAI-compatible server on the tiny fixture.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import pytest
 from fakes.llmlingua import build_tiny_llmlingua2, offline_cl100k
 from report_helpers import config, record, write_run
 from run_helpers import (
-    CONF,
     FIXTURE,
     compose_config,
     compose_with_hydra,
@@ -30,7 +30,7 @@ from benchmarks.published import Line, build_paper_report, main, render_paper_ma
 from benchmarks.tables.report import ReportError
 
 EXPERIMENTS = {"paper_locomo": "locomo", "paper_longmemeval": "longmemeval"}
-ENTRIES = sorted(path.stem for path in (CONF / "paper").glob("*.yaml"))
+ENTRIES = sorted(registry.sweep("paper"))
 READERS = ["qwen2.5-3b", "llama3.2-3b", "gpt-4o-mini"]
 #: Each method's paper setting: its method config, context order and adversarial policy.
 PAPER_SETTINGS = {

@@ -149,7 +149,7 @@ def test_the_sweep_is_the_one_a_multirun_makes() -> None:
     grid = sweep(["+experiment=paper_locomo"])
     assert grid.axes == ["paper", "backbone"]
     assert len(grid.points) == 13 * 3
-    first = registry.members("paper")[0]  # the grid is the registry's (${registry:paper})
+    first = registry.sweep("paper")[0]  # the grid is the registry's (${registry:paper})
     assert grid.label(grid.points[0]) == {"paper": first, "backbone": "qwen2.5-3b"}
     narrowed = sweep(["+experiment=paper_locomo", "paper=esmem,cast", "backbone=gpt-4o-mini"])
     assert narrowed.axes == ["paper"]

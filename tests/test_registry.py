@@ -28,7 +28,7 @@ SWEEP_GRIDS = {
 }
 #: Grids a config of a role must be in (a new method that forgets its grids fails here).
 REQUIRED = {
-    "method": {"table1", "retrieval", "paper", "ablations", "locomo_retrieval", "locomo_qa"},
+    "method": {"table1", "retrieval", "ablations", "locomo_retrieval", "locomo_qa"},
     "ablation": {"ablations"},
 }
 
@@ -96,25 +96,49 @@ def test_the_published_headers_name_every_file_keyed_by_a_paper() -> None:
     assert sorted(read_papers(REPO_ROOT / "results" / "published")) == sorted(papers)
 
 
-def paper_setting(paper: str) -> dict:
-    """``conf/paper/<paper>.yaml`` as plain data (its defaults list and run-level keys)."""
-    path = REPO_ROOT / "conf" / "paper" / f"{paper}.yaml"
-    assert path.is_file(), f"paper {paper} has no {path}"
-    return yaml.safe_load(path.read_text())
-
-
 @pytest.mark.parametrize("paper", list(registry.papers()))
-def test_each_paper_has_its_paper_setting_and_it_agrees_with_the_header(paper: str) -> None:
-    """``conf/paper/<id>.yaml`` stays a file of its own (a Hydra overlay choosing the method
-    config and setting run-level keys: docs/adding_a_method.md); it runs a config of its paper,
-    and its protocol is what the header says the paper measured, where the paper says."""
-    setting = paper_setting(paper)
-    (method,) = [d["override /method"] for d in setting["defaults"] if "override /method" in d]
-    chosen = next(e for e in registry.entries() if e.config == method)
-    assert chosen.paper == paper
+def test_each_paper_has_one_config_in_the_paper_grid_with_its_headers_protocol(paper: str) -> None:
+    """The ``paper`` group's option ``paper=<id>`` is derived (no ``conf/paper/`` file): it runs
+    the one config of that paper whose block lists the ``paper`` grid, with the protocol the
+    header says the paper measured, where the paper says (docs/adding_a_method.md)."""
+    assert not (REPO_ROOT / "conf" / "paper").exists()
+    (config,) = [e for e in registry.entries() if "paper" in e.grids and e.paper == paper]
+    cfg = compose_config(["+experiment=paper_locomo", f"paper={paper}"], with_hydra=True)
+    assert cfg.hydra.runtime.choices.method == config.config
     how = how_measured()[paper]
-    assert setting["adversarial"] == how.adversarial
-    assert how.order is None or setting["answer"]["order"] == how.order
+    assert cfg.adversarial == how.adversarial
+    assert cfg.answer.order == (how.order or "time")  # null: the grid's own (paper_locomo.yaml)
+    assert registry.paper_grid()[paper].method == config.config
+
+
+def test_the_paper_grid_runs_the_papers_embedder_where_the_harness_loads_it() -> None:
+    """SeCom's header names MPNet (conf/embedder/mpnet_dot.yaml loads it), ES-Mem's MiniLM (the
+    default's model); CAST's and HingeMem's text-embedding-3-small and FraCom's Sentence-BERT
+    have no local config, so those entries keep the default."""
+    groups = {name: dict(option.groups) for name, option in registry.paper_grid().items()}
+    assert groups["secom"] == {"embedder": "mpnet_dot"} and groups["esmem"] == {
+        "embedder": "minilm"
+    }
+    assert groups["cast"] == groups["hingemem"] == groups["fracom"] == groups["mem0"] == {}
+    embedders = {
+        paper: compose_config(["+experiment=paper_locomo", f"paper={paper}"]).embedder.model
+        for paper in ("secom", "cast")
+    }
+    assert embedders == {
+        "secom": "sentence-transformers/multi-qa-mpnet-base-dot-v1",
+        "cast": "all-MiniLM-L6-v2",
+    }
+
+
+def test_a_paper_with_two_configs_in_the_paper_grid_is_named(tmp_path: Path) -> None:
+    folder = tmp_path / "method"
+    shutil.copytree(registry.METHOD_DIR, folder)
+    path = folder / "esmem.yaml"
+    path.write_text(path.read_text().replace("grids: [table1,", "grids: [paper, table1,", 1))
+    with pytest.raises(
+        ValueError, match=r"esmem_llm\.yaml: grid paper already runs paper 'esmem' as esmem:"
+    ):
+        registry.paper_grid(folder)
 
 
 def write_published(folder: Path, name: str, header: str) -> None:
@@ -196,7 +220,7 @@ def test_each_experiment_sweeps_its_grid_as_the_registry_derives_it(grid: str) -
     experiment = Path(file).stem
     params = compose_config([f"+experiment={experiment}"], with_hydra=True).hydra.sweeper.params
     listed = str(params[key]).split(",")
-    assert listed == registry.members(grid) and len(listed) == len(set(listed))
+    assert listed == registry.sweep(grid) and len(listed) == len(set(listed))
 
 
 def test_a_grid_mismatch_names_the_file_and_the_method() -> None:

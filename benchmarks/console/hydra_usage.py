@@ -97,11 +97,22 @@ def own_choices(group: str, module: str) -> list[str]:
     return sorted(name for name in names if store.load(f"{group}/{name}.yaml").provider == module)
 
 
+def defaults_lists(group: str) -> Iterable[Iterable[object]]:
+    """The defaults list of each of ``group``'s configs: its files under ``conf/`` and the nodes
+    stored in Hydra's config store (the ``paper`` group's options are only there)."""
+    for path in (CONF / group).glob("*.yaml"):
+        yield OmegaConf.load(path).get("defaults", [])
+    store = ConfigStore.instance()
+    for name in store.list(group) if group in store.repo else ():
+        if name.endswith(".yaml"):  # the rest are subgroups (Hydra's own ``hydra/launcher``)
+            yield OmegaConf.create(store.load(f"{group}/{name}").node).get("defaults", [])
+
+
 def overlay_of(group: str, app_groups: set[str]) -> bool:
     """Whether ``group``'s configs override groups of this app, and only those."""
     overridden = set()
-    for path in (CONF / group).glob("*.yaml"):
-        for entry in OmegaConf.load(path).get("defaults", []):
+    for defaults in defaults_lists(group):
+        for entry in defaults:
             if isinstance(entry, DictConfig):
                 overridden |= {
                     str(key).removeprefix("override ").lstrip("/")
@@ -113,7 +124,8 @@ def overlay_of(group: str, app_groups: set[str]) -> bool:
 
 def _wrapped(group: str, options: list[str]) -> str:
     rest = len(options) - SHOWN_CHOICES
-    more = [f"... {rest} more (conf/{group}/)"] if rest > 0 else []
+    where = f" (conf/{group}/)" if (CONF / group).is_dir() else ""  # else only in the store
+    more = [f"... {rest} more{where}"] if rest > 0 else []
     return textwrap.fill(
         " | ".join([*options[:SHOWN_CHOICES], *more]),
         WIDTH,

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
 from hydra.utils import get_class
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
@@ -27,7 +28,7 @@ from benchmarks.data.paths import REPO_ROOT, resolve_data_dir, resolve_path
 from benchmarks.data.specs import DATASET_SPECS, DatasetSpec
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.pipeline.subsets import SubsetSpec
-from benchmarks.registry import members
+from benchmarks.registry import PAPER_GRID, paper_grid, sweep
 from memsys.base import CONTEXT_ORDERS, MemorySystem
 from memsys.embed import BACKENDS, EmbedderConfig
 from memsys.kvshards import LAYOUTS, LayoutMismatchError, claim_layout
@@ -41,11 +42,27 @@ CONF = REPO_ROOT / "conf"
 
 # ``${repo_path:...}``: a path as the runners resolve it (Hydra's folders under ``results_dir``).
 OmegaConf.register_new_resolver("repo_path", lambda path: str(resolve_path(path)), replace=True)
-# ``${registry:GRID}``: the grid's method configs, comma-separated (:func:`benchmarks.registry.members`),
+# ``${registry:GRID}``: the grid's sweep values, comma-separated (:func:`benchmarks.registry.sweep`),
 # so an experiment's sweep (``hydra.sweeper.params``) is derived from the registry blocks. Registered
 # on import, before ``@hydra.main`` composes; Hydra's sweeper resolves it when it reads its params,
 # and a command-line ``method=a,b`` replaces it as any sweep key.
-OmegaConf.register_new_resolver("registry", lambda grid: ",".join(members(grid)), replace=True)
+OmegaConf.register_new_resolver("registry", lambda grid: ",".join(sweep(grid)), replace=True)
+
+
+def register_paper_grid(store: ConfigStore) -> None:
+    """Each option of the ``paper`` config group (:func:`benchmarks.registry.paper_grid`) as the
+    overlay a ``conf/paper/<name>.yaml`` would be: the method config and group choices by
+    defaults-list overrides, the paper's run-level keys at the top level."""
+    for option in paper_grid().values():
+        choices = {"method": option.method, **option.groups}
+        defaults = [{f"override /{group}": choice} for group, choice in choices.items()]
+        node = {"defaults": [*defaults, "_self_"], **option.protocol}
+        store.store(group=PAPER_GRID, name=option.name, node=node, package="_global_")
+
+
+# Registered on import, as the resolvers: every composition (``@hydra.main``, the tests, the
+# report's grid) finds the options.
+register_paper_grid(ConfigStore.instance())
 #: Keys that say where things live, how to display them or how many processes do the work: not
 #: part of a run's identity.
 LOCATION_KEYS = (

@@ -1,8 +1,8 @@
 """``python -m benchmarks.published``: the papers' own numbers beside the paper grid's.
 
 ``results/published/<paper>.yaml`` quotes each paper's table cells; ``conf/experiment/
-paper_{locomo,longmemeval}.yaml`` runs each method's paper configuration (``conf/paper/``) and the
-baselines. This report sets every published cell the harness can measure next to the measured
+paper_{locomo,longmemeval}.yaml`` runs each method's paper configuration (the ``paper`` group's
+options, :func:`benchmarks.registry.paper_grid`) and the baselines. This report sets every published cell the harness can measure next to the measured
 number and marks each setting in which the two differ, so that a number measured on a subset,
 with lite extraction or with other models is never read as the paper's setting. Measured numbers
 are recomputed from the runs' files with :mod:`benchmarks.tables.report`'s readers (``load_runs``,

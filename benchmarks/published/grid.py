@@ -1,4 +1,4 @@
-"""The paper grid: its entries (``conf/paper/<name>.yaml`` in the dataset's experiment config),
+"""The paper grid: its entries (the ``paper`` group's options in the dataset's experiment config),
 each composed as its runs are, and each entry's one run per reader among the finished runs."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ ENTRY_KEYS = (
 
 @dataclass(frozen=True, eq=False)
 class Entry:
-    """One entry of the paper grid (``conf/paper/<name>.yaml``), composed as its runs are."""
+    """One entry of the paper grid (``paper=<name>``), composed as its runs are."""
 
     name: str
     config: DictConfig
