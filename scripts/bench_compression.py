@@ -16,7 +16,8 @@ with one thread, loaded once:
 
 The exchanges go in chunks of ``--chunk``; each chunk is run by both sides, in turn (the order
 rotates), so a load change on shared cores falls on both alike. Printed: text tokens per second
-per side, the ratio harness / plain over the whole run and its median and range over chunks,
+per side (wall and CPU time), the ratio harness / plain over the whole run (wall and CPU time:
+on oversubscribed cores the CPU time is the steadier) and its median and range over chunks,
 each side's peak resident memory (its process's ``ru_maxrss``), and the load average.
 
 Memory (``--memory``): the peak resident memory of building one conversation's memory with
@@ -116,10 +117,10 @@ def serve(side: str, exchanges_count: int, chunk: int) -> None:
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         index = int(line)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         tokens = run(passages[index * chunk : (index + 1) * chunk])
-        seconds = time.perf_counter() - started
-        print(json.dumps({"seconds": seconds, "tokens": tokens}), flush=True)
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        print(json.dumps({"seconds": seconds, "cpu": cpu, "tokens": tokens}), flush=True)
     print(json.dumps({"peak_mb": peak_mb()}), flush=True)
 
 
@@ -149,6 +150,7 @@ def compare(exchanges_count: int, chunk: int) -> None:
         json.loads(worker.stdout.readline())  # loaded
     load_before = os.getloadavg()[0]
     seconds = {side: [0.0] * chunks for side in SIDES}
+    cpu = dict.fromkeys(SIDES, 0.0)
     tokens = dict.fromkeys(SIDES, 0)
     for index in range(chunks):
         for side in SIDES[index % 2 :] + SIDES[: index % 2]:
@@ -156,6 +158,7 @@ def compare(exchanges_count: int, chunk: int) -> None:
             workers[side].stdin.flush()
             reply = json.loads(workers[side].stdout.readline())
             seconds[side][index] = reply["seconds"]
+            cpu[side] += reply["cpu"]
             tokens[side] += reply["tokens"]
     peaks = {}
     for side, worker in workers.items():
@@ -167,11 +170,12 @@ def compare(exchanges_count: int, chunk: int) -> None:
     rates = {side: tokens[side] / sum(seconds[side]) for side in SIDES}
     for side in SIDES:
         print(f"  {side:8} {tokens[side]} tokens in {sum(seconds[side]):.1f} s: "
-              f"{rates[side]:.1f} tokens/s; peak RSS {peaks[side]:.0f} MB")  # fmt: skip
+              f"{rates[side]:.1f} tokens/s ({tokens[side] / cpu[side]:.1f} per CPU second); "
+              f"peak RSS {peaks[side]:.0f} MB")  # fmt: skip
     ratios = [p / h for p, h in zip(seconds["plain"], seconds["harness"], strict=True)]
-    print(f"  ratio harness / plain (tokens/s): {rates['harness'] / rates['plain']:.3f} overall; "
-          f"per chunk median {statistics.median(ratios):.3f}, range "
-          f"{min(ratios):.3f}-{max(ratios):.3f}")  # fmt: skip
+    print(f"  ratio harness / plain (tokens/s): {rates['harness'] / rates['plain']:.3f} overall, "
+          f"{cpu['plain'] / cpu['harness']:.3f} in CPU time; per chunk median "
+          f"{statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}")  # fmt: skip
 
 
 def build(method: str, conversation_id: str) -> None:

@@ -17,11 +17,16 @@ informative words, until ``rate`` of the tokens are kept, in their original orde
 The first word is conditioned on the model's BOS token; a text longer than ``n_ctx - 1`` tokens
 is scored in consecutive windows, each from BOS.
 
-Cost: one SmolLM2 forward pass per token, logits at every position. Full LoCoMo is 214k tokens
-of turn text. Measured with the 2 cores shared by other jobs: about 100 tokens/s at 1 thread
-(full LoCoMo in about 35 minutes) but 22-45 at 2 threads (llama.cpp's threads synchronize by
-spinning, which oversubscribed cores punish); hence ``n_threads`` = 1 by default (``None`` =
-every core, for an idle machine). Each passage is compressed once (cache).
+Cost: one SmolLM2 forward pass per passage (per window), logits at every position, read where
+llama.cpp leaves them (no copy into llama-cpp-python's n_ctx x n_vocab ``scores``). llama.cpp's
+decode is about 98% of the time, so the compressor runs at the model's own prompt-processing
+rate: on 200 conv-26 exchanges, per-chunk median 0.99x the tokens/s of plain llama-cpp-python
+(``Llama(logits_all=True).eval`` + ``scores``) on the same text, with a smaller peak RSS (285 vs
+342 MB; ``scripts/bench_compression.py``, results/bench.md). Full LoCoMo is 214k tokens of turn
+text: about 60 tokens per CPU second at 1 thread (an hour for all of it), 22-45 tokens/s at
+2 threads on shared cores (llama.cpp's threads synchronize by spinning, which oversubscribed
+cores punish); hence ``n_threads`` = 1 by default (``None`` = every core, for an idle machine). Each passage is
+compressed once (cache).
 """
 
 from __future__ import annotations
