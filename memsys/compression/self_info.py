@@ -20,13 +20,13 @@ is scored in consecutive windows, each from BOS.
 Cost: one SmolLM2 forward pass per passage (per window), logits at every position, read where
 llama.cpp leaves them (no copy into llama-cpp-python's n_ctx x n_vocab ``scores``). llama.cpp's
 decode is about 98% of the time, so the compressor runs at the model's own prompt-processing
-rate: on 200 conv-26 exchanges, per-chunk median 0.99x the tokens/s of plain llama-cpp-python
-(``Llama(logits_all=True).eval`` + ``scores``) on the same text, with a smaller peak RSS (285 vs
-342 MB; ``scripts/bench_compression.py``, results/bench.md). Full LoCoMo is 214k tokens of turn
-text: about 60 tokens per CPU second at 1 thread (an hour for all of it), 22-45 tokens/s at
+rate: 0.99x the tokens per CPU second of plain llama-cpp-python (``Llama(logits_all=True).eval``
++ ``scores``) on the same conv-26 exchanges (66.3 vs 66.8), with a smaller peak RSS (286 vs
+343 MB; ``scripts/bench_compression.py``, results/bench.md). Full LoCoMo is 214k tokens of turn
+text: about 55-67 tokens per CPU second at 1 thread (about an hour for all of it), 22-45 tokens/s at
 2 threads on shared cores (llama.cpp's threads synchronize by spinning, which oversubscribed
-cores punish); hence ``n_threads`` = 1 by default (``None`` = every core, for an idle machine). Each passage is
-compressed once (cache).
+cores punish); hence ``n_threads`` = 1 by default (``None`` = every core, for an idle machine).
+Each passage is compressed once (cache).
 """
 
 from __future__ import annotations
