@@ -8,7 +8,9 @@ conversation's turns, per query, query embedding excluded), then the output of e
 script as it printed it: model services (cache-hit overhead, HTTP concurrency, embedding
 throughput; ``bench_llm.py``), harness overhead per question (``bench_harness.py``), the embedded
 backbone against llama-cpp-python used as its docs show, and the reset-per-prompt variant
-(``bench_embedded_llm.py``),
+(``bench_embedded_llm.py``), SeCom's self-information compressor against llama-cpp-python scoring
+the same exchanges, and the peak memory of building a conversation with SeCom and with CAST
+(``bench_compression.py``),
 personalized PageRank (``bench_ppr.py``), segmentation scoring
 (``bench_segmentation_scoring.py``), the spaCy parse cache (``bench_parse_cache.py``) and LLM
 memory construction against a fixed-latency server (``bench_construction.py``). Each script's
@@ -42,6 +44,16 @@ SCRIPTS = (
         "Embedded backbone: the harness against llama-cpp-python's default use and the reset variant",
         "bench_embedded_llm.py",
         [],
+    ),
+    (
+        "Self-information compression: SeCom's compressor against plain llama-cpp-python",
+        "bench_compression.py",
+        [],
+    ),
+    (
+        "Peak memory: building conv-26 with SeCom and with CAST",
+        "bench_compression.py",
+        ["--memory"],
     ),
     ("Personalized PageRank on the largest LoCoMo graph (CAST)", "bench_ppr.py", []),
     ("Segmentation scoring (SuperDialSeg test)", "bench_segmentation_scoring.py", []),

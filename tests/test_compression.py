@@ -21,6 +21,7 @@ from fakes.llmlingua import build_tiny_llmlingua2, offline_cl100k
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
+from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
 from memsys.base import Services
 from memsys.compression import (
@@ -214,6 +215,35 @@ def test_the_stand_in_keeps_words_until_its_rate_of_the_tokens(
     assert kept(0.75) == "Ann: w3 w4 w5 w6 w7 w8 w9"
     assert kept(0.9) == "Ann: w2 w3 w4 w5 w6 w7 w8 w9"
     assert kept(0.5) == "Ann: w6 w7 w8 w9"
+
+
+@pytest.fixture(scope="module")
+def locomo_passages(data_dir: Path) -> list[Passage]:
+    """The first six exchanges of LoCoMo's conv-26 and its longest, as SeCom forms them."""
+    conversation = load_locomo(str(data_dir))[0]
+    passages = [speaker_passage(e) for s in conversation.sessions for e in exchanges(s.turns)]
+    return passages[:6] + [max(passages, key=lambda passage: len(passage.text))]
+
+
+@pytest.mark.parametrize(
+    ("rate", "n_ctx", "digest"),
+    [(0.75, 1024, "04425223343f8a43"), (0.9, 48, "35812d6d65c6f4bb")],  # 48: in windows
+)
+def test_self_information_outputs_are_pinned_on_real_exchanges(
+    locomo_passages: list[Passage], rate: float, n_ctx: int, digest: str
+) -> None:
+    """The committed SeCom rows and the cache's entries depend on these exact strings (hashes
+    taken with the compressor as it was before it was made faster)."""
+    compressor = SelfInformationCompressor(rate=rate, n_ctx=n_ctx)
+    compressed = compressor.compress_many(locomo_passages)
+    assert hashlib.sha256("\0".join(compressed).encode()).hexdigest()[:16] == digest
+    assert compressor.tokens_scored == 488
+    if rate == 0.75:
+        assert compressed[0] == (
+            "Caroline: Hey Mel! Good to How have\n"
+            "Melanie: Hey Caroline! Good you! I'm swamped the kids & work. What's with you? "
+            "Anything new?"
+        )
 
 
 # --- llmlingua2: the paper's compressor, llmlingua's real code on a tiny model -----------------

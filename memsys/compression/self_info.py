@@ -17,18 +17,23 @@ informative words, until ``rate`` of the tokens are kept, in their original orde
 The first word is conditioned on the model's BOS token; a text longer than ``n_ctx - 1`` tokens
 is scored in consecutive windows, each from BOS.
 
-Cost: one SmolLM2 forward pass per token, logits at every position. Full LoCoMo is 214k tokens
-of turn text. Measured with the 2 cores shared by other jobs: about 100 tokens/s at 1 thread
-(full LoCoMo in about 35 minutes) but 22-45 at 2 threads (llama.cpp's threads synchronize by
-spinning, which oversubscribed cores punish); hence ``n_threads`` = 1 by default (``None`` =
-every core, for an idle machine). Each passage is compressed once (cache).
+Cost: one SmolLM2 forward pass per passage (per window), logits at every position, read where
+llama.cpp leaves them (no copy into llama-cpp-python's n_ctx x n_vocab ``scores``). llama.cpp's
+decode is about 98% of the time, so the compressor runs at the model's own prompt-processing
+rate: 0.99x the tokens per CPU second of plain llama-cpp-python (``Llama(logits_all=True).eval``
++ ``scores``) on the same conv-26 exchanges (66.3 vs 66.8), with a smaller peak RSS (286 vs
+343 MB; ``scripts/bench_compression.py``, results/bench.md). Full LoCoMo is 214k tokens of turn
+text: about 55-67 tokens per CPU second at 1 thread (about an hour for all of it), 22-45 tokens/s at
+2 threads on shared cores (llama.cpp's threads synchronize by spinning, which oversubscribed
+cores punish); hence ``n_threads`` = 1 by default (``None`` = every core, for an idle machine).
+Each passage is compressed once (cache).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -101,29 +106,44 @@ class SelfInformationCompressor(CachedCompressor):
                 n_batch=min(512, self.n_ctx),
                 n_threads=self.n_threads,
                 n_threads_batch=self.n_threads,
-                logits_all=True,
                 verbose=False,
             )
         return self._model
 
     def token_information(self, tokens: Sequence[int]) -> np.ndarray:
         """``-log p(token | BOS, preceding tokens of its window)`` in nats, one per token."""
-        model = self.model()
         information = np.empty(len(tokens), dtype=np.float64)
         window = self.n_ctx - 1
         for start in range(0, len(tokens), window):
-            chunk = list(tokens[start : start + window])
-            model.reset()  # each window from an empty context: scores do not depend on history
-            model.eval([model.token_bos(), *chunk])
-            for row in range(0, len(chunk), _ROWS):  # row i of the scores predicts chunk[i]
-                logits = model.scores[row : min(row + _ROWS, len(chunk))]
-                peak = logits.max(axis=1, keepdims=True)
-                log_total = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
-                targets = chunk[row : row + len(logits)]
-                chosen = logits[np.arange(len(logits)), targets]
-                information[start + row : start + row + len(logits)] = log_total - chosen
+            chunk = tokens[start : start + window]
+            for first, logits in self.window_logits([self.model().token_bos(), *chunk]):
+                # row i predicts chunk[first + i]; blocks start at multiples of _ROWS (n_batch is
+                # one), as they did over llama-cpp-python's ``scores``: the same float results
+                for row in range(first, min(first + len(logits), len(chunk)), _ROWS):
+                    end = min(row + _ROWS, len(chunk))
+                    block = logits[row - first : end - first]
+                    peak = block.max(axis=1, keepdims=True)
+                    shifted = block - peak
+                    total = np.exp(shifted, out=shifted).sum(axis=1)  # in place: one temporary
+                    log_total = peak[:, 0] + np.log(total)
+                    chosen = block[np.arange(len(block)), chunk[row:end]]
+                    information[start + row : start + end] = log_total - chosen
         self.tokens_scored += len(tokens)
         return information
+
+    def window_logits(self, window: list[int]) -> Iterator[tuple[int, np.ndarray]]:
+        """Evaluate ``window`` from an empty context, batch by batch as ``Llama.eval`` does, with
+        logits at every position; yield each batch's first position and its logits, a view over
+        llama.cpp's own output buffer that the next batch overwrites. ``Llama.eval`` would copy
+        them into its ``scores`` (n_ctx x n_vocab floats, 200 MB), which is never touched here."""
+        model = self.model()
+        model._ctx.kv_cache_seq_rm(-1, 0, -1)  # each window from an empty context
+        for first in range(0, len(window), model.n_batch):
+            batch = window[first : first + model.n_batch]
+            model._batch.set_batch(batch=batch, n_past=first, logits_all=True)
+            model._ctx.decode(model._batch)
+            rows = (len(batch), model.n_vocab())
+            yield first, np.ctypeslib.as_array(model._ctx.get_logits(), shape=rows)
 
     def score_words(self, text: str) -> list[ScoredWord]:
         """The words of ``text`` with their token counts and summed token self-information.
