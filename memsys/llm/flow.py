@@ -22,6 +22,7 @@ import math
 import queue
 import threading
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Generic, TypeVar
 
 from memsys.llm import chain
@@ -29,13 +30,23 @@ from memsys.llm.backbone import Backbone
 from memsys.llm.errors import LLMRequestError
 from memsys.llm.pool import POLL_S
 from memsys.llm.providers.base import BatchProvider
+from memsys.llm.slots import Key
 from memsys.llm.types import LLMRequest, LLMResponse
 
 Tag = TypeVar("Tag")
 #: A reply, or the error of a request that failed for good (the caller falls back).
 Outcome = LLMResponse | LLMRequestError
-#: A request waiting to go out: its tag, itself, and the chain depth it was sent from.
-_Item = tuple[Tag, LLMRequest, int]
+#: A request waiting to go out: its tag, itself, the chain depth it was sent from, and its key
+#: for a backbone slot.
+_Item = tuple[Tag, LLMRequest, int, Key]
+#: The place, in the run's order, of the memory this thread builds (0 unless several are built
+#: at once): among requests of equal priority, an earlier memory's get the backbone's slots first.
+_MEMORY_RANK: ContextVar[int] = ContextVar("memory_rank", default=0)
+
+
+def building(rank: int) -> None:
+    """This thread builds the memory at place ``rank`` of the run's order."""
+    _MEMORY_RANK.set(rank)
 
 
 class RequestFlow(Generic[Tag]):
@@ -69,14 +80,18 @@ class RequestFlow(Generic[Tag]):
         """Send ``request`` as soon as a slot is free (a batching provider: at the next wait).
 
         Waiting requests go out lowest ``priority`` first, then in the order submitted: a
-        chain's next request should not queue behind a batch that nothing waits on.
+        chain's next request should not queue behind a batch that nothing waits on. Across the
+        flows sharing the backbone, so do they for its slots, then the earlier memory's first
+        (:func:`building`).
         """
         self.pending += 1
-        item = (tag, request, chain.depth())
+        submitted = next(self._submitted)
+        key = (priority, _MEMORY_RANK.get(), submitted)
+        item = (tag, request, chain.depth(), key)
         if self._batching:
             self._held.append(item)
             return
-        self._todo.put((priority, next(self._submitted), item))
+        self._todo.put((priority, submitted, item))
         if len(self._workers) < min(self.pending, self._backbone.settings.concurrency):
             worker = threading.Thread(target=self._serve, name="llm_flow", daemon=True)
             self._workers.append(worker)
@@ -116,11 +131,11 @@ class RequestFlow(Generic[Tag]):
             *_, item = self._todo.get()
             if item is None or self._closed.is_set():
                 return
-            tag, request, parent = item
+            tag, request, parent, key = item
             try:
                 chain.handling(parent)  # the provider sees the request's chain as the caller's
                 outcome: Outcome | BaseException = self._backbone.complete(
-                    request.messages, request.params, cancelled=self._closed
+                    request.messages, request.params, cancelled=self._closed, key=key
                 )
             except BaseException as error:  # handed to the caller, as an executor does
                 outcome = error
@@ -129,9 +144,9 @@ class RequestFlow(Generic[Tag]):
     def _send_held(self) -> None:
         """A batching provider's round: everything submitted so far, in one engine call."""
         held, self._held = self._held, []
-        requests = [request for _, request, _ in held]
+        requests = [request for _, request, _, _ in held]
         outcomes = self._backbone.complete_many(requests, return_exceptions=True)
-        for (tag, _, parent), outcome in zip(held, outcomes, strict=True):
+        for (tag, _, parent, _), outcome in zip(held, outcomes, strict=True):
             self._done.put((tag, parent, outcome))
 
     def close(self) -> None:
