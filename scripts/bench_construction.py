@@ -23,14 +23,16 @@ The lower bound (``bound s``) is the largest of three, each measured in the same
 * ``chain s`` = ``depth × latency``: ``depth`` is the longest chain of requests each sent only
   after the previous one's reply was read, carried from each reply to the requests sent while it
   is handled (:mod:`memsys.llm.chain`; the provider records the deepest request it sends);
-* ``CPU s`` = the seconds of the process's CPU time during construction (every thread:
-  embedding, parsing, the method's own code, and the client's share of each request: building,
-  sending and reading it; ``CPU total s``) divided by the cores the process may use. Two kinds of
-  local work may overlap (a parse on one core beside a request's bookkeeping on the other), so no
-  sum of per-kind wall times is a bound; but no schedule runs ``C`` CPU-seconds on ``n`` cores in
-  under ``C / n`` seconds, so this is a true lower bound on this machine (the fake server's own
-  CPU, a real server's, is left out; it takes cores from the method here, which only lengthens
-  the wall time).
+* ``CPU s`` = the seconds of the process's CPU time during construction (``CPU total s``: every
+  thread, embedding, parsing, the method's own code, and the client's share of each request:
+  building, sending and reading it) divided by the cores the process may use. Two kinds of
+  local work may overlap (a parse on one core beside a request's bookkeeping on the other), so
+  no sum of per-kind wall times is a bound; but no schedule runs ``C`` CPU-seconds on ``n``
+  cores in under ``C / n`` seconds, so this is a true lower bound on this machine (the fake
+  server's own CPU, a real server's, is left out; it takes cores from the method here, which
+  only lengthens the wall time). It is not always reachable: Python code holds the GIL, so the
+  CPU seconds of the process's Python threads (the client, spaCy's Python layers, the method's
+  code) add up on one core whatever the schedule.
 
 ``wall / bound`` is the figure the project targets at <= 1.25 (``bound by`` names the largest
 term). ``busy`` is the wall time during which at least one request was in flight; the rest
