@@ -3,10 +3,13 @@ failures handed back or raised as complete_many does, rounds for a batching prov
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from fakes.llm import BatchingProvider, ScriptedProvider, ask, make_backbone
 
-from memsys.llm import LLMRequest, LLMRequestError, ProviderError
+from memsys.llm import LLMRequest, LLMRequestError, ProviderError, chain
+from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import BackboneUnavailableError
 from memsys.llm.flow import RequestFlow
 
@@ -28,6 +31,28 @@ def test_chains_advance_as_their_replies_arrive_within_the_concurrency() -> None
                 flow.submit((chain, step + 1), request(f"{chain}-{step + 1}"))
     assert seen == {c: [f"echo: {c}-{s}" for s in range(4)] for c in seen}
     assert provider.calls == 20 and provider.peak_in_flight == 3
+
+
+def test_each_reply_comes_back_at_its_chain_depth_and_a_cached_one_adds_none(
+    tmp_path: Path,
+) -> None:
+    cache = ResponseCache(tmp_path / "replies.sqlite")
+    backbone = make_backbone(ScriptedProvider(delay_s=0.01), cache=cache)
+    chain.handling(0)  # this thread's flows of other tests read replies before
+    depths: dict[tuple[int, int], int] = {}
+    with RequestFlow[tuple[int, int]](backbone) as flow:
+        for length, name in ((3, 0), (1, 1)):  # chains interleaved on one flow
+            flow.submit((name, length), request(f"{name}-{length}"))
+        for (name, left), _ in flow:
+            depths[name, left] = chain.depth()
+            if left > 1:
+                flow.submit((name, left - 1), request(f"{name}-{left - 1}"))
+        assert chain.depth() == 3  # all read: the deepest
+    assert depths == {(0, 3): 1, (0, 2): 2, (0, 1): 3, (1, 1): 1}
+    with RequestFlow[int](backbone) as flow:
+        flow.submit(0, request("0-1"))  # asked before: from the cache, no round trip
+        list(flow)
+    assert chain.depth() == 3
 
 
 def test_waiting_requests_go_out_by_priority_then_in_order() -> None:

@@ -4,7 +4,9 @@ An llm-mode method's construction is chains of LLM requests, and one conversatio
 rarely fill a server's slots: ES-Mem's stage 1 waits for turn t before it asks about turn t + 1,
 SeCom and HingeMem send one request per session and wait for the slowest. Building the next
 conversations' memories meanwhile (and while the current one is answered) keeps the slots busy.
-The backbone bounds the requests in flight across all of them (its ``concurrency``), and the
+The backbone bounds the requests in flight across all of them (its ``concurrency``), granting
+its slots to the memory started first (so memories finish one after another, each one's local
+work overlapping the next ones' requests, :mod:`memsys.llm.slots`), and the
 embedder, spaCy pipeline and compressors take one caller at a time, so each memory is the one a
 serial run builds: what a run logs does not depend on ``memories_at_once``.
 
@@ -23,6 +25,7 @@ from concurrent.futures import Future
 from typing import Generic, TypeVar
 
 from benchmarks.pipeline.harness import Built, Harness, get_memory
+from memsys.llm import flow
 from memsys.llm.pool import wait_for
 from memsys.types import Conversation
 
@@ -70,25 +73,26 @@ class MemoriesAhead(Generic[Memory]):
                 yield conversation, pending, memory
             return
         started: deque[tuple[Conversation, Pending, Future[Memory]]] = deque()
-        source = iter(work)
-        for conversation, pending in source:
-            started.append((conversation, pending, self._start(conversation)))
+        source = enumerate(work)
+        for rank, (conversation, pending) in source:
+            started.append((conversation, pending, self._start(conversation, rank)))
             if len(started) == self._at_once:
                 break
         while started:
             conversation, pending, future = started.popleft()
             memory = wait_for(future)
             self.building.remove(conversation.conversation_id)
-            for following, its_pending in source:  # the next one starts as this one is handed on
-                started.append((following, its_pending, self._start(following)))
+            for rank, (following, its_pending) in source:  # starts as this one is handed on
+                started.append((following, its_pending, self._start(following, rank)))
                 break
             yield conversation, pending, memory
 
-    def _start(self, conversation: Conversation) -> Future[Memory]:
+    def _start(self, conversation: Conversation, rank: int) -> Future[Memory]:
         future: Future[Memory] = Future()
         future.set_running_or_notify_cancel()
 
         def build() -> None:
+            flow.building(rank)  # its requests before the later memories' (memsys.llm.slots)
             try:
                 future.set_result(self._build(conversation))
             except BaseException as error:  # raised on the caller's thread, as an executor does

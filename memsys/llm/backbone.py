@@ -18,9 +18,8 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, NoReturn, overload
 
@@ -37,6 +36,7 @@ from memsys.llm.errors import (
 from memsys.llm.pool import POLL_S, AbandonablePool, Cancelled, wait_for
 from memsys.llm.providers.base import BatchProvider, Provider
 from memsys.llm.retry import FailureBreaker, RetryPolicy
+from memsys.llm.slots import Key, Slots
 from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, SamplingParams
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class Backbone:
         )
         self._rng = rng or random.Random()
         #: Requests in flight to the provider: shared by the stage views (copies share it).
-        self._slots = threading.BoundedSemaphore(self.settings.concurrency)
+        self._slots = Slots(self.settings.concurrency)
 
     @property
     def model_id(self) -> str:
@@ -101,16 +101,19 @@ class Backbone:
         *,
         stage: str | None = None,
         cancelled: threading.Event | None = None,
+        key: Key = (),
     ) -> LLMResponse:
         """One chat completion (greedy, 256 tokens unless ``params`` says otherwise).
 
         Raises :class:`LLMRequestError` when the request fails for good,
         :class:`BackboneUnavailableError` when too many have failed in a row, and
         :class:`~memsys.llm.errors.CacheMissError` on a miss in ``replay`` mode. A caller that
-        runs it on a worker thread passes ``cancelled`` to stop its retries when it gives up.
+        runs it on a worker thread passes ``cancelled`` to stop its retries when it gives up;
+        ``key`` orders it among the requests waiting for a slot (:mod:`memsys.llm.slots`).
         """
         request = LLMRequest(tuple(messages), params or SamplingParams())
-        return self._complete(request, stage or self.stage, cancelled or threading.Event())
+        cancelled = cancelled or threading.Event()
+        return self._complete(request, stage or self.stage, cancelled, key)
 
     @overload
     def complete_many(
@@ -171,7 +174,9 @@ class Backbone:
             log.warning("stopping: the in-process generation under way stops at its next token")
             interrupt()
 
-    def _complete(self, request: LLMRequest, stage: str, cancelled: threading.Event) -> LLMResponse:
+    def _complete(
+        self, request: LLMRequest, stage: str, cancelled: threading.Event, key: Key = ()
+    ) -> LLMResponse:
         """One request: from the cache, or sent with retries until it succeeds, fails for
         good, or its batch is abandoned (``cancelled``: it stops before its next attempt)."""
         started = time.perf_counter()
@@ -188,7 +193,7 @@ class Backbone:
             attempt += 1
             try:
                 self._breaker.check()
-                with self._slot(cancelled):
+                with self._slots.held(key, cancelled):
                     completion = self.provider.generate(request, policy.request_timeout_s)
             except TransientProviderError as error:
                 if attempt < policy.max_attempts:
@@ -203,18 +208,6 @@ class Backbone:
                 self.cache.put(self.model_id, request, completion)
                 latency_s = time.perf_counter() - started
                 return self._respond(stage, completion, latency_s, False, attempt, request_id)
-
-    @contextmanager
-    def _slot(self, cancelled: threading.Event) -> Iterator[None]:
-        """Hold one of the ``concurrency`` slots while a request is out (a backoff holds none);
-        waiting wakes every :data:`POLL_S` to stop when the batch is abandoned."""
-        while not self._slots.acquire(timeout=POLL_S):
-            if cancelled.is_set():
-                raise Cancelled
-        try:
-            yield
-        finally:
-            self._slots.release()
 
     def _pause(self, seconds: float, cancelled: threading.Event) -> None:
         """Back off for ``seconds``, waking early when the batch is abandoned or the breaker

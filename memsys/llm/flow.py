@@ -8,7 +8,8 @@ leave their slots empty. A :class:`RequestFlow` keeps the backbone's ``concurren
 with whatever is ready, and hands every reply back on the caller's thread, so that the caller's
 processing (parsing, embedding, deciding the next request) needs no locks and stays
 deterministic: which requests are made, and what is made of each reply, does not depend on the
-order in which replies arrive.
+order in which replies arrive. Each reply is handed back at its chain depth
+(:mod:`memsys.llm.chain`), measured, never acted on.
 
 A provider that batches natively (in-process vLLM) gets every request known when the caller
 waits as one ``complete_many`` call: rounds are what it is fast at.
@@ -21,17 +22,31 @@ import math
 import queue
 import threading
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Generic, TypeVar
 
+from memsys.llm import chain
 from memsys.llm.backbone import Backbone
 from memsys.llm.errors import LLMRequestError
 from memsys.llm.pool import POLL_S
 from memsys.llm.providers.base import BatchProvider
+from memsys.llm.slots import Key
 from memsys.llm.types import LLMRequest, LLMResponse
 
 Tag = TypeVar("Tag")
 #: A reply, or the error of a request that failed for good (the caller falls back).
 Outcome = LLMResponse | LLMRequestError
+#: A request waiting to go out: its tag, itself, the chain depth it was sent from, and its key
+#: for a backbone slot.
+_Item = tuple[Tag, LLMRequest, int, Key]
+#: The place, in the run's order, of the memory this thread builds (0 unless several are built
+#: at once): among requests of equal priority, an earlier memory's get the backbone's slots first.
+_MEMORY_RANK: ContextVar[int] = ContextVar("memory_rank", default=0)
+
+
+def building(rank: int) -> None:
+    """This thread builds the memory at place ``rank`` of the run's order."""
+    _MEMORY_RANK.set(rank)
 
 
 class RequestFlow(Generic[Tag]):
@@ -48,12 +63,15 @@ class RequestFlow(Generic[Tag]):
     def __init__(self, backbone: Backbone) -> None:
         self._backbone = backbone
         self._batching = isinstance(backbone.provider, BatchProvider)
-        self._todo: queue.PriorityQueue[tuple[float, int, tuple[Tag, LLMRequest] | None]] = (
+        self._todo: queue.PriorityQueue[tuple[float, int, _Item[Tag] | None]] = (
             queue.PriorityQueue()
         )
         self._submitted = itertools.count()  # ties go to the earlier request
-        self._done: queue.SimpleQueue[tuple[Tag, Outcome | BaseException]] = queue.SimpleQueue()
-        self._held: list[tuple[Tag, LLMRequest]] = []
+        self._done: queue.SimpleQueue[tuple[Tag, int, Outcome | BaseException]] = (
+            queue.SimpleQueue()
+        )
+        self._held: list[_Item[Tag]] = []
+        self._deepest = 0  # the deepest reply handed back (memsys.llm.chain)
         self._workers: list[threading.Thread] = []
         self._closed = threading.Event()
         self.pending = 0
@@ -62,13 +80,18 @@ class RequestFlow(Generic[Tag]):
         """Send ``request`` as soon as a slot is free (a batching provider: at the next wait).
 
         Waiting requests go out lowest ``priority`` first, then in the order submitted: a
-        chain's next request should not queue behind a batch that nothing waits on.
+        chain's next request should not queue behind a batch that nothing waits on. Across the
+        flows sharing the backbone, so do they for its slots, then the earlier memory's first
+        (:func:`building`).
         """
         self.pending += 1
+        submitted = next(self._submitted)
+        key = (priority, _MEMORY_RANK.get(), submitted)
+        item = (tag, request, chain.depth(), key)
         if self._batching:
-            self._held.append((tag, request))
+            self._held.append(item)
             return
-        self._todo.put((priority, next(self._submitted), (tag, request)))
+        self._todo.put((priority, submitted, item))
         if len(self._workers) < min(self.pending, self._backbone.settings.concurrency):
             worker = threading.Thread(target=self._serve, name="llm_flow", daemon=True)
             self._workers.append(worker)
@@ -83,40 +106,48 @@ class RequestFlow(Generic[Tag]):
             self._send_held()
         while True:
             try:
-                tag, outcome = self._done.get(timeout=POLL_S)
+                tag, parent, outcome = self._done.get(timeout=POLL_S)
             except queue.Empty:
                 continue
             self.pending -= 1
             if isinstance(outcome, BaseException) and not isinstance(outcome, LLMRequestError):
                 raise outcome
+            cached = isinstance(outcome, LLMResponse) and outcome.cached
+            depth = chain.reply_depth(parent, cached)
+            self._deepest = max(self._deepest, depth)
+            chain.handling(depth)
             return tag, outcome
 
     def __iter__(self) -> Iterator[tuple[Tag, Outcome]]:
-        """Every reply, including those of requests submitted while iterating."""
+        """Every reply, including those of requests submitted while iterating; after the last,
+        the thread's chain depth is the deepest reply's (or what it was, if deeper)."""
+        before = chain.depth()
         while self.pending:
             yield self.next()
+        chain.handling(max(before, self._deepest))
 
     def _serve(self) -> None:
         while not self._closed.is_set():
             *_, item = self._todo.get()
             if item is None or self._closed.is_set():
                 return
-            tag, request = item
+            tag, request, parent, key = item
             try:
+                chain.handling(parent)  # the provider sees the request's chain as the caller's
                 outcome: Outcome | BaseException = self._backbone.complete(
-                    request.messages, request.params, cancelled=self._closed
+                    request.messages, request.params, cancelled=self._closed, key=key
                 )
             except BaseException as error:  # handed to the caller, as an executor does
                 outcome = error
-            self._done.put((tag, outcome))
+            self._done.put((tag, parent, outcome))
 
     def _send_held(self) -> None:
         """A batching provider's round: everything submitted so far, in one engine call."""
         held, self._held = self._held, []
-        requests = [request for _, request in held]
+        requests = [request for _, request, _, _ in held]
         outcomes = self._backbone.complete_many(requests, return_exceptions=True)
-        for (tag, _), outcome in zip(held, outcomes, strict=True):
-            self._done.put((tag, outcome))
+        for (tag, _, parent, _), outcome in zip(held, outcomes, strict=True):
+            self._done.put((tag, parent, outcome))
 
     def close(self) -> None:
         """Stop the workers: idle ones at once, busy ones after their request (a model running
