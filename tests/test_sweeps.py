@@ -58,8 +58,8 @@ def sweep_jobs(experiment: str, command_line: list[str]) -> list[list[str]]:
 )
 def test_the_sweeper_expands_the_registry_grid(experiment: str, grid: str, key: str) -> None:
     jobs = sweep_jobs(experiment, [])
-    swept = [job[0] for job in jobs][:: len(jobs) // len(registry.members(grid))]
-    assert swept == [f"{key}={member}" for member in registry.members(grid)]
+    swept = [job[0] for job in jobs][:: len(jobs) // len(registry.sweep(grid))]
+    assert swept == [f"{key}={member}" for member in registry.sweep(grid)]
 
 
 def test_a_command_line_list_replaces_the_registry_grid() -> None:
