@@ -7,19 +7,23 @@ that starts empty, so every text reaches the model). Printed per dataset and bac
 the ratio to plain PyTorch, max |cosine - 1| between the backend's vector and PyTorch's for the
 same text, and how many texts have the same 10 nearest neighbours (among the ``--texts``, by the
 backend's own vectors) as with PyTorch's, in the same order and as a set. Each encoder is warmed
-up on a few texts first (graph export and loading are not timed), then timed ``--repeats`` times
-(the best pass counts: the machine is shared). The load average (``uptime``) before and after is
+up on a few texts first (graph export and loading are not timed), then timed ``--repeats`` times,
+the encoders taking turns pass by pass so that drift (load, clocks) reaches each alike (the best
+pass counts: the machine is shared). The load average (``uptime``) before and after is
 printed, since the machine's other work shows in every figure. ``--device cuda`` (or ``auto``)
 runs plain PyTorch and the ``torch`` backend on a GPU, the rate docs/longmemeval-at-scale.md's
-GPU estimate needs; the ONNX backends then stay off (they are CPU builds here).
+GPU estimate needs; the ONNX backends then stay off (they are CPU builds here). A machine without
+the datasets (a GPU box) reads the same texts from a file written here by ``--save-texts``.
 
     .venv/bin/python scripts/bench_embedding_backends.py [--texts 2000] [--batch-size 32]
+        [--device cpu | cuda | auto] [--save-texts FILE | --texts-file FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import tempfile
 import time
@@ -53,14 +57,19 @@ def datasets(count: int, data_dir: str | None) -> dict[str, list[str]]:
     return {"LoCoMo": locomo[:count], "LongMemEval-S": list(itertools.islice(lme, count))}
 
 
-def timed(encode: Encode, texts: list[str], repeats: int) -> tuple[float, np.ndarray]:
-    """The best of ``repeats`` passes' seconds, and the vectors."""
-    best, vectors = float("inf"), np.zeros(0)
+def timed(
+    encoders: dict[str, Encode], texts: list[str], repeats: int
+) -> dict[str, tuple[float, np.ndarray]]:
+    """Each encoder's best of ``repeats`` passes' seconds, and its vectors; the encoders take
+    turns, one pass each per round."""
+    best = dict.fromkeys(encoders, float("inf"))
+    vectors = dict.fromkeys(encoders, np.zeros(0, dtype=np.float32))
     for _ in range(repeats):
-        started = time.perf_counter()
-        vectors = encode(texts)
-        best = min(best, time.perf_counter() - started)
-    return best, np.asarray(vectors, dtype=np.float32)
+        for label, encode in encoders.items():
+            started = time.perf_counter()
+            vectors[label] = np.asarray(encode(texts), dtype=np.float32)
+            best[label] = min(best[label], time.perf_counter() - started)
+    return {label: (best[label], vectors[label]) for label in encoders}
 
 
 def neighbours(vectors: np.ndarray, k: int = 10) -> np.ndarray:
@@ -85,10 +94,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (cuda when present)")
+    parser.add_argument("--save-texts", help="write the texts to this JSON file and stop")
+    parser.add_argument("--texts-file", help="read the texts from a --save-texts file")
     args = parser.parse_args()
+    if args.texts_file:
+        texts = json.loads(Path(args.texts_file).read_text(encoding="utf-8"))
+    else:
+        texts = datasets(args.texts, args.data_dir)
+    if args.save_texts:
+        Path(args.save_texts).write_text(json.dumps(texts), encoding="utf-8")
+        return
     from sentence_transformers import SentenceTransformer
 
-    texts = datasets(args.texts, args.data_dir)
     device = EmbedderConfig(device=args.device).resolved_device()
     plain = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device=device)
     encoders: dict[str, Callable[[], Encode]] = {
@@ -116,11 +133,10 @@ def main() -> None:
         )
         print("\n".join(TABLE.markdown_lines()), flush=True)
         for name, batch in texts.items():
-            results = {}
-            for label, make in encoders.items():
-                encode = make()
+            ready = {label: make() for label, make in encoders.items()}
+            for encode in ready.values():
                 encode(batch[:8])  # warm-up: export, load, first allocation
-                results[label] = timed(encode, batch, args.repeats)
+            results = timed(ready, batch, args.repeats)
             base_seconds, base = results["plain PyTorch"]
             base_top = neighbours(base)
             for label, (seconds, vectors) in results.items():
