@@ -46,9 +46,11 @@ def request_key(model_id: str, request: LLMRequest) -> str:
 def request_json(request: LLMRequest) -> dict[str, Any]:
     """A request as plain JSON: what its cache key hashes and a replay file records.
     ``shared_prefix`` is absent at 0, so keys made before the hint existed stay valid."""
+    params = request.params
     data: dict[str, Any] = {
         "messages": [dict(message) for message in request.messages],
-        "params": dataclasses.asdict(request.params),
+        # the fields as they are (``asdict`` would deep-copy the JSON schema for every request)
+        "params": {field.name: getattr(params, field.name) for field in dataclasses.fields(params)},
     }
     if request.shared_prefix:
         data["shared_prefix"] = request.shared_prefix

@@ -8,6 +8,12 @@ from the environment variable the config names and lives only inside the client 
 credential in the base URL (user info, an ``api_key`` query) goes out with the requests and is
 masked in :attr:`OpenAICompatProvider.endpoint`, which messages show (:mod:`memsys.llm.redact`).
 
+Requests go through the client's documented low-level ``post`` with the JSON body that
+``chat.completions.create`` would send: the client's connection pool, authentication, timeouts
+and error types, without ``create``'s walk of every message and schema against the SDK's
+parameter types and its model classes for the reply, a third of the client's CPU time per
+request, which at a server's full concurrency holds the interpreter's lock while replies wait.
+
 What a server sends is not trusted. Each attempt has one deadline, ``timeout_s`` from its start,
 covering connect, headers and the whole body, and a cap on the bytes it may receive
 (:mod:`memsys.llm.http_limits`): a trickling or endless reply times out (retried), one over the
@@ -27,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import httpx
 import openai
 
 from memsys.llm.errors import ProviderError, ProviderUnavailableError, TransientProviderError
@@ -36,6 +43,8 @@ from memsys.llm.types import Completion, LLMRequest
 
 log = logging.getLogger(__name__)
 
+#: The chat completions route under the base URL.
+CHAT_PATH = "/chat/completions"
 #: Placeholder key for local servers started without ``--api-key`` (the client insists on one).
 LOCAL_PLACEHOLDER_KEY = "EMPTY"
 #: Characters of reply text allowed per token of ``max_tokens`` (English averages about four a
@@ -119,12 +128,13 @@ class OpenAICompatProvider:
         max_tokens = request.params.max_tokens
         with attempt_limits(timeout_s, reply_byte_cap(max_tokens)) as attempt:
             try:
-                reply = self._client.chat.completions.create(
-                    model=self.config.model,
-                    messages=[dict(message) for message in request.messages],
-                    timeout=timeout_s,
-                    **self._sampling_arguments(request),
+                response = self._client.post(
+                    CHAT_PATH,
+                    body=self._body(request),
+                    cast_to=httpx.Response,
+                    options={"timeout": timeout_s},
                 )
+                reply = response.json()
             except openai.APITimeoutError as error:
                 raise TransientProviderError(
                     f"{self.endpoint}: timed out after {timeout_s}s"
@@ -151,9 +161,12 @@ class OpenAICompatProvider:
                 ) from error
         return _completion(self.endpoint, reply, reply_char_cap(max_tokens))
 
-    def _sampling_arguments(self, request: LLMRequest) -> dict[str, Any]:
+    def _body(self, request: LLMRequest) -> dict[str, Any]:
+        """The request's JSON body, as ``chat.completions.create`` would send it."""
         params = request.params
         arguments: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [dict(message) for message in request.messages],
             "temperature": params.temperature,
             "max_tokens": params.max_tokens,
             "top_p": params.top_p,
@@ -215,18 +228,17 @@ def _retry_after(error: openai.APIStatusError) -> float | None:
 
 
 def _completion(endpoint: str, reply: Any, char_cap: int) -> Completion:
-    """Our completion from the client's reply (built from the JSON without validation, so any
-    field may hold anything): a reply whose first choice has no text is malformed; text over
-    ``char_cap`` is cut there; token counts that are not counts make it malformed."""
-    choices = getattr(reply, "choices", None)
+    """Our completion from the reply's JSON (any field may hold anything): a reply whose first
+    choice has no text is malformed; text over ``char_cap`` is cut there; token counts that are
+    not counts make it malformed."""
+    choices = _field(reply, "choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    message = getattr(choice, "message", None)
-    text = getattr(message, "content", None)
-    if choice is None or not isinstance(text, str | None):
+    text = _field(_field(choice, "message"), "content")
+    if not isinstance(choice, dict) or not isinstance(text, str | None):
         shown = redact(f"{reply!r:.200}")
         raise TransientProviderError(f"{endpoint}: malformed reply without a text choice: {shown}")
     text = redact(text or "")
-    finish_reason = getattr(choice, "finish_reason", None)
+    finish_reason = choice.get("finish_reason")
     cut = len(text) > char_cap
     if cut:
         log.warning(
@@ -236,8 +248,8 @@ def _completion(endpoint: str, reply: Any, char_cap: int) -> Completion:
             char_cap,
         )
         text, finish_reason = text[:char_cap], "length"
-    usage = getattr(reply, "usage", None)
-    counts = [_count(getattr(usage, name, None)) for name in ("prompt_tokens", "completion_tokens")]
+    usage = _field(reply, "usage")
+    counts = [_count(_field(usage, name)) for name in ("prompt_tokens", "completion_tokens")]
     if None in counts:
         shown = redact(f"{usage!r:.200}")
         raise TransientProviderError(f"{endpoint}: malformed reply: token counts {shown}")
@@ -248,6 +260,15 @@ def _completion(endpoint: str, reply: Any, char_cap: int) -> Completion:
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         cut=cut,
     )
+
+
+def _field(value: Any, name: str) -> Any:
+    """``value[name]`` when ``value`` is a JSON object, else ``None``.
+
+    >>> _field({"a": 1}, "a"), _field({"a": 1}, "b"), _field([1], "a")
+    (1, None, None)
+    """
+    return value.get(name) if isinstance(value, dict) else None
 
 
 def _count(value: Any) -> int | None:
