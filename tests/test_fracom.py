@@ -16,14 +16,19 @@ import networkx as nx
 import numpy as np
 import pytest
 from fakes.dialogues import build_conversation, embedded_llm_services, tiny_fixture
-from fakes.llm import RuleProvider, assert_concurrency_changes_nothing, make_backbone
+from fakes.llm import (
+    RuleProvider,
+    assert_concurrency_changes_nothing,
+    make_backbone,
+    without_timings,
+)
 
 from benchmarks.answering.context import render_context
 from memsys.base import Services
 from memsys.embed import Embedder
 from memsys.llm import Backbone, LLMRequest
 from memsys.methods.fracom import FraCom, StoredProposition, compose, parse_fragments
-from memsys.nlp import NLP
+from memsys.nlp import NLP, ParseProcess
 from memsys.propositions import (
     Proposition,
     PropositionExtractor,
@@ -394,6 +399,27 @@ def test_construction_is_the_same_at_any_concurrency(nlp: NLP, embedder: Embedde
         return system.dump_memory(system.construct(conversation()))
 
     assert_concurrency_changes_nothing(construct, canned)
+
+
+def test_parsing_on_its_own_process_builds_the_same_memory(nlp: NLP, embedder: Embedder) -> None:
+    """A run that sends requests while it parses parses on a process of its own: the memory is
+    byte for byte the one parsed here (each NLP fresh, so nothing comes from a memo)."""
+    process = ParseProcess()
+    dumps = []
+    try:
+        for apart in (None, process):
+            fresh = NLP(pipeline=nlp.pipeline, process=apart)
+            services = Services(
+                embedder=embedder, tokens=None, backbone=make_backbone(canned()), nlp=fresh
+            )  # type: ignore[arg-type]
+            system = FraCom(services, extraction="llm")
+            dumps.append(
+                json.dumps(without_timings(system.dump_memory(system.construct(conversation()))))
+            )
+            assert fresh.counts()["parsed"] > 0
+    finally:
+        process.close()
+    assert dumps[0] == dumps[1]
 
 
 def test_an_empty_llm_reading_of_a_question_is_retried_then_read_the_lite_way(

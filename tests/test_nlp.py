@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 import zlib
 from datetime import datetime
 from pathlib import Path
@@ -7,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memsys.kvstore import SQLiteKV
-from memsys.nlp import NLP, ParseCache, annotations, load_pipeline, resolve_time
+from memsys.nlp import NLP, ParseCache, ParseProcess, annotations, load_pipeline, resolve_time
 
 TURNS = [
     "Caroline went to the LGBTQ support group yesterday and it was powerful.",
@@ -44,6 +47,35 @@ def test_parse_cache_serves_a_fresh_process_the_same_parses(tmp_path: Path, nlp:
     reader = NLP(cache=ParseCache(path))  # its own pipeline: a vocabulary without the strings
     assert [annotations(doc) for doc in reader.parse([*TURNS, TURNS[0]])] == expected
     assert (reader.counts()["requested"], reader.counts()["parsed"]) == (4, 0)
+
+
+def test_a_parse_process_gives_the_parses_made_here(nlp: NLP) -> None:
+    process = ParseProcess()
+    try:
+        apart = NLP(pipeline=nlp.pipeline, process=process)
+        docs = apart.parse(TURNS)
+    finally:
+        process.close()
+    assert [annotations(doc) for doc in docs] == [annotations(doc) for doc in nlp.parse(TURNS)]
+    assert all(doc.tensor.size == 0 for doc in docs)
+
+
+def test_a_dead_parse_process_leaves_the_parsing_here(
+    nlp: NLP, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A parse process killed (out of memory, say) does not hang or fail the run: the parses
+    are made here instead, the same ones."""
+    process = ParseProcess()
+    try:
+        apart = NLP(pipeline=nlp.pipeline, process=process)
+        apart.parse(TURNS[:1])
+        for child in multiprocessing.active_children():
+            os.kill(child.pid, signal.SIGKILL)
+        docs = apart.parse(TURNS[1:])
+    finally:
+        process.close()
+    assert "the parse process died" in caplog.text
+    assert [annotations(doc) for doc in docs] == [annotations(doc) for doc in nlp.parse(TURNS[1:])]
 
 
 def overwrite(store: SQLiteKV, key: str, value: bytes) -> None:

@@ -60,10 +60,11 @@ class Harness:
     memories: MemoryStore
 
     def close(self) -> None:
-        """Close the SQLite caches, so that the files are whole on disk when a run ends."""
+        """Close the SQLite caches, so that the files are whole on disk when a run ends, and stop
+        the parse process, if any."""
         self.response_cache.close()
         self.services.embedder.cache.close()
-        self.services.nlp.cache.close()
+        self.services.nlp.close()
 
     def work_counts(self) -> dict[str, dict[str, Any]]:
         """What this process's embedder and parser have done so far (texts asked, texts they

@@ -27,6 +27,7 @@ from typing import Generic, TypeVar
 from benchmarks.pipeline.harness import Built, Harness, get_memory
 from memsys.llm import flow
 from memsys.llm.pool import wait_for
+from memsys.nlp import ParseProcess
 from memsys.types import Conversation
 
 Memory = TypeVar("Memory")
@@ -58,8 +59,13 @@ class MemoriesAhead(Generic[Memory]):
     @classmethod
     def of_run(cls, harness: Harness) -> MemoriesAhead[Built]:
         """The run's memories (cache or construction), ``memories_at_once`` at a time where
-        :func:`builds_ahead`, else one at a time."""
-        at_once = harness.settings.memories_at_once if builds_ahead(harness) else 1
+        :func:`builds_ahead`, else one at a time. Where it builds ahead, spaCy parses on its own
+        process, off the core and the GIL that send the requests (:class:`ParseProcess`)."""
+        ahead = builds_ahead(harness)
+        nlp = harness.services.nlp
+        if ahead and nlp.process is None:
+            nlp.process = ParseProcess()
+        at_once = harness.settings.memories_at_once if ahead else 1
         return MemoriesAhead(lambda conversation: get_memory(harness, conversation), at_once)
 
     def __call__(
