@@ -127,36 +127,67 @@ class ParseCache(OptionalStore):
             )
 
 
+#: The fewest texts whose parse starts a :class:`ParseProcess`: starting one (a fresh
+#: interpreter loading spaCy) takes 3-6 s, more than parsing a few hundred texts here (~7 ms
+#: each), so a run with little to parse never starts it; a LoCoMo conversation has 300-700 turns.
+PARSE_PROCESS_MIN_TEXTS = 256
+
+#: How much lower a parse process runs than the process it parses for (``os.nice``): it takes
+#: the core time the run leaves rather than preempting the embedding model's threads, whose every
+#: batch waits for the slowest of them (a trial at equal priority on a loaded machine saw MiniLM
+#: ~20x slower; on idle cores FraCom's construction took the same time either way).
+PARSE_PROCESS_NICENESS = 10
+
+
 class ParseProcess:
     """A spaCy pipeline on a process of its own (spawned, so that no thread of this one is
     copied into it), started on first use; :meth:`parse` returns each text's parse serialized
     (``Doc.to_bytes`` without :data:`NOT_STORED`, as :class:`ParseCache` stores it).
     ``cpu_seconds`` counts the CPU time the process spent parsing."""
 
-    def __init__(self, packages: Sequence[str] = SPACY_PACKAGES) -> None:
+    def __init__(
+        self, packages: Sequence[str] = SPACY_PACKAGES, min_texts: int = PARSE_PROCESS_MIN_TEXTS
+    ) -> None:
         self._packages = tuple(packages)
         self._executor: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
+        self.min_texts = min_texts
         self.cpu_seconds = 0.0
+
+    def takes(self, count: int) -> bool:
+        """Whether a parse of ``count`` texts goes to the process: any, once it has started;
+        before, one of at least ``min_texts`` (a smaller one costs less than the start)."""
+        return self._executor is not None or count >= self.min_texts
+
+    def start(self) -> str:
+        """Start the process now rather than at the first parse worth it, and wait until its
+        pipeline is loaded; returns the pipeline's identity."""
+        return self._submit([])[0]
 
     def parse(self, texts: Sequence[str], identity: str) -> list[bytes]:
         """The serialized parses of ``texts`` by the pipeline ``identity`` names (raises if the
         process loaded another, and :class:`BrokenProcessPool` if it died)."""
-        with self._lock:
-            if self._executor is None:
-                self._executor = ProcessPoolExecutor(
-                    1, multiprocessing.get_context("spawn"), _load_apart, (self._packages,)
-                )
-            executor = self._executor
-        try:
-            theirs, parsed, cpu_seconds = executor.submit(_parse_apart, list(texts)).result()
-        except BrokenProcessPool:
-            self.close()  # a later call starts another
-            raise
+        theirs, parsed, cpu_seconds = self._submit(list(texts))
         if theirs != identity:
             raise RuntimeError(f"the parse process loaded {theirs}, not {identity}")
         self.cpu_seconds += cpu_seconds
         return parsed
+
+    def _submit(self, texts: list[str]) -> tuple[str, list[bytes], float]:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ProcessPoolExecutor(
+                    1,
+                    multiprocessing.get_context("spawn"),
+                    _load_apart,
+                    (self._packages, os.getpid()),
+                )
+            executor = self._executor
+        try:
+            return executor.submit(_parse_apart, texts).result()
+        except BrokenProcessPool:
+            self.close()  # a later call starts another
+            raise
 
     def close(self) -> None:
         """Stop the process once its parse in hand, if any, is done."""
@@ -166,20 +197,27 @@ class ParseProcess:
                 self._executor = None
 
 
-#: How much lower a parse process runs than the process it parses for (``os.nice``): it takes
-#: the core time the run leaves rather than preempting the embedding model's threads, whose every
-#: batch waits for the slowest of them (a trial at equal priority on a loaded machine saw MiniLM
-#: ~20x slower; on idle cores FraCom's construction took the same time either way).
-PARSE_PROCESS_NICENESS = 10
-
 #: The pipeline of a :class:`ParseProcess`'s process (set there by :func:`_load_apart`).
 _APART: Any = None
 
 
-def _load_apart(packages: tuple[str, ...]) -> None:
+#: How often a parse process checks that the process it parses for is still there.
+PARENT_CHECK_S = 1.0
+
+
+def _load_apart(packages: tuple[str, ...], parent: int) -> None:
     global _APART
     os.nice(PARSE_PROCESS_NICENESS)
+    threading.Thread(target=_exit_without, args=(parent,), daemon=True).start()
     _APART = load_pipeline(packages)
+
+
+def _exit_without(parent: int) -> None:
+    """End this process once ``parent`` is gone (killed, say): its task queue's pipe has a
+    writer in this process too, so no end of file would ever tell it."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(0)
 
 
 def _parse_apart(texts: list[str]) -> tuple[str, list[bytes], float]:
@@ -275,7 +313,7 @@ class NLP:
     def _parsed(self, texts: list[str]) -> list[Any]:
         """Fresh parses of ``texts``: on :attr:`process` and read back, or here (also when that
         process died: the parses are the same)."""
-        if self.process is not None:
+        if self.process is not None and self.process.takes(len(texts)):
             from spacy.tokens import Doc
 
             try:

@@ -59,9 +59,9 @@ SCRIPTS = (
     ("Segmentation scoring (SuperDialSeg test)", "bench_segmentation_scoring.py", []),
     ("spaCy parse cache (LongMemEval-S turns)", "bench_parse_cache.py", []),
     (
-        "Construction at the server's speed (LLM methods, LoCoMo conv-26, 0.2 s server)",
+        "Construction at the server's speed (LLM methods, full LoCoMo, 0.2 s server)",
         "bench_construction.py",
-        [],
+        ["--conversations", "all"],
     ),
 )
 

@@ -189,12 +189,11 @@ TABLE = Table(
 
 
 @contextmanager
-def fake_server(latency_s: float) -> Iterator[str]:
+def fake_server(latency_s: float, *flags: str) -> Iterator[str]:
     """The fake server in its own process (so that serving takes no time from the method's
-    process); yields its base URL."""
+    process), started with ``flags``; yields its base URL."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "fakes.chat_server", "--latency", str(latency_s)]
-        + ["--schema-replies"],
+        [sys.executable, "-m", "fakes.chat_server", "--latency", str(latency_s), *flags],
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
@@ -342,8 +341,8 @@ def main() -> int:
     embedder = Embedder(EmbedderConfig(), EmbeddingCache())
     figures: list[Figures] = []
     pipeline, parse_process = load_pipeline(), ParseProcess()
-    NLP(pipeline=pipeline, process=parse_process).parse(["Started beforehand."])
-    with fake_server(args.latency) as base_url:
+    parse_process.start()  # as a run's first long parse starts it, while requests are out
+    with fake_server(args.latency, "--schema-replies") as base_url:
         shared = Shared(
             base_url,
             args.concurrency,

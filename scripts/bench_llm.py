@@ -7,7 +7,9 @@
 2. Concurrency: the OpenAI-compatible provider through ``complete_many`` against a local fake
    server (separate process) that answers every request after exactly 200 ms; with concurrency 32
    the ideal is 160 requests/s, the target at least 90% of it.
-3. Embedding every LoCoMo turn (5,882) with all-MiniLM-L6-v2: first-pass sentences/s, then a
+3. The harness's CPU per request against the plain ``openai`` client's, the same requests to the
+   same fake server answering at once (no target: a figure for ``results/bench.md``).
+4. Embedding every LoCoMo turn (5,882) with all-MiniLM-L6-v2: first-pass sentences/s, then a
    second pass on the same embedder and a third on a fresh one over the persistent cache, both
    of which must make zero model calls.
 
@@ -20,7 +22,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,10 +30,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-#: The fake chat server is test infrastructure, not part of the package: tests/fakes/chat_server.py,
-#: run as ``python -m fakes.chat_server`` with tests/ on the server process's path (explicitly here,
-#: as pytest puts it there for the tests).
-SERVER_PATH = os.pathsep.join([str(REPO), str(REPO / "tests")])
+from bench_construction import fake_server  # noqa: E402
 
 from benchmarks.data import load_locomo  # noqa: E402
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache  # noqa: E402
@@ -43,6 +41,7 @@ from memsys.llm import (  # noqa: E402
     Completion,
     LLMRequest,
     ResponseCache,
+    SamplingParams,
 )
 from memsys.llm.providers.openai_compat import OpenAICompatConfig  # noqa: E402
 
@@ -94,27 +93,9 @@ def bench_cache_hit(workdir: Path, calls: int) -> dict[str, Any]:
 
 def bench_http_concurrency(requests_total: int, concurrency: int, latency_s: float) -> dict:
     """Throughput of ``complete_many`` over HTTP against a fixed-latency fake server."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "fakes.chat_server", "--latency", str(latency_s)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": SERVER_PATH},
-    )
-    try:
-        ready = server.stdout.readline().split()
-        assert ready and ready[0] == "READY", f"fake server did not start: {ready}"
-        provider = OpenAICompatConfig(model="fake", base_url=ready[1], api_key_env=None).build()
-        backbone = Backbone(
-            provider,
-            cache=ResponseCache.disabled(),
-            accounting=Accounting(),
-            settings=BackboneSettings(concurrency=concurrency),
-        )
-        warmup = [
-            LLMRequest([{"role": "user", "content": f"warm {i}"}]) for i in range(concurrency)
-        ]
-        backbone.complete_many(warmup)
+    with fake_server(latency_s) as base_url:
+        backbone = http_backbone(base_url, concurrency, ResponseCache.disabled())
+        backbone.complete_many(warm_up(concurrency))
         requests = [
             LLMRequest([{"role": "user", "content": f"question {i}"}])
             for i in range(requests_total)
@@ -122,9 +103,6 @@ def bench_http_concurrency(requests_total: int, concurrency: int, latency_s: flo
         started = time.perf_counter()
         replies = backbone.complete_many(requests)
         elapsed = time.perf_counter() - started
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     assert all(reply.text == f"echo: question {i}" for i, reply in enumerate(replies))
     ideal = concurrency / latency_s
     throughput = requests_total / elapsed
@@ -139,6 +117,103 @@ def bench_http_concurrency(requests_total: int, concurrency: int, latency_s: flo
         "target_fraction": 0.9,
         "ok": throughput >= 0.9 * ideal,
     }
+
+
+def bench_client_cpu(workdir: Path, requests_total: int, rounds: int, concurrency: int) -> dict:
+    """CPU seconds per request of the harness's request path (``complete_many`` with its
+    response cache, accounting and retries) against the plain ``openai`` client's
+    ``chat.completions.create`` from ``concurrency`` threads, the same requests (a
+    3,000-character prompt and a JSON schema) to the same fake server answering at once; the
+    two take turns, ``rounds`` each, fresh requests every time, and the median round counts."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import openai
+
+    with fake_server(0.0) as base_url:
+        client = openai.OpenAI(api_key="EMPTY", base_url=base_url, max_retries=0)
+        backbone = http_backbone(
+            base_url, concurrency, ResponseCache(workdir / "client_cpu.sqlite")
+        )
+        backbone.complete_many(warm_up(concurrency))
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(lambda r: plain_create(client, r), warm_up(concurrency)))
+            seconds: dict[str, list[float]] = {"plain": [], "harness": []}
+            for round_number in range(rounds):
+                for side in seconds:
+                    requests = schema_requests(f"{side} {round_number}", requests_total)
+                    started = time.process_time()
+                    if side == "plain":
+                        list(pool.map(lambda r: plain_create(client, r), requests))
+                    else:
+                        backbone.complete_many(requests)
+                    seconds[side].append(time.process_time() - started)
+    plain, harness = (statistics.median(seconds[side]) for side in ("plain", "harness"))
+    return {
+        "requests": requests_total,
+        "rounds": rounds,
+        "concurrency": concurrency,
+        "plain_cpu_ms_per_request": round(1000 * plain / requests_total, 3),
+        "harness_cpu_ms_per_request": round(1000 * harness / requests_total, 3),
+        "harness_over_plain": round(harness / plain, 3),
+        "ok": True,
+    }
+
+
+def http_backbone(base_url: str, concurrency: int, cache: ResponseCache) -> Backbone:
+    """The harness's request path to the fake server at ``base_url``."""
+    provider = OpenAICompatConfig(model="fake", base_url=base_url, api_key_env=None).build()
+    return Backbone(
+        provider,
+        cache=cache,
+        accounting=Accounting(),
+        settings=BackboneSettings(concurrency=concurrency),
+    )
+
+
+def warm_up(count: int) -> list[LLMRequest]:
+    """Requests that open the client's connections before anything is timed."""
+    return [LLMRequest([{"role": "user", "content": f"warm {i}"}]) for i in range(count)]
+
+
+#: A construction-sized request: a JSON schema like the methods' (a list of typed objects).
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "segments": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"start": {"type": "integer"}, "end": {"type": "integer"}},
+                "required": ["start", "end"],
+            },
+        }
+    },
+    "required": ["segments"],
+}
+
+
+def schema_requests(tag: str, count: int) -> list[LLMRequest]:
+    """``count`` distinct requests with a 3,000-character prompt and :data:`SCHEMA`."""
+    params = SamplingParams(max_tokens=512, json_schema=SCHEMA)
+    return [
+        LLMRequest([{"role": "user", "content": f"{tag} {i} " + "turn text " * 300}], params)
+        for i in range(count)
+    ]
+
+
+def plain_create(client: Any, request: LLMRequest) -> str:
+    """One request through the ``openai`` client as its documentation shows it."""
+    reply = client.chat.completions.create(
+        model="fake",
+        messages=[dict(message) for message in request.messages],
+        max_tokens=request.params.max_tokens,
+        temperature=request.params.temperature,
+        response_format={
+            "type": "json_schema",
+            "json_schema": {"name": "reply", "schema": dict(SCHEMA), "strict": False},
+        },
+    )
+    return reply.choices[0].message.content or ""
 
 
 def bench_embedding(workdir: Path, texts: list[str]) -> dict[str, Any]:
@@ -179,7 +254,7 @@ def bench_embedding(workdir: Path, texts: list[str]) -> dict[str, Any]:
 
 
 def main() -> int:
-    """Run all three benchmarks and print (and optionally save) their figures."""
+    """Run all four benchmarks and print (and optionally save) their figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller workloads (for CI)")
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
@@ -193,6 +268,9 @@ def main() -> int:
             "cache_hit": bench_cache_hit(workdir, 500 if args.quick else 5000),
             "http_concurrency": bench_http_concurrency(
                 640 if args.quick else 1600, concurrency=32, latency_s=0.2
+            ),
+            "client_cpu": bench_client_cpu(
+                workdir, 200 if args.quick else 600, rounds=3, concurrency=32
             ),
             "embedding_locomo": bench_embedding(workdir, turns[:500] if args.quick else turns),
         }

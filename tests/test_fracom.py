@@ -404,7 +404,7 @@ def test_construction_is_the_same_at_any_concurrency(nlp: NLP, embedder: Embedde
 def test_parsing_on_its_own_process_builds_the_same_memory(nlp: NLP, embedder: Embedder) -> None:
     """A run that sends requests while it parses parses on a process of its own: the memory is
     byte for byte the one parsed here (each NLP fresh, so nothing comes from a memo)."""
-    process = ParseProcess()
+    process = ParseProcess(min_texts=1)
     dumps = []
     try:
         for apart in (None, process):

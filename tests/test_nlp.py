@@ -3,6 +3,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
+import time
 import zlib
 from datetime import datetime
 from pathlib import Path
@@ -50,7 +53,7 @@ def test_parse_cache_serves_a_fresh_process_the_same_parses(tmp_path: Path, nlp:
 
 
 def test_a_parse_process_gives_the_parses_made_here(nlp: NLP) -> None:
-    process = ParseProcess()
+    process = ParseProcess(min_texts=1)
     try:
         apart = NLP(pipeline=nlp.pipeline, process=process)
         docs = apart.parse(TURNS)
@@ -65,7 +68,7 @@ def test_a_dead_parse_process_leaves_the_parsing_here(
 ) -> None:
     """A parse process killed (out of memory, say) does not hang or fail the run: the parses
     are made here instead, the same ones."""
-    process = ParseProcess()
+    process = ParseProcess(min_texts=1)
     try:
         apart = NLP(pipeline=nlp.pipeline, process=process)
         apart.parse(TURNS[:1])
@@ -76,6 +79,71 @@ def test_a_dead_parse_process_leaves_the_parsing_here(
         process.close()
     assert "the parse process died" in caplog.text
     assert [annotations(doc) for doc in docs] == [annotations(doc) for doc in nlp.parse(TURNS[1:])]
+
+
+def test_a_parse_process_starts_only_for_a_parse_worth_its_start(nlp: NLP) -> None:
+    """Starting a process costs seconds: a parse of fewer than ``min_texts`` texts is made here
+    while none has started; once one has, every parse goes there."""
+    process = ParseProcess(min_texts=2)
+    try:
+        apart = NLP(pipeline=nlp.pipeline, process=process)
+        apart.parse(TURNS[:1])
+        assert process.cpu_seconds == 0.0
+        apart.parse(TURNS[1:])
+        started = process.cpu_seconds
+        assert started > 0.0
+        apart.parse(["One more text, parsed there."])
+        assert process.cpu_seconds > started
+    finally:
+        process.close()
+
+
+def test_a_parse_process_started_ahead_takes_every_parse(nlp: NLP) -> None:
+    process = ParseProcess()
+    try:
+        assert not process.takes(1)
+        assert process.start() == nlp.identity
+        assert process.takes(1)
+    finally:
+        process.close()
+
+
+PARENT = """
+import multiprocessing, sys, time
+from memsys.nlp import ParseProcess
+process = ParseProcess()
+process.start()
+print(*(child.pid for child in multiprocessing.active_children()), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_parse_process_ends_when_its_run_is_killed(tmp_path: Path) -> None:
+    """kill -9 of a run leaves no parse process behind holding half a gigabyte."""
+    run = subprocess.Popen(
+        [sys.executable, "-c", PARENT],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert run.stdout is not None
+    (child,) = map(int, run.stdout.readline().split())
+    assert alive(child)
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 15
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(child)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
 
 
 def overwrite(store: SQLiteKV, key: str, value: bytes) -> None:
