@@ -127,6 +127,12 @@ class ParseCache(OptionalStore):
             )
 
 
+def pipeline_identity(pipeline: Any) -> str:
+    """``<lang>_<name>-<version>`` of a loaded spaCy pipeline."""
+    meta = pipeline.meta
+    return f"{meta['lang']}_{meta['name']}-{meta['version']}"
+
+
 #: The fewest texts whose parse starts a :class:`ParseProcess`: starting one (a fresh
 #: interpreter loading spaCy) takes 3-6 s, more than parsing a few hundred texts here (~7 ms
 #: each), so a run with little to parse never starts it; a LoCoMo conversation has 300-700 turns.
@@ -222,10 +228,8 @@ def _exit_without(parent: int) -> None:
 
 def _parse_apart(texts: list[str]) -> tuple[str, list[bytes], float]:
     started = time.process_time()
-    meta = _APART.meta
-    identity = f"{meta['lang']}_{meta['name']}-{meta['version']}"
     parsed = [doc.to_bytes(exclude=NOT_STORED) for doc in _APART.pipe(texts, batch_size=256)]
-    return identity, parsed, time.process_time() - started
+    return pipeline_identity(_APART), parsed, time.process_time() - started
 
 
 class NLP:
@@ -269,8 +273,7 @@ class NLP:
     @property
     def identity(self) -> str:
         """``<name>-<version>`` of the loaded pipeline (part of a lite memory's cache key)."""
-        meta = self.pipeline.meta
-        return f"{meta['lang']}_{meta['name']}-{meta['version']}"
+        return pipeline_identity(self.pipeline)
 
     def parse(self, texts: Sequence[str]) -> list[Any]:
         """spaCy ``Doc`` objects for ``texts``: from the memo (the ``memo_size`` most recently

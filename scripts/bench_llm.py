@@ -30,7 +30,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from bench_construction import fake_server  # noqa: E402
+from bench_construction import fake_server, warm_up  # noqa: E402
 
 from benchmarks.data import load_locomo  # noqa: E402
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache  # noqa: E402
@@ -95,7 +95,7 @@ def bench_http_concurrency(requests_total: int, concurrency: int, latency_s: flo
     """Throughput of ``complete_many`` over HTTP against a fixed-latency fake server."""
     with fake_server(latency_s) as base_url:
         backbone = http_backbone(base_url, concurrency, ResponseCache.disabled())
-        backbone.complete_many(warm_up(concurrency))
+        warm_up(backbone, concurrency)
         requests = [
             LLMRequest([{"role": "user", "content": f"question {i}"}])
             for i in range(requests_total)
@@ -134,9 +134,9 @@ def bench_client_cpu(workdir: Path, requests_total: int, rounds: int, concurrenc
         backbone = http_backbone(
             base_url, concurrency, ResponseCache(workdir / "client_cpu.sqlite")
         )
-        backbone.complete_many(warm_up(concurrency))
+        warm_up(backbone, concurrency)
         with ThreadPoolExecutor(concurrency) as pool:
-            list(pool.map(lambda r: plain_create(client, r), warm_up(concurrency)))
+            list(pool.map(lambda r: plain_create(client, r), schema_requests("warm", concurrency)))
             seconds: dict[str, list[float]] = {"plain": [], "harness": []}
             for round_number in range(rounds):
                 for side in seconds:
@@ -168,11 +168,6 @@ def http_backbone(base_url: str, concurrency: int, cache: ResponseCache) -> Back
         accounting=Accounting(),
         settings=BackboneSettings(concurrency=concurrency),
     )
-
-
-def warm_up(count: int) -> list[LLMRequest]:
-    """Requests that open the client's connections before anything is timed."""
-    return [LLMRequest([{"role": "user", "content": f"warm {i}"}]) for i in range(count)]
 
 
 #: A construction-sized request: a JSON schema like the methods' (a list of typed objects).

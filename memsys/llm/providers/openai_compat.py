@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx
+import httpx2
 import openai
 
 from memsys.llm.errors import ProviderError, ProviderUnavailableError, TransientProviderError
@@ -131,7 +131,7 @@ class OpenAICompatProvider:
                 response = self._client.post(
                     CHAT_PATH,
                     body=self._body(request),
-                    cast_to=httpx.Response,
+                    cast_to=httpx2.Response,
                     options={"timeout": timeout_s},
                 )
                 reply = response.json()
