@@ -82,7 +82,7 @@ ABLATION_WORKERS ?= 2
 
 # Segmentation table: lite segmenters on all three test sets, LLM segmenters on a small subset.
 SEG_DATASETS ?= dialseg711,tiage,superdialseg
-SEG_LITE ?= texttiling,embedding,esmem_lite
+SEG_LITE ?= texttiling,embedding,esmem_lite,texttiling_superdialseg
 SEG_LLM ?= secom,esmem
 SEG_LLM_DATASET ?= tiage
 SEG_LLM_LIMIT ?= 5
@@ -160,6 +160,15 @@ bench:  ## performance report -> results/bench.md (every scripts/bench_*.py, wit
 # A value of the runner's config as an experiment composes it: $(call config_value,KEY,OVERRIDES).
 config_value = $(shell $(PY) -m benchmarks.pipeline.config_value $(1) $(2))
 
+# A sweep whose runs may end incomplete (questions or judge probes failed: the command exits 2
+# and names the rerun) must not stop the report after it: $(call sweep,COMMAND) runs it and notes
+# a failure in $(SWEEP_FAILURES); the report is written with those rows marked, then
+# $(sweeps_done) fails the target (exit 2) if any sweep did.
+SWEEP_FAILURES = results/.sweeps_failed_$@
+sweep = $(1) || { echo "exit $$?: $(strip $(1))" >> $(SWEEP_FAILURES); }
+sweeps_start = @rm -f $(SWEEP_FAILURES)
+sweeps_done = @if [ -s $(SWEEP_FAILURES) ]; then echo "error: incomplete or failed runs (rerun the same target to ask them again; the report above marks them):" >&2; cat $(SWEEP_FAILURES) >&2; rm -f $(SWEEP_FAILURES); exit 2; fi
+
 # Table 1's report, written after the runs of either target that adds rows to it.
 TABLE1_OUT = results/table1
 TABLE1_BUDGET = $(or $(BUDGET),$(call config_value,answer.context_budget,+experiment=table1))
@@ -170,10 +179,12 @@ TABLE2_BUDGET = $(or $(LME_BUDGET),$(call config_value,answer.context_budget,+ex
 
 reproduce-table1:  ## Table 1: retrieval columns on 497 LoCoMo questions, QA pipeline check on 20 (shipped replies)
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline main job (retrieval on 3 LoCoMo conversations; QA on 20 questions, backbone $(BACKBONES), a pipeline check): not the papers' setting"; fi
-	$(BENCH) run -m +experiment=table1_retrieval $(TABLE1_GRID) answer.context_budget=$(TABLE1_BUDGET) workers=$(TABLE1_WORKERS) results_dir=$(TABLE1_RUNS) progress=$(PROGRESS)
-	$(BENCH) run -m +experiment=table1 $(TABLE1_GRID) $(TABLE1_SETTING) results_dir=$(TABLE1_RUNS) llm_cache_mode=recorded llm_replies=$(TABLE1_REPLIES)
+	$(sweeps_start)
+	$(call sweep,$(BENCH) run -m +experiment=table1_retrieval $(TABLE1_GRID) answer.context_budget=$(TABLE1_BUDGET) workers=$(TABLE1_WORKERS) results_dir=$(TABLE1_RUNS) progress=$(PROGRESS))
+	$(call sweep,$(BENCH) run -m +experiment=table1 $(TABLE1_GRID) $(TABLE1_SETTING) results_dir=$(TABLE1_RUNS) llm_cache_mode=recorded llm_replies=$(TABLE1_REPLIES))
 	$(TABLE1_REPORT) --runs $(TABLE1_RUNS) --retrieval-subset $(call config_value,subset.name,+experiment=table1_retrieval)
 	$(BENCH) inspect --table $(TABLE1_OUT).csv --runs-dir $(TABLE1_RUNS) --title "Table 1 inspector" --out $(TABLE1_OUT)_inspect.html
+	$(sweeps_done)
 	$(if $(REASK),$(BENCH) run -m +experiment=table1 $(TABLE1_GRID) $(TABLE1_SETTING) results_dir=$(TABLE1_REASK_RUNS) llm_cache_mode=off)
 	$(if $(REASK),$(PY) -m benchmarks.tables.report.reask --recorded $(TABLE1_RUNS) --reasked $(TABLE1_REASK_RUNS) --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(TABLE1_BUDGET) --out results/table1_reask.md)
 
@@ -194,14 +205,18 @@ reproduce-libraries: TABLE1_TITLE = $(if $(filter-out smoke,$(LIB_SUBSET)),--tit
 reproduce-libraries:  ## Mem0 and LangMem beside Table 1's grid on LIB_SUBSET (default: the two_sessions sample)
 	@if [ "$(origin SUBSET)" = "command line" ]; then echo "error: reproduce-libraries takes LIB_SUBSET=..., not SUBSET=..." >&2; exit 2; fi
 	@echo "NOTE: offline $(LIB_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting$(if $(filter smoke,$(LIB_SUBSET)),: Mem0 and LangMem take about 10 hours here)"
-	$(BENCH) run -m +experiment=libraries $(TABLE1_SETTING)
-	$(BENCH) run -m +experiment=table1 $(TABLE1_SETTING)
+	$(sweeps_start)
+	$(call sweep,$(BENCH) run -m +experiment=libraries $(TABLE1_SETTING))
+	$(call sweep,$(BENCH) run -m +experiment=table1 $(TABLE1_SETTING))
 	$(TABLE1_REPORT)
+	$(sweeps_done)
 
 reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 reader and judge)
 	@if [ "$(LME_SUBSET)" != full ]; then echo "NOTE: offline $(LME_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting"; fi
-	$(BENCH) run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) $(if $(LME_BUDGET),answer.context_budget=$(LME_BUDGET)) progress=$(PROGRESS)
+	$(sweeps_start)
+	$(call sweep,$(BENCH) run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) $(if $(LME_BUDGET),answer.context_budget=$(LME_BUDGET)) progress=$(PROGRESS))
 	$(BENCH) report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(TABLE2_BUDGET) --out results/table2
+	$(sweeps_done)
 
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
 	$(BENCH) run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) workers=$(WORKERS) progress=$(PROGRESS)
@@ -229,10 +244,12 @@ reproduce-segmentation-reflection:  ## SeCom's reflection: rubric learned on TIA
 	$(BENCH) segmentation-table --runs $(SEG_REFLECT_RUNS) --out results/table_segmentation_reflection --title "SeCom segmentation with and without reflection (Appendix A.1)"
 
 reproduce-paper:  ## the papers' setting, published numbers beside -> results/paper_{locomo,longmemeval}.md
-	$(BENCH) run -m +experiment=paper_locomo $(PAPER_SWEEP) progress=$(PROGRESS)
-	$(BENCH) run -m +experiment=paper_longmemeval $(PAPER_SWEEP) progress=$(PROGRESS)
+	$(sweeps_start)
+	$(call sweep,$(BENCH) run -m +experiment=paper_locomo $(PAPER_SWEEP) progress=$(PROGRESS))
+	$(call sweep,$(BENCH) run -m +experiment=paper_longmemeval $(PAPER_SWEEP) progress=$(PROGRESS))
 	$(BENCH) published --dataset locomo --out results/paper_locomo
 	$(BENCH) published --dataset longmemeval_s --out results/paper_longmemeval
+	$(sweeps_done)
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .benchmarks

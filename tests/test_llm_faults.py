@@ -77,10 +77,10 @@ def test_exhausted_retries_report_the_last_error_and_cache_nothing(
 ) -> None:
     cache = ResponseCache(tmp_path / "cache.sqlite")
     backbone = http_backbone(server.base_url, cache)
-    server.script("500", "429", "malformed")
-    with pytest.raises(LLMRequestError, match=r"after 3 attempt\(s\).*malformed reply"):
+    server.script("500", "429", "500", "malformed")  # the 429 is waited out, not an attempt
+    with pytest.raises(LLMRequestError, match=r"after 4 attempt\(s\).*malformed reply"):
         backbone.complete(ask("hello"))
-    assert server.request_count == 3
+    assert server.request_count == 4
     assert len(cache) == 0
     assert backbone.accounting.summary()["total"]["failed"] == 1
 

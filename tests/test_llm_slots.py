@@ -47,4 +47,4 @@ def test_a_request_that_gives_up_waiting_leaves_the_slots_as_they_were() -> None
             pass
     with slots.held((), never):  # the slot came back: this does not wait
         pass
-    assert slots._free == 1 and not slots._waiting
+    assert slots._in_flight == 0 and not slots._waiting

@@ -52,6 +52,12 @@ class ConfChangedError(RuntimeError):
     """``conf/`` changed under a running sweep (:class:`benchmarks.pipeline.run.SweepGuard`)."""
 
 
+class IncompleteRunError(RuntimeError):
+    """A run ended with questions or judge probes that failed (a server that stayed down, garbage
+    that survived the retries): its records and ``metrics.json`` are written and marked
+    incomplete, and the command exits non-zero so that no script or sweep takes it for done."""
+
+
 CLEAR_ERRORS = (
     ConfigError,
     ConfChangedError,
@@ -66,6 +72,7 @@ CLEAR_ERRORS = (
     ForeignRowsError,
     CacheError,
     CompressorUnavailableError,
+    IncompleteRunError,
 )
 
 
@@ -95,12 +102,9 @@ def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T | None:
             sys.exit(2)
         _note_failed_job(failures, str(error))
     except (KeyboardInterrupt, Terminated) as stop:
-        command = shlex.join(getattr(sys, "orig_argv", sys.argv))
-        shown = redact(command)
-        masked = "" if shown == command else " (with the credentials masked here)"
         print(
-            "interrupted: what was logged is kept; run the same command again to resume"
-            f"{masked}: {shown}",
+            "interrupted: what was logged is kept; run the same command again to resume: "
+            + rerun_command(),
             file=sys.stderr,
         )
         sys.exit(stop.code if isinstance(stop, Terminated) else 130)
@@ -110,6 +114,18 @@ def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T | None:
         traceback.print_exc()
         _note_failed_job(failures, f"{type(error).__name__}: {error}")
     return None
+
+
+def rerun_command() -> str:
+    """The command that runs this job again (a multirun's job: with its own overrides only),
+    any credential in it masked."""
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        hydra = HydraConfig.get()
+        command = shlex.join(["memsys-bench", "run", *hydra.overrides.task])
+    else:
+        command = shlex.join(getattr(sys, "orig_argv", sys.argv))
+    shown = redact(command)
+    return shown if shown == command else f"{shown} (with the credentials masked here)"
 
 
 def print_error(message: str) -> None:

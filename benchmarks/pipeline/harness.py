@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import LLMError
 from memsys.llm.factory import BackboneConfig, build_backbone
 from memsys.llm.replay import open_response_cache
+from memsys.llm.slots import Limiters
 from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
 from memsys.nlp import NLP, ParseCache
 from memsys.tokens import TokenCounter
@@ -58,6 +59,7 @@ class Harness:
     accounting: Accounting
     response_cache: ResponseCache
     memories: MemoryStore
+    limiters: Limiters = field(default_factory=Limiters)
 
     def close(self) -> None:
         """Close the SQLite caches, so that the files are whole on disk when a run ends, and stop
@@ -88,8 +90,12 @@ def build_harness(settings: RunSettings, run_dir: Path) -> Harness:
         onnx_dir=cache_dir / "onnx",
     )
 
+    limiters = Limiters()  # one in-flight limit per endpoint: reader, builder and judge share it
+
     def build(config: BackboneConfig) -> Backbone:
-        return build_backbone(config, cache=response_cache, accounting=accounting)
+        return build_backbone(
+            config, cache=response_cache, accounting=accounting, limiters=limiters
+        )
 
     backbone = build(settings.backbone) if settings.backbone is not None else None
     builder = backbone
@@ -119,6 +125,7 @@ def build_harness(settings: RunSettings, run_dir: Path) -> Harness:
         accounting=accounting,
         response_cache=response_cache,
         memories=MemoryStore(cache_dir / "memories"),
+        limiters=limiters,
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from tqdm import tqdm
 
 from memsys.llm.accounting import Accounting, CallRecord
+from memsys.llm.slots import Limiters
 
 #: Seconds between refreshes of the progress bar's status (memories, LLM calls, failures).
 TICK_S = 2.0
@@ -28,10 +29,13 @@ TICK_S = 2.0
 STAGES = ("building memories", "answering", "judging", "judge probes", "report")
 
 
-def llm_calls_status(accounting: Accounting) -> str:
-    """The LLM calls made so far, for a progress bar's status."""
+def llm_calls_status(accounting: Accounting, limiters: Limiters | None = None) -> str:
+    """The LLM calls made so far, for a progress bar's status, and each rate-limited endpoint's
+    in-flight limit and requests waiting (:meth:`memsys.llm.slots.Limiters.status`)."""
     calls = accounting.totals()
-    return f"LLM calls {calls['calls']} ({calls['cache_hits']} cached, {calls['failed']} failed)"
+    shown = f"LLM calls {calls['calls']} ({calls['cache_hits']} cached, {calls['failed']} failed)"
+    limited = limiters.status() if limiters is not None else ""
+    return f"{shown} · {limited}" if limited else shown
 
 
 @contextmanager

@@ -43,7 +43,13 @@ from benchmarks.metrics.judge_probes import (
 )
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.ranking import corpus_of
-from benchmarks.pipeline.cli import ConfChangedError, redact_run_outputs, run_or_exit
+from benchmarks.pipeline.cli import (
+    ConfChangedError,
+    IncompleteRunError,
+    redact_run_outputs,
+    rerun_command,
+    run_or_exit,
+)
 from benchmarks.pipeline.harness import (
     ConstructionCounts,
     Harness,
@@ -114,7 +120,7 @@ def answer_pending(
             doing.append(f"constructing {', '.join(memories.building)}")
         return (
             f"{' · '.join(doing)} · memories {construction.built} built, "
-            f"{construction.loaded} loaded · {llm_calls_status(harness.accounting)}"
+            f"{construction.loaded} loaded · {llm_calls_status(harness.accounting, harness.limiters)}"
         )
 
     def work() -> Iterator[tuple[Conversation, list[Question]]]:
@@ -179,7 +185,9 @@ def grade_judge_probes(
     protocols = ", ".join(harness.judge.protocols)
     bar = tqdm(desc=f"{run_dir.name} judge probes ({protocols})", total=len(probes),
                unit="probe", disable=not progress, file=sys.stderr)  # fmt: skip
-    with ticking(bar, lambda: llm_calls_status(harness.accounting), enabled=progress):
+    with ticking(
+        bar, lambda: llm_calls_status(harness.accounting, harness.limiters), enabled=progress
+    ):
         graded = grade_probes(harness.judge, probes)
         bar.update(len(probes))
     bar.close()
@@ -310,12 +318,56 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
     summary["code_versions"] = code_versions(logged)
     summary["accounting"] = Accounting.from_ledger(run_dir / "llm_calls.jsonl").summary()
     summary["accounting"]["this_invocation"] = harness.accounting.summary()
+    graded = read_probes(run_dir) or []
     if settings.judge_probes:
-        summary["judge_probes"] = probe_counts(read_probes(run_dir) or [])
+        summary["judge_probes"] = probe_counts(graded)
+    summary["completeness"] = completeness(records, graded if settings.judge_probes else [])
     if harness.judge is not None:
         summary["judge_parse"] = {name: p.counts() for name, p in harness.judge.parsers.items()}
     write_atomically(run_dir / "metrics.json", json.dumps(summary, indent=2, sort_keys=True))
     return summary
+
+
+def completeness(
+    records: Sequence[dict[str, Any]], graded_probes: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """Whether the run ended with nothing left to ask: no question whose answer or verdict
+    failed (:func:`benchmarks.pipeline.harness.failed`), no judge probe left without a verdict
+    that a rerun would ask again (:func:`unsettled_probes`). An incomplete run's rerun asks
+    exactly those again."""
+    failed_questions = sum(1 for record in records if failed(record))
+    failed_probes = unsettled_probes(graded_probes)
+    return {
+        "complete": failed_questions == 0 and failed_probes == 0,
+        "failed_questions": failed_questions,
+        "failed_probes": failed_probes,
+    }
+
+
+def unsettled_probes(graded: Sequence[dict[str, Any]]) -> int:
+    """Probes with a protocol whose verdict is missing and not a final failure."""
+    return sum(
+        1
+        for entry in graded
+        if any(
+            correct is None and protocol not in entry.get("final_failures", ())
+            for protocol, correct in entry["verdicts"].items()
+        )
+    )
+
+
+def raise_if_incomplete(summary: dict[str, Any]) -> None:
+    """Raise :class:`IncompleteRunError` for a run that ended with failed questions or probes
+    (its records and ``metrics.json`` written): the command exits non-zero, a sweep lists it."""
+    state = summary["completeness"]
+    if state["complete"]:
+        return
+    raise IncompleteRunError(
+        f"incomplete run {summary['run_dir']}: {state['failed_questions']} question(s) and "
+        f"{state['failed_probes']} judge probe(s) failed (their records and metrics.json are "
+        "written, the failures left out of the means); run the same command again to ask "
+        f"them again: {rerun_command()}"
+    )
 
 
 def conf_digest(conf: Path = CONF) -> str:
@@ -358,18 +410,20 @@ SWEEP_GUARD = SweepGuard()
 
 
 def guarded_run(cfg: DictConfig) -> dict[str, Any]:
-    """:func:`run`, after :data:`SWEEP_GUARD` has checked ``conf/``."""
+    """:func:`run`, after :data:`SWEEP_GUARD` has checked ``conf/``; print the one-screen
+    summary, then raise :class:`IncompleteRunError` if questions or probes failed."""
     SWEEP_GUARD.check()
-    return run(cfg)
+    summary = run(cfg)
+    print(format_summary(summary))
+    raise_if_incomplete(summary)
+    return summary
 
 
 @hydra.main(version_base="1.3", config_path="../../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error
-    (signals: :func:`benchmarks.pipeline.cli.run_or_exit`)."""
-    summary = run_or_exit(guarded_run, cfg)
-    if summary is not None:  # None: a multirun's job failed, and the sweep goes on
-        print(format_summary(summary))
+    """Hydra entry point: run, print a one-screen summary, exit non-zero on a clear error or an
+    incomplete run (signals: :func:`benchmarks.pipeline.cli.run_or_exit`)."""
+    run_or_exit(guarded_run, cfg)
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ SERVER_LOCATION_KEYS = ("base_url", "base_url_env", "api_key_env")
 #: judge's when they have their own.
 BACKBONE_KEYS = ("backbone", "construction.backbone", "judge.backbone")
 #: Retry settings that must be above zero (the other numbers may be zero: no backoff).
-POSITIVE_RETRY_SETTINGS = ("request_timeout_s",)
+POSITIVE_RETRY_SETTINGS = ("request_timeout_s", "rate_limit_patience_s", "rate_limit_decrease")
 _ABSENT = object()
 MANDATORY = "missing: a mandatory value (???) that no config or override sets"
 CACHE_MODES = ("readwrite", "replay", "recorded", "off")
@@ -585,7 +585,10 @@ def retry_policy(cfg: DictConfig, key: str) -> RetryPolicy:
             values[str(name)] = _positive_int(cfg, setting)
         else:
             values[str(name)] = _number(cfg, setting, positive=name in POSITIVE_RETRY_SETTINGS)
-    return RetryPolicy(**values)
+    try:
+        return RetryPolicy(**values)
+    except ValueError as error:
+        raise ConfigError(key, str(error)) from error
 
 
 def embedder_config(cfg: DictConfig) -> EmbedderConfig:

@@ -450,6 +450,12 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"{summary['questions']} questions, failures: {failures}"
         + (f" (this invocation asked {retried} failed question(s) again)" if retried else ""),
     ]
+    state = summary.get("completeness", {"complete": True})
+    if not state["complete"]:
+        lines.append(
+            f"  INCOMPLETE: {state['failed_questions']} question(s) and {state['failed_probes']} "
+            "judge probe(s) failed; the same command asks them again"
+        )
     lines.append(interval_line(summary["interval"]))
     for name, cell in summary["scores"].items():
         if cell["mean"] is not None:

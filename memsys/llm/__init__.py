@@ -21,11 +21,14 @@ from memsys.llm.errors import (
     LLMRequestError,
     ProviderError,
     ProviderUnavailableError,
+    QuotaExhaustedError,
+    RateLimitedError,
     TransientProviderError,
 )
 from memsys.llm.factory import BackboneConfig, build_backbone
 from memsys.llm.jsonout import JSONReply, JSONReplyParser, extract_json
 from memsys.llm.retry import RetryPolicy
+from memsys.llm.slots import Limiters
 from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, SamplingParams
 
 __all__ = [
@@ -44,9 +47,12 @@ __all__ = [
     "LLMRequest",
     "LLMRequestError",
     "LLMResponse",
+    "Limiters",
     "Message",
     "ProviderError",
     "ProviderUnavailableError",
+    "QuotaExhaustedError",
+    "RateLimitedError",
     "ResponseCache",
     "RetryPolicy",
     "SamplingParams",

@@ -8,7 +8,13 @@ the right stage without knowing about accounting.
 
 ``concurrency`` bounds the requests in flight to the model at once across everything that calls
 it in this process (every batch, every :class:`~memsys.llm.flow.RequestFlow`, every stage view),
-so several memories built at once share the server's slots instead of multiplying them.
+so several memories built at once share the server's slots instead of multiplying them. Backbones
+given one :class:`~memsys.llm.slots.Limiters` share one set of slots per endpoint.
+
+A rate limit slows a run and never costs it a request: a 429 or 503 is waited out (as long as
+the server asks), shrinks the endpoint's in-flight limit, and is not an attempt; the run stops
+with one line only when the endpoint has gone ``retry.rate_limit_patience_s`` without a success,
+or at once when the server says the quota is used up (:mod:`memsys.llm.retry`).
 """
 
 from __future__ import annotations
@@ -31,12 +37,14 @@ from memsys.llm.errors import (
     LLMError,
     LLMRequestError,
     ProviderError,
+    QuotaExhaustedError,
+    RateLimitedError,
     TransientProviderError,
 )
 from memsys.llm.pool import POLL_S, AbandonablePool, Cancelled, wait_for
 from memsys.llm.providers.base import BatchProvider, Provider
 from memsys.llm.retry import FailureBreaker, RetryPolicy
-from memsys.llm.slots import Key, Slots
+from memsys.llm.slots import Key, Limiters, Slots
 from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, SamplingParams
 
 log = logging.getLogger(__name__)
@@ -70,6 +78,7 @@ class Backbone:
         settings: BackboneSettings | None = None,
         stage: str = "unspecified",
         rng: random.Random | None = None,
+        limiters: Limiters | None = None,
     ) -> None:
         self.provider = provider
         self.cache = cache
@@ -80,8 +89,18 @@ class Backbone:
             self.settings.retry.max_consecutive_failures, provider.endpoint
         )
         self._rng = rng or random.Random()
-        #: Requests in flight to the provider: shared by the stage views (copies share it).
-        self._slots = Slots(self.settings.concurrency)
+        #: Requests in flight to the endpoint: shared by the stage views (copies share it) and,
+        #: through ``limiters``, by the run's other backbones on the same endpoint.
+        retry = self.settings.retry
+        self._slots = (limiters or Limiters()).for_endpoint(
+            provider.endpoint, self.settings.concurrency, retry.rate_limit_decrease
+        )
+
+    @property
+    def slots(self) -> Slots:
+        """The endpoint's slots: its current in-flight limit and requests waiting on a rate
+        limit (what a progress bar shows)."""
+        return self._slots
 
     @property
     def model_id(self) -> str:
@@ -186,28 +205,71 @@ class Backbone:
         policy = self.settings.retry
         # Booked before anything is sent: a kill mid-request still leaves it in the ledger.
         request_id = self.accounting.sent(stage, self.model_id)
-        attempt = 0
+        attempt = 0  # sends that got an answer other than a rate limit
+        sends, waits = 0, 0
+        rate_limited_since: float | None = None
         while True:
             if cancelled.is_set():
                 raise Cancelled
-            attempt += 1
+            sends += 1
             try:
                 self._breaker.check()
-                with self._slots.held(key, cancelled):
-                    completion = self.provider.generate(request, policy.request_timeout_s)
+                with self._slots.held(key, cancelled) as ticket:
+                    try:
+                        completion = self.provider.generate(request, policy.request_timeout_s)
+                    except RateLimitedError:
+                        self._slots.rate_limited(ticket)
+                        raise
+            except RateLimitedError as error:
+                rate_limited_since = rate_limited_since or time.monotonic()
+                stop = self._wait_out_rate_limit(error, waits, rate_limited_since, cancelled)
+                if stop is not None:
+                    self._fail([request], stage, started, sends, stop, [request_id])
+                waits += 1
+                continue
+            except QuotaExhaustedError as error:
+                stop = self._breaker.trip(f"stopping: {error}")
+                self._fail([request], stage, started, sends, stop, [request_id])
             except TransientProviderError as error:
+                attempt += 1
                 if attempt < policy.max_attempts:
                     delay = policy.backoff_s(attempt - 1, self._rng, error.retry_after_s)
                     self._pause(delay, cancelled)
                     continue
-                self._fail([request], stage, started, attempt, error, [request_id])
+                self._fail([request], stage, started, sends, error, [request_id])
             except (ProviderError, BackboneUnavailableError) as error:
-                self._fail([request], stage, started, attempt, error, [request_id])
+                self._fail([request], stage, started, sends, error, [request_id])
             else:
                 self._breaker.success()
+                self._slots.succeeded()
                 self.cache.put(self.model_id, request, completion)
                 latency_s = time.perf_counter() - started
-                return self._respond(stage, completion, latency_s, False, attempt, request_id)
+                return self._respond(stage, completion, latency_s, False, sends, request_id)
+
+    def _wait_out_rate_limit(
+        self,
+        error: RateLimitedError,
+        waits: int,
+        rate_limited_since: float,
+        cancelled: threading.Event,
+    ) -> BackboneUnavailableError | None:
+        """Wait as the server asked; or, once the endpoint has gone the whole patience window
+        without a success since this request was first refused, trip the breaker and return the
+        error that stops the run."""
+        patience = self.settings.retry.rate_limit_patience_s
+        quiet_since = max(self._slots.last_success, rate_limited_since)
+        left = patience - (time.monotonic() - quiet_since)
+        if left <= 0:
+            return self._breaker.trip(
+                f"stopping: {self.provider.endpoint} has rate-limited every request for "
+                f"{patience:g} s without one success (backbone.retry.rate_limit_patience_s); "
+                f"last reply: {error}. What was logged is kept: run the same command again "
+                "later to resume, or lower backbone.concurrency"
+            )
+        delay = self.settings.retry.rate_limit_wait_s(waits, self._rng, error.retry_after_s)
+        with self._slots.waiting_out_rate_limit():
+            self._pause(min(delay, left), cancelled)
+        return None
 
     def _pause(self, seconds: float, cancelled: threading.Event) -> None:
         """Back off for ``seconds``, waking early when the batch is abandoned or the breaker

@@ -27,6 +27,20 @@ class TransientProviderError(ProviderError):
         self.retry_after_s = retry_after_s
 
 
+class RateLimitedError(TransientProviderError):
+    """The server asked us to slow down (HTTP 429 or 503): waited out, never a failure.
+
+    The backbone waits ``retry_after_s`` (from ``Retry-After``, ``retry-after-ms`` or the
+    ``x-ratelimit-reset-*`` headers) or its own backoff, lowers its in-flight limit, and does not
+    count the attempt against ``max_attempts`` (:mod:`memsys.llm.backbone`).
+    """
+
+
+class QuotaExhaustedError(ProviderError):
+    """A 429 that says the account's quota is used up (OpenAI's ``insufficient_quota``): no
+    amount of waiting helps, so the run stops at once with one line."""
+
+
 class ProviderUnavailableError(LLMError):
     """A provider cannot be built here: an optional dependency or a model file is missing."""
 

@@ -17,6 +17,7 @@ from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone, BackboneSettings
 from memsys.llm.cache import ResponseCache
 from memsys.llm.providers.base import Provider
+from memsys.llm.slots import Limiters
 
 
 class ProviderConfig(Protocol):
@@ -43,9 +44,18 @@ class BackboneConfig:
 
 
 def build_backbone(
-    config: BackboneConfig, *, cache: ResponseCache, accounting: Accounting
+    config: BackboneConfig,
+    *,
+    cache: ResponseCache,
+    accounting: Accounting,
+    limiters: Limiters | None = None,
 ) -> Backbone:
-    """The backbone ``config`` describes, using the run's cache and accounting."""
+    """The backbone ``config`` describes, using the run's cache and accounting, and its
+    ``limiters`` (one in-flight limit per endpoint, shared by the run's backbones)."""
     return Backbone(
-        config.provider.build(), cache=cache, accounting=accounting, settings=config.settings
+        config.provider.build(),
+        cache=cache,
+        accounting=accounting,
+        settings=config.settings,
+        limiters=limiters,
     )

@@ -8,8 +8,12 @@ a dropped connection, malformed JSON or a JSON object without choices; or as a h
 would: trickling its reply a byte at a time (``trickle``), streaming a chunked body without end
 (``endless``), a 401 whose body echoes the request's ``Authorization`` header (``echo_auth``), a
 reply that is not UTF-8 (``bad_utf8``), token counts that are not numbers (``bad_usage``), or a
-reply of ``huge_chars`` characters whatever ``max_tokens`` says (``huge``). Each of these ends by
-itself within ``hang_s`` seconds, or when the server stops. With ``schema_replies``
+reply of ``huge_chars`` characters whatever ``max_tokens`` says (``huge``); or a 429 whose quota is
+used up (``quota``, OpenAI's ``insufficient_quota``). Each of these ends by itself within
+``hang_s`` seconds, or when the server stops. As an overloaded server: ``max_in_flight`` admits
+that many requests at once and answers the others 429 with ``Retry-After: retry_after``;
+``limit_every`` answers every that-many-th request 429 the same way (a rate limit whatever the
+load). With ``schema_replies``
 an ``ok`` reply is instead one the request's caller can use (:func:`usable_reply`): the smallest
 instance of the request's JSON schema, or for a request without one a plain reply that the
 methods' text parsers accept, so that a construction benchmark makes the requests a method makes
@@ -48,7 +52,9 @@ Action = Literal[
     "ok",
     "400",
     "429",
+    "quota",
     "500",
+    "503",
     "hang",
     "drop",
     "malformed",
@@ -102,8 +108,17 @@ class FakeChatServer:
         *,
         schema_replies: bool = False,
         huge_chars: int = 2_000_000,
+        max_in_flight: int | None = None,
+        limit_every: int | None = None,
+        retry_after: str = "1",
     ) -> None:
         self.latency_s = latency_s
+        self.max_in_flight = max_in_flight
+        self.limit_every = limit_every
+        self.retry_after = retry_after
+        #: Requests answered 429 for overload (``max_in_flight``, ``limit_every``).
+        self.rate_limited = 0
+        self._admitted = 0
         self.hang_s = hang_s
         self.huge_chars = huge_chars
         self.schema_replies = schema_replies
@@ -169,6 +184,24 @@ class FakeChatServer:
                     return rule.action, rule.reply
             action = self._actions.popleft() if self._actions else "ok"
         return action, usable_reply(request) if self.schema_replies and action == "ok" else None
+
+    def admit(self) -> bool:
+        """Whether an overloaded server takes this request (``max_in_flight``, ``limit_every``);
+        an admitted one must be let go with :meth:`leave`."""
+        with self._lock:
+            refused = (self.limit_every and self.request_count % self.limit_every == 0) or (
+                self.max_in_flight is not None and self._admitted >= self.max_in_flight
+            )
+            if refused:
+                self.rate_limited += 1
+                return False
+            self._admitted += 1
+            return True
+
+    def leave(self) -> None:
+        """An admitted request is done."""
+        with self._lock:
+            self._admitted -= 1
 
     def answering(self, delta: int) -> None:
         """Count an ``ok`` request starting (+1) or done (-1) waiting out its latency."""
@@ -354,14 +387,33 @@ def _handler_for(server: FakeChatServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", "0"))
             request = json.loads(self.rfile.read(length) or b"{}")
             action, reply = server.next_action(self.headers.get("Authorization", ""), request)
+            if not server.admit():
+                error = {"error": {"message": "overloaded: slow down", "type": "requests"}}
+                self._send(429, json.dumps(error).encode(), {"Retry-After": server.retry_after})
+                return
+            try:
+                self._answer(action, request, reply)
+            finally:
+                server.leave()
+
+        def _answer(self, action: str, request: dict[str, Any], reply: str | None) -> None:
             if action == "ok":
                 server.answering(+1)
                 time.sleep(server.latency_s)
                 server.answering(-1)
                 self._send(200, json.dumps(completion_body(request, reply)).encode())
-            elif action in ("400", "429", "500"):
+            elif action in ("400", "429", "500", "503"):
                 error = {"error": {"message": f"injected {action}", "type": "fake"}}
                 self._send(int(action), json.dumps(error).encode(), {"Retry-After": "0"})
+            elif action == "quota":
+                error = {
+                    "error": {
+                        "message": "You exceeded your current quota, please check your plan.",
+                        "type": "insufficient_quota",
+                        "code": "insufficient_quota",
+                    }
+                }
+                self._send(429, json.dumps(error).encode())
             elif action == "malformed":
                 self._send(200, b'{"id": "chatcmpl-fake", "choices": [')
             elif action == "empty":
@@ -391,6 +443,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per ok reply")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--max-in-flight", type=int, default=None, help="429 beyond this many")
+    parser.add_argument("--limit-every", type=int, default=None, help="429 every n-th request")
+    parser.add_argument("--retry-after", default="1", help="the 429s' Retry-After header")
     parser.add_argument(
         "--schema-replies",
         action="store_true",
@@ -398,7 +453,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     server = FakeChatServer(
-        latency_s=args.latency, port=args.port, schema_replies=args.schema_replies
+        latency_s=args.latency,
+        port=args.port,
+        schema_replies=args.schema_replies,
+        max_in_flight=args.max_in_flight,
+        limit_every=args.limit_every,
+        retry_after=args.retry_after,
     )
     print(f"READY {server.base_url}", flush=True)
     try:

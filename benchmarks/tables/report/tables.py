@@ -114,12 +114,14 @@ def identity_columns(report: Report, rows: Sequence[Row]) -> list[str]:
 def identity_cells(report: Report, row: Row, columns: Sequence[str]) -> list[str]:
     """A row's identifying cells under ``columns``: its method name (shortened where long, with
     the marker of the note that gives it whole); an invalid row says so in its first cell, with
-    its count of failed questions."""
+    its count of failed questions, an incomplete one (questions a rerun would ask again) too."""
     method = short_label(row.key.method)
     if method != row.key.method:
         method += report.notes.mark("labels")
     if row.invalid:
         method += f" INVALID ({row.failed} of {len(row.run.records)} failed)"
+    elif row.to_ask_again:
+        method += f" INCOMPLETE ({row.to_ask_again} to ask again)"
     cells = [method]
     if "Backbone" in columns:
         cells.append(row.key.backbone or DASH)

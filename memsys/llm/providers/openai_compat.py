@@ -27,16 +27,26 @@ server that echoes it leaves ``***`` in records, caches and logs.
 
 from __future__ import annotations
 
+import email.utils
 import logging
+import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 import httpx2
 import openai
 
-from memsys.llm.errors import ProviderError, ProviderUnavailableError, TransientProviderError
+from memsys.llm.errors import (
+    ProviderError,
+    ProviderUnavailableError,
+    QuotaExhaustedError,
+    RateLimitedError,
+    TransientProviderError,
+)
 from memsys.llm.http_limits import attempt_limits, limited_transport
 from memsys.llm.redact import redact, register_secret
 from memsys.llm.types import Completion, LLMRequest
@@ -47,6 +57,10 @@ log = logging.getLogger(__name__)
 CHAT_PATH = "/chat/completions"
 #: Placeholder key for local servers started without ``--api-key`` (the client insists on one).
 LOCAL_PLACEHOLDER_KEY = "EMPTY"
+#: Statuses that mean "slow down" (rate limited, overloaded): waited out, never a failure.
+RATE_LIMIT_STATUSES = (429, 503)
+#: The error code of a 429 whose account has no quota left: it fails at once.
+QUOTA_EXHAUSTED = "insufficient_quota"
 #: Characters of reply text allowed per token of ``max_tokens`` (English averages about four a
 #: token; the slack covers long tokens and servers that count differently), plus a fixed margin.
 REPLY_CHARS_PER_TOKEN = 16
@@ -214,17 +228,103 @@ def _response_format(mode: str, schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def _status_error(endpoint: str, error: openai.APIStatusError) -> ProviderError:
     message = f"{endpoint}: HTTP {error.status_code}: {redact(_short(error.message, 500))}"
-    if error.status_code == 429 or error.status_code >= 500:
-        return TransientProviderError(message, retry_after_s=_retry_after(error))
+    if error.status_code == 429 and _error_code(error) == QUOTA_EXHAUSTED:
+        return QuotaExhaustedError(
+            f"{endpoint}: the account's quota is exhausted (HTTP 429 {QUOTA_EXHAUSTED}): add "
+            "credit or use another key; waiting will not help"
+        )
+    headers = error.response.headers if error.response is not None else {}
+    if error.status_code in RATE_LIMIT_STATUSES:
+        return RateLimitedError(message, retry_after_s=retry_after_s(headers))
+    if error.status_code >= 500:
+        return TransientProviderError(message, retry_after_s=retry_after_s(headers))
     return ProviderError(message)
 
 
-def _retry_after(error: openai.APIStatusError) -> float | None:
-    value = error.response.headers.get("retry-after") if error.response is not None else None
+def _error_code(error: openai.APIStatusError) -> str | None:
+    """The ``code`` (or ``type``) of an OpenAI-style error body, when it has one."""
+    if isinstance(error.code, str):
+        return error.code
+    body = error.body if isinstance(error.body, dict) else {}
+    inner = body.get("error", body)
+    for name in ("code", "type"):
+        value = inner.get(name) if isinstance(inner, dict) else None
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """How long a server asks us to wait, from the first header that says so: ``retry-after-ms``
+    (OpenAI), ``Retry-After`` (seconds or an HTTP date), then the longest of
+    ``x-ratelimit-reset-requests`` / ``x-ratelimit-reset-tokens`` (OpenAI's durations, ``6m0s``,
+    ``20ms``, or plain seconds). None when none parses.
+
+    >>> retry_after_s({"retry-after": "2"}), retry_after_s({"retry-after-ms": "150"})
+    (2.0, 0.15)
+    >>> retry_after_s({"x-ratelimit-reset-requests": "1m2.5s", "x-ratelimit-reset-tokens": "20ms"})
+    62.5
+    >>> retry_after_s({"retry-after": "soon"}) is None
+    True
+    """
+    lowered = {str(name).lower(): str(value) for name, value in headers.items()}
+    milliseconds = _number(lowered.get("retry-after-ms"))
+    if milliseconds is not None:
+        return milliseconds / 1000
+    if "retry-after" in lowered:
+        value = lowered["retry-after"]
+        seconds = _number(value)
+        if seconds is None:
+            seconds = _seconds_until(value)
+        if seconds is not None:
+            return seconds
+    resets = [
+        _duration_s(lowered[name])
+        for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+        if name in lowered
+    ]
+    found = [value for value in resets if value is not None]
+    return max(found) if found else None
+
+
+def _number(value: str | None) -> float | None:
     try:
-        return float(value) if value is not None else None
+        number = float(value) if value is not None else None
     except ValueError:
         return None
+    return number if number is not None and math.isfinite(number) and number >= 0 else None
+
+
+def _seconds_until(http_date: str) -> float | None:
+    """Seconds from now until an HTTP date (``Retry-After: Wed, 21 Oct 2026 07:28:00 GMT``)."""
+    try:
+        when = email.utils.parsedate_to_datetime(http_date)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+#: One part of an OpenAI reset duration: ``1h``, ``6m``, ``2.5s``, ``20ms``.
+DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def _duration_s(value: str) -> float | None:
+    """``6m0s`` -> 360.0, ``20ms`` -> 0.02, ``3`` -> 3.0; None for anything else.
+
+    >>> _duration_s("6m0s"), _duration_s("20ms"), _duration_s("3"), _duration_s("later")
+    (360.0, 0.02, 3.0, None)
+    """
+    plain = _number(value)
+    if plain is not None:
+        return plain
+    text = value.strip()
+    parts = DURATION_PART.findall(text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        return None
+    return sum(float(number) * DURATION_UNITS[unit] for number, unit in parts)
 
 
 def _completion(endpoint: str, reply: Any, char_cap: int) -> Completion:
