@@ -1,7 +1,8 @@
 """The inspector in a real browser: headless Chromium opens the page from file:// over the
-committed fixture runs, runs its script, and the DOM it leaves is checked (filters in the URL
-change the list, a question shows highlighted evidence for both runs, hostile text stays text);
-a screenshot is saved in the test's folder. ``make test-browser`` (CI) runs these; without a
+committed fixture runs, and from the inspector's server (``--serve``) started by the test, runs
+its script, and the DOM it leaves is checked (filters in the URL change the list, a question
+shows highlighted evidence for both runs, hostile text stays text, the served page shows what
+the single page shows); a screenshot is saved in the test's folder. ``make test-browser`` (CI) runs these; without a
 chromium binary they skip."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import json
 import re
 import shutil
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,8 @@ import yaml
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.tables.inspect import main
+from benchmarks.tables.inspector.index import Index
+from benchmarks.tables.inspector.server import InspectorServer
 
 pytestmark = pytest.mark.browser
 
@@ -115,3 +120,58 @@ def test_hostile_text_is_shown_as_text(tmp_path: Path) -> None:
         assert "<img" not in rendered and "<b>" not in rendered
         assert "&lt;/script&gt;&lt;img src=x" in rendered
         assert "<title>memsys-bench inspector</title>" in rendered
+
+
+# The served inspector (``inspect --serve``): the same page, its data asked of the server.
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    server = InspectorServer(Index(FIXTURE_RUNS, str(TINY), "served"), "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.url
+    server.shutdown()
+    server.server_close()
+
+
+def served_dom(url: str, fragment: str) -> str:
+    rendered = chromium("--dump-dom", f"{url}#{fragment}")
+    assert 'data-rendered="1"' in rendered, "the page's script did not run"
+    return rendered
+
+
+def test_the_served_list_filters_and_questions_match_the_single_page(
+    served: str, page: Path
+) -> None:
+    for fragment in ("", "category=single_hop", "search=pepper"):
+        assert listed(served_dom(served, fragment)) == listed(dom(page, fragment))
+    question = "tiny-1:q0"
+    rendered = served_dom(served, f"q={question}")
+    columns = rendered.split('<section class="run-column" data-run="')[1:]
+    assert sorted(column.split('"')[0] for column in columns) == [p.name for p in FIXTURE_RUNS]
+    for column in columns:
+        assert re.findall(r'<div class="line evidence" data-turn="([^"]+)"', column) == ["D1:1"]
+    a, b = (run.name for run in FIXTURE_RUNS)
+    diffed = served_dom(served, f"view=diff&a={a}&b={b}")
+    assert diffed.count('<ol class="diff-questions">') == 1
+
+
+def test_hostile_text_is_shown_as_text_when_served(tmp_path: Path) -> None:
+    hostile = '</script><img src=x onerror="document.title=1"><b>bold</b>'
+    run = tmp_path / "hostile"
+    shutil.copytree(FIXTURE_RUNS[0], run)
+    lines = (run / "predictions.jsonl").read_text().splitlines()
+    first = json.loads(lines[0]) | {"question": hostile, "prediction": hostile}
+    (run / "predictions.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    server = InspectorServer(Index([run], str(TINY), "served"), "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for fragment in ("", f"q={first['question_id']}"):
+            rendered = served_dom(server.url, fragment)
+            assert "<img" not in rendered and "<b>" not in rendered
+            assert "&lt;/script&gt;&lt;img src=x" in rendered
+            assert "<title>served</title>" in rendered
+    finally:
+        server.shutdown()
+        server.server_close()

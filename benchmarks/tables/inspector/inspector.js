@@ -1,11 +1,60 @@
-// The inspector's page: reads the embedded model, routes on the URL's hash (so links work from
-// file://), and builds every element with textContent: data never becomes markup.
+// The inspector's page: reads the embedded model (a single file) or asks the server that sent it
+// (api/index, api/question, api/diff: benchmarks.tables.inspector.server), routes on the URL's
+// hash (so links work from file:// and can be shared), and builds every element with
+// textContent: data never becomes markup.
 "use strict";
 
-const DATA = JSON.parse(document.getElementById("data").textContent);
-const RUNS = DATA.runs;
-const RUN_BY_ID = Object.fromEntries(RUNS.map((run) => [run.id, run]));
-const F1 = DATA.metric; // the F1 the flags, the list and the diff read (benchmarks.tables.diff)
+const EMBEDDED = document.getElementById("data");
+let DATA = null;
+let RUNS = [];
+let RUN_BY_ID = {};
+let F1 = null; // the F1 the flags, the list and the diff read (benchmarks.tables.diff)
+
+async function fetchJson(path) {
+  const response = await fetch(path);
+  if (response.status === 404) return null;
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  return response.json();
+}
+
+function setRuns(runs) {
+  RUNS = runs;
+  RUN_BY_ID = Object.fromEntries(RUNS.map((run) => [run.id, run]));
+}
+
+// The title, notes, metric and runs: every view needs them (a served page asks api/runs).
+async function load() {
+  if (DATA) return;
+  DATA = EMBEDDED ? JSON.parse(EMBEDDED.textContent) : await fetchJson("api/runs");
+  setRuns(DATA.runs);
+  F1 = DATA.metric;
+}
+
+// The questions and every run's cell for each: the list and the run views need them. A served
+// list asks again each time it is shown (a run still being written has grown).
+async function loadListing(fresh) {
+  if (EMBEDDED || (DATA.questions && !fresh)) return;
+  Object.assign(DATA, await fetchJson("api/index"));
+  setRuns(DATA.runs);
+}
+
+// One question with every run's full result: from the embedded model, or from the server.
+async function questionData(id) {
+  if (EMBEDDED) {
+    const question = DATA.questions[id];
+    if (!question) return null;
+    const results = {};
+    for (const run of RUNS) if (DATA.results[run.id][id]) results[run.id] = DATA.results[run.id][id];
+    return { question, results };
+  }
+  return fetchJson("api/question?id=" + encodeURIComponent(id));
+}
+
+// The diff of runs a and b (null when they share no question).
+async function diffData(a, b) {
+  if (EMBEDDED) return DATA.diffs[`${a}|${b}`] ?? null;
+  return fetchJson(`api/diff?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+}
 const OUTCOMES = {
   correct: ["judged correct", "judged_correct"],
   wrong: ["judged wrong", "judged_wrong"],
@@ -40,6 +89,11 @@ function href(changes, keep) {
 
 function go(changes) {
   location.hash = href(changes, true);
+}
+
+// A filter changed: the list starts again at its first page.
+function filter(changes) {
+  go({ ...changes, page: null });
 }
 
 function num(value, digits = 2) {
@@ -90,13 +144,13 @@ function select(name, label, options, p) {
   for (const [value, text] of options) {
     node.append(el("option", { value, selected: p.get(name) === value ? "selected" : null }, text));
   }
-  node.addEventListener("change", () => go({ [name]: node.value }));
+  node.addEventListener("change", () => filter({ [name]: node.value }));
   return el("label", {}, label + " ", node);
 }
 
 function checkbox(name, label, p) {
   const box = el("input", { type: "checkbox", "data-filter": name, checked: p.get(name) ? "checked" : null });
-  box.addEventListener("change", () => go({ [name]: box.checked ? "1" : null }));
+  box.addEventListener("change", () => filter({ [name]: box.checked ? "1" : null }));
   return el("label", {}, box, " " + label);
 }
 
@@ -104,12 +158,12 @@ function filters(p, runs) {
   const questions = Object.values(DATA.questions);
   const values = (key) => [...new Set(questions.map((q) => q[key]))].sort().map((v) => [v, v]);
   const search = el("input", { type: "search", placeholder: "search question, answer, id", value: p.get("search") || "" });
-  search.addEventListener("change", () => go({ search: search.value }));
+  search.addEventListener("change", () => filter({ search: search.value }));
   const runBoxes = RUNS.map((run) => {
     const box = el("input", { type: "checkbox", checked: runs.includes(run.id) ? "checked" : null });
     box.addEventListener("change", () => {
       const next = box.checked ? [...runs, run.id] : runs.filter((id) => id !== run.id);
-      go({ runs: next.length === RUNS.length ? null : next.join(",") });
+      filter({ runs: next.length === RUNS.length ? null : next.join(",") });
     });
     return el("label", { class: "run-choice" }, box, " " + run.label);
   });
@@ -139,9 +193,26 @@ function scoreCell(result) {
   return el("td", { class: cls, title: `evidence recall ${num(result.evidence_recall)}` }, num(f1) + judged);
 }
 
+// Questions a page of the list shows: a full table's thousands of rows times its runs would take
+// the browser seconds to lay out (page=N in the URL; page=all shows every one).
+const PAGE_SIZE = 200;
+
+function pager(p, total) {
+  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+  if (p.get("page") === "all" || pages === 1) return { first: 0, last: total, nav: null };
+  const page = Math.min(pages, Math.max(1, Number(p.get("page")) || 1));
+  const link = (label, target) => el("a", { href: href({ page: target }, true) }, label);
+  const nav = el("p", { class: "pager" },
+    page > 1 ? link("‹ previous", String(page - 1)) : null, ` page ${page} of ${pages} `,
+    page < pages ? link("next ›", String(page + 1)) : null, " · ", link("show all", "all"));
+  return { first: (page - 1) * PAGE_SIZE, last: Math.min(total, page * PAGE_SIZE), nav };
+}
+
 function listView(p) {
   const runs = shownRuns(p);
-  const ids = questionIds().filter((id) => keep(DATA.questions[id], runs, p));
+  const matching = questionIds().filter((id) => keep(DATA.questions[id], runs, p));
+  const { first, last, nav } = pager(p, matching.length);
+  const ids = matching.slice(first, last);
   const head = el("tr", {}, el("th", {}, "question"), el("th", {}, "category"), el("th", {}, "text"), el("th", {}, "gold"),
     ...runs.map((id) => el("th", { class: "run-head" }, el("a", { href: href({ run: id }) }, RUN_BY_ID[id].label))));
   const rows = ids.map((id) => {
@@ -153,8 +224,10 @@ function listView(p) {
   });
   return [
     filters(p, runs),
-    el("p", { id: "count" }, `${ids.length} of ${questionIds().length} questions · cells: F1 (${F1}), ✓/✗ the judge, red where evidence was missed`),
+    el("p", { id: "count" }, `${matching.length} of ${questionIds().length} questions · cells: F1 (${F1}), ✓/✗ the judge, red where evidence was missed`),
+    nav,
     el("table", { class: "questions" }, el("thead", {}, head), el("tbody", {}, rows)),
+    nav ? nav.cloneNode(true) : null,
   ];
 }
 
@@ -192,8 +265,7 @@ function judgeList(judges) {
       j.reply !== undefined ? el("pre", { class: "reply" }, j.reply) : el("span", { class: "muted" }, " · reply not kept in the record"))));
 }
 
-function runColumn(runId, q) {
-  const result = DATA.results[runId][q.question_id];
+function runColumn(runId, q, result) {
   const run = RUN_BY_ID[runId];
   const evidence = new Set(q.evidence);
   const table = [
@@ -220,14 +292,15 @@ function runColumn(runId, q) {
       el("span", { class: evidence.has(id) ? "chip evidence" : "chip" }, id))));
 }
 
-function questionView(p) {
-  const q = DATA.questions[p.get("q")];
-  if (!q) return [el("p", {}, "no such question: ", p.get("q"))];
-  const runs = shownRuns(p).filter((id) => DATA.results[id][q.question_id]);
+async function questionView(p) {
+  const found = await questionData(p.get("q"));
+  if (!found) return [el("p", {}, "no such question: ", p.get("q"))];
+  const q = found.question;
+  const runs = shownRuns(p).filter((id) => found.results[id]);
   return [
     el("p", {}, el("a", { href: href({ runs: p.get("runs") }) }, "← questions")),
     questionBlock(q),
-    el("div", { class: "columns" }, runs.map((id) => runColumn(id, q))),
+    el("div", { class: "columns" }, runs.map((id) => runColumn(id, q, found.results[id]))),
   ];
 }
 
@@ -258,16 +331,16 @@ function runView(p) {
   ];
 }
 
-function diffView(p) {
+async function diffView(p) {
   let a = p.get("a") || RUNS[0]?.id;
   let b = p.get("b") || RUNS[1]?.id;
-  if (!(`${a}|${b}` in DATA.diffs) && `${b}|${a}` in DATA.diffs) [a, b] = [b, a];
+  if (EMBEDDED && !(`${a}|${b}` in DATA.diffs) && `${b}|${a}` in DATA.diffs) [a, b] = [b, a];
   const pick = (name, value) => {
     const node = el("select", { "data-filter": name }, RUNS.map((run) => el("option", { value: run.id, selected: run.id === value ? "selected" : null }, run.label)));
     node.addEventListener("change", () => go({ [name]: node.value }));
     return el("label", {}, `${name.toUpperCase()} `, node);
   };
-  const found = DATA.diffs[`${a}|${b}`];
+  const found = await diffData(a, b);
   const out = [el("p", { class: "filters" }, pick("a", a), " → ", pick("b", b))];
   if (!found) return [...out, el("p", {}, "these two runs share no question")];
   const columns = Object.values(found.columns);
@@ -281,21 +354,34 @@ function diffView(p) {
   return out;
 }
 
-function render() {
+async function render() {
+  const started = performance.now();
   const p = params();
+  await load();
+  const listing = !p.get("q") && !["runs", "diff"].includes(p.get("view"));
+  if (listing) await loadListing(!p.get("run"));
   document.getElementById("title").textContent = DATA.title;
   const nav = document.getElementById("nav");
   nav.replaceChildren(el("a", { href: "#" }, "questions"), " · ", el("a", { href: "#view=runs" }, "runs"), " · ", el("a", { href: "#view=diff" }, "diff"),
     ...DATA.notes.map((note) => el("p", { class: "note" }, note)));
   let view;
-  if (p.get("q")) view = questionView(p);
+  if (p.get("q")) view = await questionView(p);
   else if (p.get("run")) view = runView(p);
   else if (p.get("view") === "runs") view = runsView();
-  else if (p.get("view") === "diff") view = diffView(p);
+  else if (p.get("view") === "diff") view = await diffView(p);
   else view = listView(p);
-  document.getElementById("view").replaceChildren(...view);
+  document.getElementById("view").replaceChildren(...view.filter(Boolean));
+  // How long this view took, from the page's start (first view) or the click (later ones).
+  document.body.dataset.renderMs = String(Math.round(performance.now() - (document.body.dataset.rendered ? started : 0)));
   document.body.dataset.rendered = "1";
 }
 
-window.addEventListener("hashchange", render);
-render();
+function show() {
+  render().catch((error) => {
+    document.getElementById("view").replaceChildren(el("p", { class: "note" }, "error: " + error.message));
+    document.body.dataset.rendered = "error";
+  });
+}
+
+window.addEventListener("hashchange", show);
+show();

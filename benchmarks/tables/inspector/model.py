@@ -53,18 +53,19 @@ class Dataset:
     notes: list[str]
 
 
-def read_run(directory: Path) -> Run:
-    """One run folder as the report reads it (its own records); an unfinished run (no
-    ``metrics.json``) is read too, with a warning: the inspector shows what it logged."""
+def read_run(directory: Path, *, with_records: bool = True) -> Run:
+    """One run folder as the report reads it (its own records, unless ``with_records`` is
+    False); an unfinished run (no ``metrics.json``) is read too, with a warning: the inspector
+    shows what it logged."""
     if not (directory / "config.yaml").is_file() or not (directory / "predictions.jsonl").is_file():
         raise InspectError(f"{directory}: not a run folder (needs config.yaml, predictions.jsonl)")
     config = yaml.safe_load((directory / "config.yaml").read_text())
     metrics: dict[str, Any] = {}
     if is_finished(directory):
         metrics = json.loads((directory / "metrics.json").read_text())
-    else:
+    elif with_records:
         print(f"warning: {directory} has not finished (no metrics.json)", file=sys.stderr)
-    return Run(directory, config, metrics, own_records(directory))
+    return Run(directory, config, metrics, own_records(directory) if with_records else [])
 
 
 def load_dataset(runs: Sequence[Run], data_dir: str | None) -> Dataset:
@@ -159,20 +160,37 @@ def judge_entries(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     return entries
 
 
-def run_result(
-    record: Mapping[str, Any], turns: Mapping[str, Turn], erratum: Erratum | None
-) -> dict[str, Any]:
-    """What the question view shows of one run's record, and the flags the filters read."""
+def result_summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What the question list and a run's page show of one run's record (its cell) and the
+    flags the filters read: the part of :func:`run_result` a served list carries for every
+    question of every run, so nothing more."""
     scores = record.get("scores") or {}
     recall = record.get("evidence_recall")
-    answering = record.get("answering") or {}
     judged = verdict(scores.get("judge_acc"))
     f1 = scores.get(diff.DEFAULT_METRIC)
     return {
         "prediction": record.get("prediction"),
-        "failure": record.get("failure"),
         "scores": scores,
         "evidence_recall": recall,
+        "flags": {
+            "judged_correct": judged is True,
+            "judged_wrong": judged is False,
+            "f1_positive": f1 is not None and f1 > 0,
+            "f1_zero": f1 == 0,
+            "evidence_missed": recall is not None and recall < 1,
+        },
+    }
+
+
+def run_result(
+    record: Mapping[str, Any], turns: Mapping[str, Turn], erratum: Erratum | None
+) -> dict[str, Any]:
+    """What the question view shows of one run's record: :func:`result_summary`, the context
+    line by line, the judges' entries, latencies and tokens."""
+    answering = record.get("answering") or {}
+    return {
+        **result_summary(record),
+        "failure": record.get("failure"),
         "answer_coverage": record.get("answer_coverage"),
         "context_tokens": record.get("context_tokens"),
         "retrieved": list(record.get("retrieved_turn_ids") or []),
@@ -188,13 +206,6 @@ def run_result(
         "tokens": {
             "prompt": answering.get("prompt_tokens"),
             "completion": answering.get("completion_tokens"),
-        },
-        "flags": {
-            "judged_correct": judged is True,
-            "judged_wrong": judged is False,
-            "f1_positive": f1 is not None and f1 > 0,
-            "f1_zero": f1 == 0,
-            "evidence_missed": recall is not None and recall < 1,
         },
     }
 

@@ -1,6 +1,7 @@
 """The inspector as one self-contained HTML file: the model as JSON in a ``<script
 type="application/json">`` tag, the page's script and style inline, nothing fetched, so it opens
-from ``file://`` offline and can be mailed as it is.
+from ``file://`` offline and can be mailed as it is. The served inspector sends the same page
+without the data: its script asks the server (:mod:`benchmarks.tables.inspector.server`).
 
 Every string of the model comes from run files and datasets, which are untrusted: the JSON is
 written with ``<``, ``>`` and ``&`` escaped (no ``</script>`` can close the data tag early), and
@@ -35,21 +36,29 @@ def script_json(data: Any) -> str:
     return "".join(_SCRIPT_UNSAFE.get(char, char) for char in text)
 
 
-def render_page(model: dict[str, Any]) -> str:
-    """The whole page for ``model`` (:func:`benchmarks.tables.inspector.model.build_model`)."""
+def render_page(model: dict[str, Any] | None, title: str | None = None) -> str:
+    """The whole page for ``model`` (:func:`benchmarks.tables.inspector.model.build_model`);
+    with no model, the page a server sends, whose script asks the server for its data
+    (:mod:`benchmarks.tables.inspector.server`)."""
     style = (ASSETS / "inspector.css").read_text(encoding="utf-8")
     script = (ASSETS / "inspector.js").read_text(encoding="utf-8")
+    heading = model["title"] if model is not None else title or "memsys-bench inspector"
+    data = (
+        [f'<script type="application/json" id="data">{script_json(model)}</script>']
+        if model is not None
+        else []
+    )
     return "\n".join(
         [
             "<!doctype html>",
             '<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{html.escape(model['title'])}</title>",
+            f"<title>{html.escape(heading)}</title>",
             f"<style>{style}</style>",
             "</head><body>",
             '<header><h1 id="title"></h1><nav id="nav"></nav></header>',
             '<main id="view"></main>',
-            f'<script type="application/json" id="data">{script_json(model)}</script>',
+            *data,
             f"<script>{script}</script>",
             "</body></html>",
         ]

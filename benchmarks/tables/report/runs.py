@@ -133,32 +133,54 @@ def load_runs(
     return runs
 
 
-def own_records(directory: Path) -> list[dict[str, Any]]:
-    """Each question's latest record in a run's ``predictions.jsonl``, as the runner keeps
-    them, leaving out (with one ``warning:`` line each) the rows that are not the run's own: a
-    question outside its ``questions.json`` (runs without the file are not checked for this),
-    or a row after the question's settled (not failed) one."""
+@dataclass(frozen=True)
+class OwnLine:
+    """A question's own record and where its line lies in ``predictions.jsonl`` (byte offset and
+    length), so that a reader can seek back to it."""
+
+    offset: int
+    length: int
+    record: dict[str, Any]
+
+
+def own_lines(directory: Path) -> dict[str, OwnLine]:
+    """Each question's latest record in a run's ``predictions.jsonl`` by question id, as the
+    runner keeps them, leaving out (with one ``warning:`` line each) the rows that are not the
+    run's own: a question outside its ``questions.json`` (runs without the file are not checked
+    for this), or a row after the question's settled (not failed) one. A last line without its
+    newline is a record still being written: it is not read."""
     path = directory / "predictions.jsonl"
     listed = read_question_set(directory)
     question_set = None if listed is None else set(listed)
-    kept: dict[str, dict[str, Any]] = {}
+    kept: dict[str, OwnLine] = {}
     settled_on: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        numbered = [(n, json.loads(text)) for n, text in enumerate(handle, 1) if text.strip()]
-    for line, record in numbered:
-        question_id = str(record.get("question_id"))
-        why = None
-        if question_set is not None and question_id not in question_set:
-            why = f"question {question_id!r} is not in the run's question set ({QUESTIONS_FILE})"
-        elif question_id in settled_on:
-            why = f"question {question_id!r} is settled on line {settled_on[question_id]}"
-        if why is not None:
-            print(f"warning: {path}:{line}: {why}; row left out of the table", file=sys.stderr)
-            continue
-        kept[question_id] = record
-        if not failed(record):
-            settled_on[question_id] = line
-    return list(kept.values())
+    offset = 0
+    with path.open("rb") as handle:
+        for line, raw in enumerate(handle, 1):
+            start, offset = offset, offset + len(raw)
+            if not raw.endswith(b"\n") or not raw.strip():
+                continue
+            record = json.loads(raw)
+            question_id = str(record.get("question_id"))
+            why = None
+            if question_set is not None and question_id not in question_set:
+                why = (
+                    f"question {question_id!r} is not in the run's question set ({QUESTIONS_FILE})"
+                )
+            elif question_id in settled_on:
+                why = f"question {question_id!r} is settled on line {settled_on[question_id]}"
+            if why is not None:
+                print(f"warning: {path}:{line}: {why}; row left out of the table", file=sys.stderr)
+                continue
+            kept[question_id] = OwnLine(start, len(raw), record)
+            if not failed(record):
+                settled_on[question_id] = line
+    return kept
+
+
+def own_records(directory: Path) -> list[dict[str, Any]]:
+    """The records of :func:`own_lines`, in the order their questions first appear."""
+    return [own.record for own in own_lines(directory).values()]
 
 
 def run_configs(runs_dir: Path) -> dict[Path, dict[str, Any]]:
