@@ -149,6 +149,10 @@ Reply with JSON only: {{"label": "CORRECT"}} or {{"label": "WRONG"}}."""
 RETRY_REMINDER = "Your reply was not the JSON asked for. Reply with the JSON object only."
 #: Requests one run sends to the model for one verdict (cached rungs are not counted).
 ATTEMPTS_PER_RUN = 2
+#: How a verdict's error starts when the judge's request failed for good (the server, not the
+#: model's reply): the run is then incomplete (:func:`lost_to_a_failed_call`).
+CALL_FAILED = "judge call failed:"
+
 #: Rungs of the ladder in all; a verdict still unparseable after them is a final failure.
 MAX_ATTEMPTS = 6
 #: Sampling temperature of rungs 3 and up (rung ``n`` has seed ``n``): greedy decoding would
@@ -335,6 +339,18 @@ def check_protocols(protocols: Sequence[str]) -> None:
     unknown = [name for name in protocols if name not in PROTOCOLS]
     if unknown:
         raise ValueError(f"unknown judge protocol(s) {unknown}; known: {sorted(PROTOCOLS)}")
+
+
+def lost_to_a_failed_call(entry: dict[str, Any]) -> bool:
+    """Whether a logged judging entry has no verdict because its request failed for good (a
+    rerun asks it again), not because the model's reply could not be read.
+
+    >>> lost_to_a_failed_call({"error": "judge call failed: HTTP 500"})
+    True
+    >>> lost_to_a_failed_call({"error": "unparseable verdict: no JSON"})
+    False
+    """
+    return str(entry.get("error") or "").startswith(CALL_FAILED)
 
 
 def judging_entry(protocol: str, verdict: Verdict) -> dict[str, Any]:
@@ -569,7 +585,7 @@ class Judge:
         grading.rung += 1
         if isinstance(reply, LLMError):
             grading.asked += 1
-            grading.reply, grading.error = "", f"judge call failed: {reply}"
+            grading.reply, grading.error = "", f"{CALL_FAILED} {reply}"
             grading.call_failed = True
             return
         grading.asked += not reply.cached

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.metrics.judge import Judge
+from benchmarks.metrics.judge import Judge, Verdict, lost_to_a_failed_call
 from benchmarks.metrics.qa import SENTENCE_END, STEMMER, normalize_locomo_answer
 from memsys.types import Conversation, Question
 
@@ -186,8 +186,9 @@ def other_answer(
 
 
 def grade_probes(judge: Judge, probes: Sequence[Probe]) -> list[dict[str, Any]]:
-    """Each probe with its verdict under every protocol of ``judge`` (None: no verdict) and the
-    protocols whose failure is final (every rung of the judge's ladder tried)."""
+    """Each probe with its verdict under every protocol of ``judge`` (None: no verdict), the
+    protocols whose failure is final (every rung of the judge's ladder tried) and, where any,
+    those whose request failed for good (``call_failures``: the run is incomplete)."""
     graded = judge.grade_many(
         [(probe.question, probe.prediction) for probe in probes], stage="judge_probes"
     )
@@ -199,9 +200,26 @@ def grade_probes(judge: Judge, probes: Sequence[Probe]) -> list[dict[str, Any]]:
             "prediction": probe.prediction,
             "verdicts": {protocol: verdict.correct for protocol, verdict in verdicts.items()},
             "final_failures": [protocol for protocol, v in verdicts.items() if v.final],
+            **call_failures(verdicts),
         }
         for probe, verdicts in zip(probes, graded, strict=True)
     ]
+
+
+def call_failures(verdicts: Mapping[str, Verdict]) -> dict[str, list[str]]:
+    """``{"call_failures": [protocols]}`` for the protocols whose judge request failed for good,
+    or nothing (so probe files without failures keep their form)."""
+    failed = [
+        protocol
+        for protocol, verdict in verdicts.items()
+        if verdict.correct is None and lost_to_a_failed_call({"error": verdict.error})
+    ]
+    return {"call_failures": failed} if failed else {}
+
+
+def probes_lost_to_failed_calls(graded: Iterable[Mapping[str, Any]]) -> int:
+    """Probes that have no verdict under some protocol because its request failed for good."""
+    return sum(1 for entry in graded if entry.get("call_failures"))
 
 
 def probe_counts(graded: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:

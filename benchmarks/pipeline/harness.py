@@ -20,7 +20,13 @@ from omegaconf import DictConfig
 from benchmarks.answering.context import RenderedContext, render_context
 from benchmarks.answering.prompts import answer_messages
 from benchmarks.metrics.coverage import answer_coverage
-from benchmarks.metrics.judge import Judge, Verdict, judging_entry, judgings
+from benchmarks.metrics.judge import (
+    Judge,
+    Verdict,
+    judging_entry,
+    judgings,
+    lost_to_a_failed_call,
+)
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.ranking import OfficialIds
 from benchmarks.metrics.retrieval import evidence_recall
@@ -300,6 +306,15 @@ def failed(record: dict[str, Any]) -> bool:
     return bool(
         record.get("failure")
         or any(entry.get("error") and not entry.get("final") for entry in judgings(record))
+    )
+
+
+def lost_to_a_failed_request(record: dict[str, Any]) -> bool:
+    """Whether a question's answer, or one of its verdicts, is missing because its request
+    failed for good (a server down, a rate limit past its patience): the run is incomplete. A
+    verdict the model's reply could not be read into is :func:`failed` but not this."""
+    return bool(record.get("failure")) or any(
+        lost_to_a_failed_call(entry) for entry in judgings(record)
     )
 
 

@@ -38,6 +38,7 @@ from benchmarks.metrics.judge_probes import (
     ProbeSet,
     grade_probes,
     probe_counts,
+    probes_lost_to_failed_calls,
     probes_settled,
     read_probes,
 )
@@ -56,6 +57,7 @@ from benchmarks.pipeline.harness import (
     answer_conversation,
     build_harness,
     failed,
+    lost_to_a_failed_request,
 )
 from benchmarks.pipeline.memories_ahead import MemoriesAhead
 from benchmarks.pipeline.progress import STAGES, QuestionBar, llm_calls_status, show_stage, ticking
@@ -331,29 +333,19 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
 def completeness(
     records: Sequence[dict[str, Any]], graded_probes: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
-    """Whether the run ended with nothing left to ask: no question whose answer or verdict
-    failed (:func:`benchmarks.pipeline.harness.failed`), no judge probe left without a verdict
-    that a rerun would ask again (:func:`unsettled_probes`). An incomplete run's rerun asks
-    exactly those again."""
-    failed_questions = sum(1 for record in records if failed(record))
-    failed_probes = unsettled_probes(graded_probes)
+    """Whether the run ended with no request lost: no question whose answer or verdict is
+    missing because its request failed for good (a server down, a rate limit past its
+    patience), no judge probe left without a verdict for that reason. A rerun asks exactly those
+    again. A verdict the model's reply could not be read into is counted among the failures,
+    and asked again up its ladder by a rerun, but the model did answer: it does not make the
+    run incomplete."""
+    failed_questions = sum(1 for record in records if lost_to_a_failed_request(record))
+    failed_probes = probes_lost_to_failed_calls(graded_probes)
     return {
         "complete": failed_questions == 0 and failed_probes == 0,
         "failed_questions": failed_questions,
         "failed_probes": failed_probes,
     }
-
-
-def unsettled_probes(graded: Sequence[dict[str, Any]]) -> int:
-    """Probes with a protocol whose verdict is missing and not a final failure."""
-    return sum(
-        1
-        for entry in graded
-        if any(
-            correct is None and protocol not in entry.get("final_failures", ())
-            for protocol, correct in entry["verdicts"].items()
-        )
-    )
 
 
 def raise_if_incomplete(summary: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from benchmarks.metrics.audited import audited_scores
 from benchmarks.metrics.judge import judgings
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
-from benchmarks.pipeline.harness import failed as retryable
+from benchmarks.pipeline.harness import lost_to_a_failed_request
 from benchmarks.pipeline.provenance import method_source
 from benchmarks.tables.report.naming import RowKey, row_key
 from benchmarks.tables.report.runs import Run, lookup
@@ -117,8 +117,8 @@ class Row:
     longmemeval: LongMemEvalCells | None
     #: Questions whose answer or verdict failed (left out of the means, not scored as wrong).
     failed: int = 0
-    #: Questions a rerun of the config would ask again (:func:`benchmarks.pipeline.harness.
-    #: failed`): the run ended incomplete.
+    #: Questions whose answer or verdict a failed request left out (:func:`benchmarks.pipeline.
+    #: harness.lost_to_a_failed_request`): the run ended incomplete, a rerun asks them again.
     to_ask_again: int = 0
     #: Whether ``failed`` exceeds the report's allowed share: the row's numbers do not stand.
     invalid: bool = False
@@ -264,7 +264,7 @@ def build_row(
         if corpora is not None
         else None,
         failed=failed,
-        to_ask_again=sum(1 for record in run.records if retryable(record)),
+        to_ask_again=sum(1 for record in run.records if lost_to_a_failed_request(record)),
         invalid=failed > max_failure_share * len(run.records),
         audited=None if errata is None else key_comparisons(run, errata),
     )
