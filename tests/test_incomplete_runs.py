@@ -44,7 +44,9 @@ def test_a_failed_question_makes_the_run_incomplete_and_the_rerun_completes_it(
     last = first.stderr.strip().splitlines()[-1]
     assert last.startswith("error: incomplete run ")
     assert "1 question(s) and 0 judge probe(s) failed" in last
-    assert "run the same command again to ask them again:" in last and "method=turn_rag_bm25" in last
+    assert (
+        "run the same command again to ask them again:" in last and "method=turn_rag_bm25" in last
+    )
     assert "INCOMPLETE: 1 question(s)" in first.stdout  # the summary printed before
     (run_dir,) = (tmp_path / "runs").iterdir()
     metrics = json.loads((run_dir / "metrics.json").read_text())
