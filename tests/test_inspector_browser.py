@@ -105,17 +105,26 @@ def test_a_question_shows_each_runs_context_with_the_evidence_highlighted(
     assert shot.stat().st_size > 10_000
 
 
-def test_hostile_text_is_shown_as_text(tmp_path: Path) -> None:
-    hostile = '</script><img src=x onerror="document.title=1"><b>bold</b>'
+HOSTILE = '</script><img src=x onerror="document.title=1"><b>bold</b>'
+
+
+def hostile_run(tmp_path: Path) -> tuple[Path, str]:
+    """A copy of a fixture run whose first question and answer are :data:`HOSTILE` markup;
+    the folder and that question's id."""
     run = tmp_path / "hostile"
     shutil.copytree(FIXTURE_RUNS[0], run)
     lines = (run / "predictions.jsonl").read_text().splitlines()
-    first = json.loads(lines[0]) | {"question": hostile, "prediction": hostile}
+    first = json.loads(lines[0]) | {"question": HOSTILE, "prediction": HOSTILE}
     (run / "predictions.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     assert yaml.safe_load((run / "config.yaml").read_text())  # still a run folder
+    return run, first["question_id"]
+
+
+def test_hostile_text_is_shown_as_text(tmp_path: Path) -> None:
+    run, question = hostile_run(tmp_path)
     out = tmp_path / "inspect.html"
     assert main([str(run), "--out", str(out), "--data-dir", str(TINY)]) == 0
-    for fragment in ("", f"q={first['question_id']}"):
+    for fragment in ("", f"q={question}"):
         rendered = dom(out, fragment)
         assert "<img" not in rendered and "<b>" not in rendered
         assert "&lt;/script&gt;&lt;img src=x" in rendered
@@ -158,16 +167,11 @@ def test_the_served_list_filters_and_questions_match_the_single_page(
 
 
 def test_hostile_text_is_shown_as_text_when_served(tmp_path: Path) -> None:
-    hostile = '</script><img src=x onerror="document.title=1"><b>bold</b>'
-    run = tmp_path / "hostile"
-    shutil.copytree(FIXTURE_RUNS[0], run)
-    lines = (run / "predictions.jsonl").read_text().splitlines()
-    first = json.loads(lines[0]) | {"question": hostile, "prediction": hostile}
-    (run / "predictions.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    run, question = hostile_run(tmp_path)
     server = InspectorServer(Index([run], str(TINY), "served"), "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        for fragment in ("", f"q={first['question_id']}"):
+        for fragment in ("", f"q={question}"):
             rendered = served_dom(server.url, fragment)
             assert "<img" not in rendered and "<b>" not in rendered
             assert "&lt;/script&gt;&lt;img src=x" in rendered

@@ -4,6 +4,7 @@ server whose quota is used up, one that rate-limits everything, and one that is 
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 import time
@@ -12,6 +13,7 @@ from email.utils import format_datetime
 
 import pytest
 from fakes.chat_server import FakeChatServer
+from fakes.llm import FAST_RETRY
 
 from memsys.llm import (
     Accounting,
@@ -26,14 +28,8 @@ from memsys.llm.pool import Cancelled
 from memsys.llm.providers.openai_compat import OpenAICompatConfig, retry_after_s
 from memsys.llm.slots import Limiters, Slots, Ticket
 
-#: Quick retries for failures; rate limits wait what the server asks.
-QUICK = RetryPolicy(
-    max_attempts=2,
-    initial_backoff_s=0.01,
-    max_backoff_s=0.05,
-    request_timeout_s=5.0,
-    max_consecutive_failures=3,
-)
+#: Quick retries for failures (two attempts); rate limits wait what the server asks.
+QUICK = dataclasses.replace(FAST_RETRY, max_attempts=2, request_timeout_s=5.0)
 
 
 def backbone(base_url: str, concurrency: int = 32, retry: RetryPolicy = QUICK) -> Backbone:
@@ -166,7 +162,7 @@ def test_an_exhausted_quota_stops_at_once_with_one_line() -> None:
 
 
 def test_a_server_that_rate_limits_everything_stops_the_run_after_its_patience() -> None:
-    patient = RetryPolicy(**{**QUICK.__dict__, "rate_limit_patience_s": 1.0})
+    patient = dataclasses.replace(QUICK, rate_limit_patience_s=1.0)
     with FakeChatServer(max_in_flight=0, retry_after="0.2") as server:
         model = backbone(server.base_url, retry=patient)
         started = time.monotonic()
