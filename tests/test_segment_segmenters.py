@@ -19,6 +19,7 @@ from memsys.methods.secom.segmenter import SeComSegmenter
 from memsys.segment import Segmenter, labels_from_gaps, segments_from_labels
 from memsys.segment.embedding import EmbeddingSegmenter
 from memsys.segment.texttiling import TextTilingSegmenter
+from memsys.segment.texttiling_superdialseg import SuperDialSegTextTilingSegmenter
 
 CONF = REPO_ROOT / "conf"
 SEGMENTER_CONFIGS = sorted(path.stem for path in (CONF / "segmenter").glob("*.yaml"))
@@ -32,6 +33,7 @@ def build_all() -> dict[str, Callable[[], Segmenter]]:
     backbone, _ = rule_backbone(garbage)
     return {
         "texttiling": lambda: TextTilingSegmenter(),
+        "texttiling_superdialseg": lambda: SuperDialSegTextTilingSegmenter(),
         "embedding": lambda: EmbeddingSegmenter(embedder=hashing_embedder()),
         "esmem_lite": lambda: ESMemSegmenter(extraction="lite", embedder=hashing_embedder()),
         "esmem_llm": lambda: ESMemSegmenter(embedder=hashing_embedder(), backbone=backbone),

@@ -11,7 +11,14 @@ Readings taken:
   under, such as ``Unsupervised Methods``); its datasets in the order the file names them.
 * **A row's dataset** holds all four scores or is not quoted (the paper prints "-": ES-Mem has
   no supervised results on DialSeg711); a dataset with some but not all four is an error, as is
-  a row whose cells name different groups.
+  a row whose cells name different groups, backbones or harness configs.
+* **A row's config** is its cells' ``config`` (``segmenter=texttiling_superdialseg``): the
+  harness segmenter config that stands for it, where one does; the segmentation table pairs a
+  measured row with it only when that row ran this config unchanged (and, for an LLM row, on the
+  row's ``setting.backbone``).
+* **Score** is printed, not recomputed; :meth:`QuotedRow.inconsistent_scores` names the datasets
+  where it is not (2·F1 + (1 − Pk) + (1 − WD)) / 4 of the row's own printed Pk, WD and F1 within
+  :data:`SCORE_TOLERANCE` (ES-Mem prints BERT's SuperDialSeg Score as 0.745; its parts give 0.753).
 """
 
 from __future__ import annotations
@@ -28,6 +35,10 @@ from benchmarks.registry import PUBLISHED_DIR, papers, published_files
 #: Published segmentation metric names → the harness's (:mod:`benchmarks.metrics.segmentation`),
 #: in the order tables print them.
 SEGMENTATION_METRICS = {"Pk": "pk", "WD": "wd", "F1": "f1", "Score": "score"}
+#: Largest gap between a printed Score and the one its printed Pk, WD and F1 give that rounding
+#: to three decimals explains (each part ±0.0005 moves Score by at most 0.0005, the printed
+#: Score ±0.0005), with a margin.
+SCORE_TOLERANCE = 0.0015
 
 
 class PublishedSegmentationError(ValueError):
@@ -44,11 +55,44 @@ class QuotedRow:
     row: str
     #: dataset → harness metric (:data:`SEGMENTATION_METRICS`' values) → value.
     scores: dict[str, dict[str, float]]
+    #: The harness config standing for the row (``segmenter=NAME``), or None.
+    config: str | None = None
+    #: The row's ``setting.backbone`` as printed (``Qwen2.5-3B``, ``none (unsupervised; ...)``).
+    backbone: str = ""
 
     @property
     def source(self) -> str:
         """``ES-Mem Table 4``: where the numbers are quoted from."""
         return f"{self.paper} {self.table}"
+
+    @property
+    def segmenter_config(self) -> str | None:
+        """The ``conf/segmenter`` name the row's config picks (``texttiling_superdialseg``)."""
+        group, _, name = (self.config or "").partition("=")
+        return name if group == "segmenter" and name else None
+
+    def inconsistent_scores(self) -> dict[str, float]:
+        """Dataset → the Score the row's own Pk, WD and F1 give, where the printed Score differs
+        from it by more than :data:`SCORE_TOLERANCE`.
+
+        >>> QuotedRow("P", "T", "G", "BERT", {"x": {"pk": .214, "wd": .225, "f1": .725,
+        ...     "score": .745}}).inconsistent_scores()
+        {'x': 0.75275}
+        """
+        return {
+            dataset: recomputed
+            for dataset, scores in self.scores.items()
+            if abs((recomputed := score_from_parts(scores)) - scores["score"]) > SCORE_TOLERANCE
+        }
+
+
+def score_from_parts(scores: dict[str, float]) -> float:
+    """SuperDialSeg's Score, (2·F1 + (1 − Pk) + (1 − WD)) / 4, of printed parts (5 decimals).
+
+    >>> score_from_parts({"pk": 0.470, "wd": 0.493, "f1": 0.245})
+    0.38175
+    """
+    return round((2 * scores["f1"] + (1 - scores["pk"]) + (1 - scores["wd"])) / 4, 5)
 
 
 def is_segmentation(result: dict[str, Any]) -> bool:
@@ -65,8 +109,12 @@ def quoted_rows(paper: str, document: dict[str, Any]) -> list[QuotedRow]:
     for result in filter(is_segmentation, document["results"]):
         setting = result["setting"]
         key = (result["table"], result["row"])
-        found = cells.setdefault(key, {"groups": set(), "scores": {}})
+        found = cells.setdefault(
+            key, {"groups": set(), "scores": {}, "configs": set(), "backbones": set()}
+        )
         found["groups"].add(setting.get("group"))
+        found["configs"].add(result.get("config"))
+        found["backbones"].add(str(setting.get("backbone", "")))
         metric = SEGMENTATION_METRICS[setting["metric"]]
         found["scores"].setdefault(setting["dataset"], {})[metric] = float(result["value"])
     rows = []
@@ -74,11 +122,16 @@ def quoted_rows(paper: str, document: dict[str, Any]) -> list[QuotedRow]:
         where = f"results/published/{papers()[paper].published.name}, {table}, row {row!r}"
         if len(found["groups"]) != 1 or None in found["groups"]:
             raise PublishedSegmentationError(f"{where}: one setting.group expected, got {found}")
+        for name, key in (("config", "configs"), ("setting.backbone", "backbones")):
+            if len(found[key]) != 1:
+                raise PublishedSegmentationError(f"{where}: one {name} expected, got {found[key]}")
         for dataset, scores in found["scores"].items():
             if set(scores) != set(SEGMENTATION_METRICS.values()):
                 raise PublishedSegmentationError(f"{where}: {dataset} has only {sorted(scores)}")
-        (group,) = found["groups"]
-        rows.append(QuotedRow(papers()[paper].name, table, group, row, found["scores"]))
+        (group,), (config,), (backbone,) = found["groups"], found["configs"], found["backbones"]
+        rows.append(
+            QuotedRow(papers()[paper].name, table, group, row, found["scores"], config, backbone)
+        )
     return rows
 
 

@@ -24,6 +24,18 @@ Readings taken:
 * **Reflection** rows (SeCom, Appendix A.1) are named with the split their rubric was learned
   on; a section after the measured tables gives each one's training sample, rounds and the
   rubric items learned (the run's ``training.json``), beside the paper's setting.
+* **Published beside measured**: a measured row is paired with a quoted row when the quoted
+  row's ``config`` (``segmenter=NAME``) is the segmenter config the run used, unchanged (the
+  run's resolved ``segmenter`` node equals ``conf/segmenter/NAME.yaml``'s), the run covers the
+  whole test set, and, for an LLM row, the run's backbone is the published row's
+  (:data:`~benchmarks.published.compare.SAME_MODEL`).
+  The pair is printed as a ``↳ published`` line under the measured row, each metric with
+  Δ = measured − published (csv: ``*_published``, ``*_delta``). So the reproduced SuperDialSeg
+  TextTiling meets Table 4's TextTiling; ES-Mem's row (Qwen2.5-3B) meets only an ``esmem`` run
+  on qwen2.5-3b, SeCom's (backbone not stated) none; lite rows never.
+* **Quoted Scores** whose printed value is not (2·F1 + (1 − Pk) + (1 − WD)) / 4 of the same
+  row's printed parts within rounding are marked † with both values
+  (:meth:`~benchmarks.published.segmentation.QuotedRow.inconsistent_scores`).
 """
 
 from __future__ import annotations
@@ -32,22 +44,27 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+from omegaconf import OmegaConf
 
 from benchmarks.data import load_segmentation
 from benchmarks.data.errors import DataMissingError
 from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 from benchmarks.metrics.segmentation import METRIC_NAMES
 from benchmarks.pipeline.segment import fell_back, summarize
+from benchmarks.pipeline.settings import compose_config
+from benchmarks.published.compare import SAME_MODEL
 from benchmarks.published.segmentation import (
     SEGMENTATION_METRICS,
     PublishedSegmentationError,
     QuotedRow,
     published_segmentation,
+    score_from_parts,
 )
 from benchmarks.tables.render import Footnotes, Table
 from memsys.methods.secom.reflection import ReflectionConfig
@@ -65,7 +82,8 @@ PAPER_REFLECTION = (
     "reflected on in 10 rounds of 10, one new rubric item per round (10 items)"
 )
 SEGMENTER_NAMES = {
-    "TextTilingSegmenter": "TextTiling",
+    "TextTilingSegmenter": "TextTiling (utterance-level, dev-tuned)",
+    "SuperDialSegTextTilingSegmenter": "TextTiling (SuperDialSeg: NLTK w=10, k=6)",
     "EmbeddingSegmenter": "Embedding similarity",
     "ESMemSegmenter": "ES-Mem segmentation",
     "SeComSegmenter": "SeCom segmentation",
@@ -105,6 +123,8 @@ class MeasuredCell:
     substitutes: tuple[str, ...] = ()
     reflection: ReflectionConfig | None = None
     training: dict[str, Any] | None = None
+    #: The run's resolved ``segmenter`` node (its ``config.yaml``), for pairing with a quoted row.
+    segmenter_node: dict[str, Any] = field(default_factory=dict)
 
     @property
     def marked(self) -> bool:
@@ -187,6 +207,7 @@ def measure_run(directory: Path, config: dict[str, Any], data_dir: Path, seed: i
         substitutes=substitutes(fallen),
         reflection=reflection_config(config),
         training=json.loads(training_path.read_text()) if training_path.exists() else None,
+        segmenter_node=dict(config.get("segmenter", {})),
     )
 
 
@@ -233,12 +254,47 @@ def _display_order(cell: MeasuredCell) -> tuple[int, bool, int, str]:
     return list(DATASETS).index(cell.dataset), cell.key.mode != "lite", rank, cell.key.label
 
 
+@cache
+def configured_segmenter(name: str) -> dict[str, Any]:
+    """The resolved ``segmenter`` node that ``segmenter=NAME`` gives the segmentation runner."""
+    node = OmegaConf.to_container(
+        compose_config([f"segmenter={name}"], config_name="segment").segmenter, resolve=True
+    )
+    assert isinstance(node, dict)
+    return node
+
+
+def published_counterpart(cell: MeasuredCell, quoted: Sequence[QuotedRow]) -> QuotedRow | None:
+    """The quoted row measuring what ``cell`` measures, on its dataset, or None: the row's config
+    is the run's segmenter config unchanged, on the whole test set and, for an LLM row, on the
+    row's backbone."""
+    if cell.n != cell.n_split:  # a subset's mean is not the published full-set number
+        return None
+    for row in quoted:
+        name = row.segmenter_config
+        if name is None or cell.dataset not in row.scores:
+            continue
+        if cell.key.mode == "llm" and SAME_MODEL.get(row.backbone) != cell.key.backbone:
+            continue
+        if configured_segmenter(name) == cell.segmenter_node:
+            return row
+    return None
+
+
+def _signed(value: float) -> str:
+    """``+0.012`` / ``−0.003`` (a true minus sign), ``±0.000`` for a difference that rounds to 0."""
+    text = f"{abs(value):.3f}"
+    return f"±{text}" if text == "0.000" else f"{'+' if value > 0 else '−'}{text}"
+
+
 def _cell(scores: dict[str, Any], metric: str) -> str:
     low, high = scores["ci95"][metric]
     return f"{scores[metric]:.3f} [{low:.3f}, {high:.3f}]"
 
 
 DEFAULT_TITLE = "Dialogue topic segmentation (test sets)"
+#: The marker of a quoted Score that its own row's Pk, WD and F1 do not give.
+INCONSISTENT_MARK = "†"
 
 
 def footnotes(seed: int) -> Footnotes:
@@ -264,6 +320,15 @@ def footnotes(seed: int) -> Footnotes:
                 "boundary F1 and Score = (2·F1 + (1 − Pk) + (1 − WD)) / 4, averaged over "
                 f"dialogues; brackets: 95% bootstrap interval over dialogues (seed {seed})",
             ),
+            (
+                "published",
+                "A measured row that ran, unchanged and on the whole test set, the segmenter "
+                "config a published row names (`config` in results/published/es-mem.yaml) and, "
+                "for an `llm` row, on the published backbone, is followed by a ↳ line with the "
+                "published value and Δ = measured − published. Lite rows of LLM methods, subsets "
+                "and rows on another backbone are not paired: ES-Mem's published row ran its LLM "
+                "pipeline on Qwen2.5-3B, SeCom's does not name its backbone",
+            ),
         ]
     )
 
@@ -288,7 +353,8 @@ def render_markdown(
     for dataset in DATASETS:
         rows = [c for c in cells if c.dataset == dataset]
         if rows:
-            lines += ["", *measured_table(dataset, rows, notes).markdown_lines(level=3)]
+            table = measured_table(dataset, rows, notes, quoted)
+            lines += ["", *table.markdown_lines(level=3)]
     lines += reflection_section(cells)
     if quoted:
         lines += ["", *quoted_table(quoted).markdown_lines()]
@@ -296,8 +362,14 @@ def render_markdown(
     return "\n".join(lines) + "\n"
 
 
-def measured_table(dataset: str, rows: Sequence[MeasuredCell], notes: Footnotes) -> Table:
-    """One dataset's measured rows (``notes``: the footnotes its headers mark)."""
+def measured_table(
+    dataset: str,
+    rows: Sequence[MeasuredCell],
+    notes: Footnotes,
+    quoted: Sequence[QuotedRow] = (),
+) -> Table:
+    """One dataset's measured rows (``notes``: the footnotes its headers mark), each paired one
+    followed by its ``↳ published`` line (:func:`published_counterpart` among ``quoted``)."""
     mark = notes.mark
     header = [f"Segmenter{mark('fallback')}", f"Mode{mark('mode')}", "Backbone", "n"]
     header += [f"Pk ↓{mark('metrics')}", "WD ↓", "F1 ↑", "Score ↑"]
@@ -318,31 +390,63 @@ def measured_table(dataset: str, rows: Sequence[MeasuredCell], notes: Footnotes)
                 f"{c.fallback_dialogues}/{c.n}",
             ]
         )
+        published = published_counterpart(c, quoted)
+        if published is not None:
+            body.append(published_line(c, published, mark("published")))
     title = f"{DATASETS[dataset]} (test, {rows[0].n_split} dialogues)"
     return Table(header, body, title=title)
+
+
+def published_line(cell: MeasuredCell, row: QuotedRow, marker: str = "") -> list[str]:
+    """The ``↳ published`` line under ``cell``: ``row``'s value of each metric, Δ beside it."""
+    printed = row.scores[cell.dataset]
+    metrics = [
+        f"{printed[m]:.3f} (Δ {_signed(cell.scores[m] - printed[m])})" for m in TABLE_METRICS
+    ]
+    name = f"↳ published{marker}: {quoted_name(row.row)} ({row.source})"
+    return [name, "quoted", "—", "—", *metrics, "—", "—", "—"]
 
 
 def quoted_table(quoted: Sequence[QuotedRow]) -> Table:
     """The published rows, every dataset's four scores, "-" where the paper prints none."""
     header = ["Group", "Method"]
     header += [f"{name} {m}" for name in DATASETS.values() for m in SEGMENTATION_METRICS]
-    body = []
+    body, inconsistent = [], []
     for row in quoted:
         values = [quoted_name(row.group), quoted_name(row.row)]
+        recomputed = row.inconsistent_scores()
         for dataset in DATASETS:
             scores = row.scores.get(dataset)
-            values += [f"{scores[m]:.3f}" for m in TABLE_METRICS] if scores else ["-"] * 4
+            cells = [f"{scores[m]:.3f}" for m in TABLE_METRICS] if scores else ["-"] * 4
+            if dataset in recomputed:
+                cells[-1] += INCONSISTENT_MARK
+                inconsistent.append(
+                    f"{INCONSISTENT_MARK} {quoted_name(row.row)}, {DATASETS[dataset]}: printed "
+                    f"{scores['score']:.3f}; its Pk, WD, F1 give {recomputed[dataset]:.3f}."
+                )
+            values += cells
         body.append(values)
     sources = ", ".join(dict.fromkeys(f"{row.paper}, {row.table}" for row in quoted))
+    checked = (
+        "Every Score was checked against (2·F1 + (1 − Pk) + (1 − WD)) / 4 of its own row's printed "
+        f"Pk, WD and F1; {INCONSISTENT_MARK} marks one that differs by more than rounding "
+        "explains (0.0015); the printed value is kept."
+    )
     return Table(
         header,
         body,
         title=f"Published (quoted verbatim from {sources}; not measured here)",
         caption=[
             "Unsupervised rows as reported by Jiang et al. (2023), supervised rows by Lee et al. "
-            "(2025); the LLM-based rows use Qwen2.5-3B. Their code, prompts and backbones differ "
-            "from the measured rows above."
+            "(2025); the LLM-based rows use Qwen2.5-3B (SeCom's and Def-DTS's backbone is not "
+            "named). TextTiling is SuperDialSeg's NLTK TextTiling (w=10, k=6), reproduced above "
+            "as *TextTiling (SuperDialSeg: NLTK w=10, k=6)*; the harness's *TextTiling "
+            "(utterance-level, dev-tuned)* is another segmenter. The other rows' code, prompts "
+            "and backbones differ from the measured rows above; the measured ES-Mem and SeCom "
+            "rows (lite, or SmolLM2-135M) are not their setting and are not paired with them.",
+            checked,
         ],
+        notes=inconsistent,
     )
 
 
@@ -412,6 +516,8 @@ CSV_FIELDS = (
     *(f"{m}{suffix}" for m in METRIC_NAMES for suffix in ("", "_low", "_high")),
     "llm_calls_per_dialogue", "prompt_tokens_per_dialogue", "completion_tokens_per_dialogue",
     "fallbacks", "dialogues_with_fallback", "reflection_training", "rubric_items", "run_dir",
+    "published_row", *(f"{m}_{kind}" for m in TABLE_METRICS for kind in ("published", "delta")),
+    "score_from_parts", "score_inconsistent",
 )  # fmt: skip
 
 
@@ -447,8 +553,16 @@ def csv_rows(cells: Sequence[MeasuredCell], quoted: Sequence[QuotedRow]) -> list
                 f"{metric}_low": low,
                 f"{metric}_high": high,
             }
+        counterpart = published_counterpart(c, quoted)
+        if counterpart is not None:
+            printed = counterpart.scores[c.dataset]
+            row["published_row"] = f"{counterpart.source}: {quoted_name(counterpart.row)}"
+            for metric in TABLE_METRICS:
+                row[f"{metric}_published"] = printed[metric]
+                row[f"{metric}_delta"] = round(c.scores[metric] - printed[metric], 6)
         rows.append(row)
     for published in quoted:
+        recomputed = published.inconsistent_scores()
         for dataset, scores in published.scores.items():
             rows.append(
                 {
@@ -458,6 +572,8 @@ def csv_rows(cells: Sequence[MeasuredCell], quoted: Sequence[QuotedRow]) -> list
                     "dataset": dataset,
                     "split": "test",
                     **{metric: scores[metric] for metric in TABLE_METRICS},
+                    "score_from_parts": score_from_parts(scores),
+                    "score_inconsistent": dataset in recomputed,
                 }
             )
     return rows

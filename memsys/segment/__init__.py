@@ -3,7 +3,10 @@
 This package holds the interface (:mod:`.base`) and the generic segmenters that several callers
 share:
 
-* :class:`~memsys.segment.texttiling.TextTilingSegmenter` — Hearst's lexical TextTiling.
+* :class:`~memsys.segment.texttiling.TextTilingSegmenter` — Hearst's lexical TextTiling over
+  utterances, the harness's own dev-tuned variant.
+* :class:`~memsys.segment.texttiling_superdialseg.SuperDialSegTextTilingSegmenter` — NLTK's
+  TextTiling as SuperDialSeg ran it (w=10, k=6): the published baseline, reproduced.
 * :class:`~memsys.segment.embedding.EmbeddingSegmenter` — the same valleys over sentence
   embeddings (with TextTiling, built on :mod:`.depth`; content words in :mod:`.lexical`).
 

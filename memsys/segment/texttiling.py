@@ -1,5 +1,10 @@
 """TextTiling (Hearst 1997) over utterances: lexical cohesion, depth scores, a cutoff.
 
+The harness's own variant, named "TextTiling (utterance-level, dev-tuned)" in tables: it is not
+the published "TextTiling" baseline of SuperDialSeg (Jiang et al., 2023) that ES-Mem's Table 4
+quotes; that one is NLTK's tokenizer with w=10, k=6,
+:class:`~memsys.segment.texttiling_superdialseg.SuperDialSegTextTilingSegmenter`.
+
 Hearst splits a text into pseudo-sentences of ``w`` tokens and compares blocks of ``k`` of them
 on either side of each gap by the cosine of their word-count vectors; boundaries go to the
 deepest valleys of the smoothed curve. In a dialogue the utterance is the natural unit, so here
