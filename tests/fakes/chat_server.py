@@ -446,6 +446,7 @@ def main() -> None:
     parser.add_argument("--max-in-flight", type=int, default=None, help="429 beyond this many")
     parser.add_argument("--limit-every", type=int, default=None, help="429 every n-th request")
     parser.add_argument("--retry-after", default="1", help="the 429s' Retry-After header")
+    parser.add_argument("--always", choices=ACTIONS, default=None, help="answer every request so")
     parser.add_argument(
         "--schema-replies",
         action="store_true",
@@ -460,6 +461,8 @@ def main() -> None:
         limit_every=args.limit_every,
         retry_after=args.retry_after,
     )
+    if args.always is not None:
+        server.on("", args.always)
     print(f"READY {server.base_url}", flush=True)
     try:
         server.serve_forever()
