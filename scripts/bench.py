@@ -12,9 +12,10 @@ backbone against llama-cpp-python used as its docs show, and the reset-per-promp
 the same exchanges, and the peak memory of building a conversation with SeCom and with CAST
 (``bench_compression.py``),
 personalized PageRank (``bench_ppr.py``), segmentation scoring
-(``bench_segmentation_scoring.py``), the spaCy parse cache (``bench_parse_cache.py``) and LLM
-memory construction against a fixed-latency server (``bench_construction.py``). Each script's
-docstring says what it measures and how.
+(``bench_segmentation_scoring.py``), the spaCy parse cache (``bench_parse_cache.py``), LLM
+memory construction against a fixed-latency server (``bench_construction.py``), a soak of one
+backbone (``bench_soak.py``) and the served inspector in headless Chromium
+(``bench_inspector.py``). Each script's docstring says what it measures and how.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ SCRIPTS = (
         "bench_construction.py",
         ["--conversations", "all"],
     ),
+    ("Soak: 5,000 requests at concurrency 64 (20 ms server)", "bench_soak.py", []),
+    ("The served inspector at full-LoCoMo size (headless Chromium)", "bench_inspector.py", []),
 )
 
 

@@ -4,7 +4,8 @@
                                            [--max-in-flight N] [--check] [--json out.json]
 
 One ``Backbone`` (the OpenAI-compatible provider, a SQLite response cache, the accounting) sends
-``--requests`` distinct requests at ``--concurrency`` to the fake server in its own process
+``--warmup`` requests (not measured: connections opened, threads started), then ``--requests``
+distinct requests at ``--concurrency`` to the fake server in its own process
 (``tests/fakes/chat_server.py``, answering after ``--latency`` seconds; ``--max-in-flight``
 makes it an overloaded server answering 429 beyond that many). After each thousand replies it
 samples this process's resident memory, its open file descriptors and the time; the report sets
@@ -56,8 +57,11 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def soak(base_url: str, count: int, concurrency: int, cache_dir: Path) -> list[dict[str, float]]:
-    """Send ``count`` requests; one sample per :data:`SAMPLE_EVERY` replies (and one before)."""
+def soak(
+    base_url: str, count: int, concurrency: int, cache_dir: Path, warmup: int
+) -> list[dict[str, float]]:
+    """Send ``warmup`` requests (connections opened, threads started, the cache created), then
+    ``count`` more; one sample per :data:`SAMPLE_EVERY` of those replies (and one before)."""
     provider = OpenAICompatConfig(model="fake", base_url=base_url, api_key_env=None).build()
     backbone = Backbone(
         provider,
@@ -65,6 +69,11 @@ def soak(base_url: str, count: int, concurrency: int, cache_dir: Path) -> list[d
         accounting=Accounting(ledger=cache_dir / "llm_calls.jsonl"),
         settings=BackboneSettings(concurrency=concurrency, retry=RetryPolicy()),
     )
+    requests = [
+        LLMRequest(({"role": "user", "content": f"soak request {n}: " + "x" * 400},))
+        for n in range(warmup + count)
+    ]
+    backbone.complete_many(requests[:warmup], stage="warmup")
     samples = [{"replies": 0, "t": time.perf_counter(), "rss_mb": rss_mb(), "fds": open_fds()}]
     replies = 0
 
@@ -75,12 +84,8 @@ def soak(base_url: str, count: int, concurrency: int, cache_dir: Path) -> list[d
             now = time.perf_counter()
             samples.append({"replies": replies, "t": now, "rss_mb": rss_mb(), "fds": open_fds()})
 
-    requests = [
-        LLMRequest(({"role": "user", "content": f"soak request {n}: " + "x" * 400},))
-        for n in range(count)
-    ]
     with backbone.accounting.listening(listener):
-        backbone.complete_many(requests, stage="soak")
+        backbone.complete_many(requests[warmup:], stage="soak")
     backbone.cache.close()
     failed = backbone.accounting.totals()["failed"]
     if failed:
@@ -127,6 +132,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency", type=float, default=0.02, help="the server's seconds a reply")
     parser.add_argument("--max-in-flight", type=int, default=None, help="429 beyond this many")
+    parser.add_argument("--warmup", type=int, default=500, help="requests sent before the clock")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args()
@@ -137,7 +143,7 @@ def main() -> int:
         fake_server(args.latency, *flags) as base_url,
         tempfile.TemporaryDirectory() as scratch,
     ):
-        samples = soak(base_url, args.requests, args.concurrency, Path(scratch))
+        samples = soak(base_url, args.requests, args.concurrency, Path(scratch), args.warmup)
     figures = report(samples)
     print(json.dumps(figures, indent=1))
     if args.json:
