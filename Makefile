@@ -183,7 +183,7 @@ reproduce-table1:  ## Table 1: retrieval columns on 497 LoCoMo questions, QA pip
 	$(call sweep,$(BENCH) run -m +experiment=table1_retrieval $(TABLE1_GRID) answer.context_budget=$(TABLE1_BUDGET) workers=$(TABLE1_WORKERS) results_dir=$(TABLE1_RUNS) progress=$(PROGRESS))
 	$(call sweep,$(BENCH) run -m +experiment=table1 $(TABLE1_GRID) $(TABLE1_SETTING) results_dir=$(TABLE1_RUNS) llm_cache_mode=recorded llm_replies=$(TABLE1_REPLIES))
 	$(TABLE1_REPORT) --runs $(TABLE1_RUNS) --retrieval-subset $(call config_value,subset.name,+experiment=table1_retrieval)
-	$(BENCH) inspect --table $(TABLE1_OUT).csv --runs-dir $(TABLE1_RUNS) --title "Table 1 inspector" --out $(TABLE1_OUT)_inspect.html
+	$(BENCH) inspect --table $(TABLE1_OUT).csv --runs-dir $(TABLE1_RUNS) --title "Table 1 inspector" --out $(TABLE1_OUT)_inspect.html || echo "note: no single-page inspector (above); serve the table instead: $(BENCH) inspect --serve --table $(TABLE1_OUT).csv --runs-dir $(TABLE1_RUNS)"
 	$(sweeps_done)
 	$(if $(REASK),$(BENCH) run -m +experiment=table1 $(TABLE1_GRID) $(TABLE1_SETTING) results_dir=$(TABLE1_REASK_RUNS) llm_cache_mode=off)
 	$(if $(REASK),$(PY) -m benchmarks.tables.report.reask --recorded $(TABLE1_RUNS) --reasked $(TABLE1_REASK_RUNS) --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(TABLE1_BUDGET) --out results/table1_reask.md)

@@ -5,6 +5,7 @@ server whose quota is used up, one that rate-limits everything, and one that is 
 from __future__ import annotations
 
 import dataclasses
+import random
 import socket
 import threading
 import time
@@ -166,9 +167,39 @@ def test_a_server_that_rate_limits_everything_stops_the_run_after_its_patience()
     with FakeChatServer(max_in_flight=0, retry_after="0.2") as server:
         model = backbone(server.base_url, retry=patient)
         started = time.monotonic()
-        with pytest.raises(BackboneUnavailableError, match="rate-limited every request for 1 s"):
+        with pytest.raises(BackboneUnavailableError, match="rate-limited a request for 1 s"):
             model.complete_many(requests(4))
         assert time.monotonic() - started < 5
+
+
+def test_a_request_refused_while_others_succeed_stops_the_run_after_twice_its_patience() -> None:
+    """A 429 that depends on the request itself (OpenAI's "request too large for the tokens
+    per minute"): the endpoint keeps succeeding, the request is never let through."""
+    patient = dataclasses.replace(QUICK, rate_limit_patience_s=0.5)
+    with FakeChatServer(retry_after="0.1") as server:
+        server.on("question 0", "429")
+        model = backbone(server.base_url, retry=patient)
+        stop = threading.Event()
+
+        def others() -> None:  # requests that keep succeeding meanwhile
+            n = 100
+            while not stop.is_set():
+                model.complete_many(requests(n + 1)[n:])
+                n += 1
+
+        thread = threading.Thread(target=others, daemon=True)
+        thread.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(BackboneUnavailableError, match="rate-limited a request for 1 s"):
+                model.complete_many(requests(1))
+        finally:
+            stop.set()
+        assert time.monotonic() - started < 5
+
+
+def test_backoff_does_not_overflow_after_thousands_of_waits() -> None:
+    assert QUICK.rate_limit_wait_s(5000, random.Random(0), None) <= QUICK.max_backoff_s
 
 
 def test_a_server_that_is_down_stops_the_run_within_a_minute() -> None:
@@ -178,5 +209,5 @@ def test_a_server_that_is_down_stops_the_run_within_a_minute() -> None:
     model = backbone(f"http://127.0.0.1:{port}/v1", retry=RetryPolicy())
     started = time.monotonic()
     with pytest.raises(BackboneUnavailableError, match="consecutive requests"):
-        model.complete_many(requests(40))
+        model.complete_many(requests(40), return_exceptions=True)  # as a run's questions are
     assert time.monotonic() - started < 60

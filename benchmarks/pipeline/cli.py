@@ -53,9 +53,10 @@ class ConfChangedError(RuntimeError):
 
 
 class IncompleteRunError(RuntimeError):
-    """A run ended with questions or judge probes that failed (a server that stayed down, garbage
-    that survived the retries): its records and ``metrics.json`` are written and marked
-    incomplete, and the command exits non-zero so that no script or sweep takes it for done."""
+    """A run ended with questions or judge probes whose request failed for good (a server that
+    stayed down, a rate limit past its patience, a request the server refuses): its records and
+    ``metrics.json`` are written and marked incomplete, and the command exits non-zero so that no
+    script or sweep takes it for done."""
 
 
 CLEAR_ERRORS = (

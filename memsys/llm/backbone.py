@@ -13,8 +13,9 @@ given one :class:`~memsys.llm.slots.Limiters` share one set of slots per endpoin
 
 A rate limit slows a run and never costs it a request: a 429 or 503 is waited out (as long as
 the server asks), shrinks the endpoint's in-flight limit, and is not an attempt; the run stops
-with one line only when the endpoint has gone ``retry.rate_limit_patience_s`` without a success,
-or at once when the server says the quota is used up (:mod:`memsys.llm.retry`).
+with one line only when the endpoint has gone ``retry.rate_limit_patience_s`` without a success
+(or one request has been refused for twice that), or at once when the server says the quota is
+used up (:mod:`memsys.llm.retry`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from memsys.llm.errors import (
 )
 from memsys.llm.pool import POLL_S, AbandonablePool, Cancelled, wait_for
 from memsys.llm.providers.base import BatchProvider, Provider
-from memsys.llm.retry import FailureBreaker, RetryPolicy
+from memsys.llm.retry import REQUEST_PATIENCE_FACTOR, FailureBreaker, RetryPolicy
 from memsys.llm.slots import Key, Limiters, Slots
 from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, SamplingParams
 
@@ -254,15 +255,21 @@ class Backbone:
         cancelled: threading.Event,
     ) -> BackboneUnavailableError | None:
         """Wait as the server asked; or, once the endpoint has gone the whole patience window
-        without a success since this request was first refused, trip the breaker and return the
-        error that stops the run."""
+        without a success since this request was first refused (or the request has been refused
+        for :data:`~memsys.llm.retry.REQUEST_PATIENCE_FACTOR` windows), trip the breaker and
+        return the error that stops the run."""
         patience = self.settings.retry.rate_limit_patience_s
+        now = time.monotonic()
         quiet_since = max(self._slots.last_success, rate_limited_since)
-        left = patience - (time.monotonic() - quiet_since)
+        left = min(
+            patience - (now - quiet_since),
+            REQUEST_PATIENCE_FACTOR * patience - (now - rate_limited_since),
+        )
         if left <= 0:
             return self._breaker.trip(
-                f"stopping: {self.provider.endpoint} has rate-limited every request for "
-                f"{patience:g} s without one success (backbone.retry.rate_limit_patience_s); "
+                f"stopping: {self.provider.endpoint} has rate-limited a request for "
+                f"{now - rate_limited_since:.0f} s, for the last {now - quiet_since:.0f} s with "
+                f"no request succeeding (backbone.retry.rate_limit_patience_s = {patience:g}); "
                 f"last reply: {error}. What was logged is kept: run the same command again "
                 "later to resume, or lower backbone.concurrency"
             )

@@ -3,7 +3,8 @@
 A rate limit (429 or 503, :class:`~memsys.llm.errors.RateLimitedError`) is not a failure: it is
 waited out for as long as the server asks (or the backoff below when it does not say), without
 counting against ``max_attempts`` or the breaker, until the endpoint has gone
-``rate_limit_patience_s`` without a single success; then the run stops with one line.
+``rate_limit_patience_s`` without a single success, or the request itself has been refused for
+twice that; then the run stops with one line.
 
 Retries use exponential backoff with full jitter (delay drawn uniformly from zero to the
 exponential cap), which spreads a burst of 429s from many concurrent workers instead of having
@@ -21,6 +22,13 @@ from dataclasses import dataclass
 from memsys.llm.errors import BackboneUnavailableError
 from memsys.llm.slots import DEFAULT_DECREASE
 
+#: How many patience windows one request may wait out rate limits in all, whatever the others do.
+REQUEST_PATIENCE_FACTOR = 2
+
+#: Backoff grows no further after this many retries (``max_backoff_s`` caps it long before; the
+#: bound keeps ``multiplier ** n`` finite for a request that waits out rate limits for hours).
+MAX_BACKOFF_EXPONENT = 64
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -31,8 +39,11 @@ class RetryPolicy:
     (:mod:`memsys.llm.http_limits`); providers that run in process ignore it.
     ``max_consecutive_failures`` requests that fail for good, with no success in between, stop
     the run. Rate limits (429, 503) are not failures: a request waits them out while any request
-    to the endpoint has succeeded within ``rate_limit_patience_s``; each one shrinks the
-    endpoint's in-flight limit by ``rate_limit_decrease`` (:mod:`memsys.llm.slots`).
+    to the endpoint has succeeded within ``rate_limit_patience_s``, and for at most
+    :data:`REQUEST_PATIENCE_FACTOR` times that since its own first refusal (a 429 that depends on
+    the request itself, a "request too large for the rate limit", would otherwise be waited out
+    for ever); each one shrinks the endpoint's in-flight limit by ``rate_limit_decrease``
+    (:mod:`memsys.llm.slots`).
     """
 
     max_attempts: int = 5
@@ -64,7 +75,8 @@ class RetryPolicy:
 
     def backoff_s(self, retry_index: int, rng: random.Random, retry_after_s: float | None) -> float:
         """Delay before retry number ``retry_index`` (0-based); honours a server's Retry-After."""
-        cap = min(self.max_backoff_s, self.initial_backoff_s * self.backoff_multiplier**retry_index)
+        exponent = min(retry_index, MAX_BACKOFF_EXPONENT)  # a long wait must not overflow
+        cap = min(self.max_backoff_s, self.initial_backoff_s * self.backoff_multiplier**exponent)
         delay = rng.uniform(0.0, cap)
         if retry_after_s is not None:
             delay = max(delay, min(retry_after_s, self.max_backoff_s))

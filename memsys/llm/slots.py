@@ -97,7 +97,7 @@ class Slots:
         (multiplicative), unless a 429 of a request sent after the last decrease did already."""
         with self._lock:
             if ticket.grant > self._decreased_at:
-                self._limit = max(1.0, float(int(self._limit * self.decrease)))
+                self._limit = max(1.0, self._limit * self.decrease)
                 self._decreased_at = self._grants
 
     def succeeded(self) -> None:
@@ -133,16 +133,18 @@ class Slots:
             entry = (key, next(self._arrivals), threading.Event())
             heapq.heappush(self._waiting, entry)
         granted = entry[2]
-        while not granted.wait(POLL_S):
-            if not cancelled.is_set():
-                continue
+        try:
+            while not granted.wait(POLL_S):
+                if cancelled.is_set():
+                    raise Cancelled
+        except BaseException:  # given up, or interrupted (Ctrl-C) while waiting
             with self._lock:
                 if not granted.is_set():
                     self._waiting.remove(entry)
                     heapq.heapify(self._waiting)
-                    raise Cancelled
+                    raise
             self._release()  # granted as it gave up: hand the slot on
-            raise Cancelled
+            raise
         with self._lock:
             self._grants += 1
             return Ticket(self._grants)

@@ -354,7 +354,12 @@ async function diffView(p) {
   return out;
 }
 
+// Each render's number: a view whose data came back after a newer render started is dropped
+// (a click on question A, then B: A's slower reply must not replace B).
+let renders = 0;
+
 async function render() {
+  const mine = ++renders;
   const started = performance.now();
   const p = params();
   await load();
@@ -370,6 +375,7 @@ async function render() {
   else if (p.get("view") === "runs") view = runsView();
   else if (p.get("view") === "diff") view = await diffView(p);
   else view = listView(p);
+  if (mine !== renders) return; // a newer view is on its way
   document.getElementById("view").replaceChildren(...view.filter(Boolean));
   // How long this view took, from the page's start (first view) or the click (later ones).
   document.body.dataset.renderMs = String(Math.round(performance.now() - (document.body.dataset.rendered ? started : 0)));

@@ -47,6 +47,8 @@ class InspectorServer(ThreadingHTTPServer):
         bound = self.server_address[1]
         names = {*LOOPBACK_NAMES, host, *allow_hosts}
         self.allowed_hosts = {f"{name}:{bound}" for name in names} | set(allow_hosts)
+        if bound == 80:  # a browser leaves the default port out of Host
+            self.allowed_hosts |= names
 
     @property
     def url(self) -> str:
