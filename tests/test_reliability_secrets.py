@@ -59,7 +59,8 @@ def test_no_api_key_in_any_file_a_full_cli_run_writes(
         timeout=300,
         env={**os.environ, "OPENAI_API_KEY": PLANTED_KEY},
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 2, result.stderr  # the failed question: the run is incomplete
+    assert "error: incomplete run" in result.stderr  # with its rerun command, no secret in it
     assert "failures: answer 1, judge 0" in result.stdout
     assert server.authorization_headers, "the backbone never reached the server"
     assert set(server.authorization_headers) == {f"Bearer {PLANTED_KEY}"}, "the key was sent"
@@ -122,7 +123,8 @@ def test_no_url_credential_in_any_file_or_output_of_a_cli_run(
         timeout=300,
         env=environment,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 2, result.stderr  # the failed question: the run is incomplete
+    assert "error: incomplete run" in result.stderr  # with its rerun command, no secret in it
     assert "failures: answer 1, judge 0" in result.stdout
     basic = "Basic " + base64.b64encode(f"user:{URL_SECRET}".encode()).decode()
     assert set(server.authorization_headers) == {basic}, "the real URL was not used"
