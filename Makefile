@@ -186,7 +186,7 @@ reproduce-table1:  ## Table 1: retrieval columns on 497 LoCoMo questions, QA pip
 	$(BENCH) inspect --table $(TABLE1_OUT).csv --runs-dir $(TABLE1_RUNS) --title "Table 1 inspector" --out $(TABLE1_OUT)_inspect.html || echo "note: no single-page inspector (above); serve the table instead: $(BENCH) inspect --serve --table $(TABLE1_OUT).csv --runs-dir $(TABLE1_RUNS)"
 	$(sweeps_done)
 	$(if $(REASK),$(BENCH) run -m +experiment=table1 $(TABLE1_GRID) $(TABLE1_SETTING) results_dir=$(TABLE1_REASK_RUNS) llm_cache_mode=off)
-	$(if $(REASK),$(PY) -m benchmarks.tables.report.reask --recorded $(TABLE1_RUNS) --reasked $(TABLE1_REASK_RUNS) --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(TABLE1_BUDGET) --out results/table1_reask.md)
+	$(if $(REASK),$(PY) -m benchmarks.checks.reask --recorded $(TABLE1_RUNS) --reasked $(TABLE1_REASK_RUNS) --dataset locomo --subset $(SUBSET) --where answer.context_budget=$(TABLE1_BUDGET) --out results/table1_reask.md)
 
 # Table 1 reproduced from nothing: a cold reproduce-table1 with its runs, report and cache in a
 # scratch folder under results/ (git-ignored, emptied first), then every measured cell of its CSV
@@ -197,7 +197,7 @@ TABLE1_CHECK ?= results/table1_check
 check-table1:  ## Table 1 reproduced cold in $(TABLE1_CHECK), every measured cell compared with results/table1.csv
 	rm -rf $(TABLE1_CHECK)
 	MEMSYS_CACHE_DIR=$(abspath $(TABLE1_CHECK))/cache $(MAKE) --no-print-directory reproduce-table1 TABLE1_RUNS=$(TABLE1_CHECK)/runs TABLE1_OUT=$(TABLE1_CHECK)/table1
-	$(PY) -m benchmarks.tables.report.reproduced results/table1.csv $(TABLE1_CHECK)/table1.csv
+	$(PY) -m benchmarks.checks.reproduced results/table1.csv $(TABLE1_CHECK)/table1.csv
 
 reproduce-libraries: SUBSET = $(LIB_SUBSET)
 reproduce-libraries: TABLE1_OUT = $(LIB_TABLE)

@@ -1,26 +1,29 @@
 """The method registry: what each ``conf/method/*.yaml`` is, and which grids run it.
 
-Each method config declares, once, in a comment block at the end of its opening comment::
+Each method config declares, once, what it is, in a top-level ``registry:`` mapping (its
+registry block)::
 
-    # registry:
-    #   role: method                # method | baseline | ablation | variant | oracle
-    #   paper: esmem                # a published file's paper.id (papers below), or none
-    #   name: ES-Mem                # the display name of its class, as its paper spells it
-    #   grids: [table1, table2, retrieval, ...]   # GRIDS below; [] for none
+    registry:
+      about: ES-Mem (papers/es-mem.txt): event segmentation, ...   # one sentence: what it is
+      role: method                # method | baseline | ablation | variant | oracle
+      paper: esmem                # a published file's paper.id (papers below), or none
+      name: ES-Mem                # the display name of its class, as its paper spells it
+      grids: [table1, table2, retrieval, ...]   # GRIDS below; [] for none
 
-Why a comment and not a config key: a method's config node is part of a run's identity
-(:func:`benchmarks.pipeline.settings.run_identity`) and Hydra's ``instantiate`` hands every key to the
-constructor. A key would have to be stripped from the identity and popped before every
-instantiation and option check, and since Hydra merges a config's ``defaults``, an ablation that
-forgot its own ``role`` would silently inherit its method's. A comment is never loaded by Hydra:
-no run id, constructor or option check can see it, and every file declares itself (a test fails
-on a file without a block). The block is plain YAML once the ``# `` is stripped.
+It is data about the config, never one of its options. This module reads it from each file's own
+YAML (:func:`declaration`), so a variant does not inherit its parent's through ``defaults`` (Hydra
+would merge it in): every file declares itself, and a file without its own block is an error
+naming it. Hydra composes it into ``method.registry`` like any key;
+:func:`benchmarks.config.compose.without_registry` takes it out of every composed config before
+anything reads it (``compose_config`` and the runner's entry apply it), so no run id
+(:func:`benchmarks.pipeline.settings.run_identity`), constructor, option check or run's
+``config.yaml`` sees it, and :func:`stated_options` leaves it out.
 
 Every grid is derived from the blocks, none is written as a list: the experiments' Hydra sweeps
 (``method: ${registry:table1}`` in ``conf/experiment/*.yaml``, a resolver that
-:mod:`benchmarks.pipeline.settings` registers before ``@hydra.main`` composes; a command-line
+:mod:`benchmarks.config.compose` registers before ``@hydra.main`` composes; a command-line
 ``method=a,b`` replaces it), ``conf/ablations.yaml``'s methods and rows
-(:mod:`benchmarks.tables.ablations`), the regression groups (:mod:`benchmarks.tables.regression`),
+(:mod:`benchmarks.tables.ablations`), the regression groups (:mod:`benchmarks.checks.regression`),
 the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m benchmarks.registry retrieval_lme``), and a
 grid's order (:func:`entries`' order). The report reads a run's role and display name here
 (:func:`role_of`, :mod:`benchmarks.tables.report.naming`).
@@ -159,7 +162,10 @@ GRIDS = {
     "locomo_qa": "conf/regression.yaml",
     "longmemeval_qa": "conf/regression.yaml",
 }
-MARKER = "# registry:"
+#: The top-level key of a method config's registry block (:func:`declaration`).
+KEY = "registry"
+#: What a registry block states, each key once.
+DECLARED = ("about", "role", "paper", "name", "grids")
 
 
 @dataclass(frozen=True)
@@ -167,6 +173,8 @@ class Entry:
     """One method config's declaration."""
 
     config: str
+    #: One sentence: what the config is (the ablation table's description column quotes it).
+    about: str
     role: str
     paper: str
     name: str
@@ -177,22 +185,17 @@ class Entry:
     target: str
 
 
-def declaration(path: Path) -> dict:
-    """The registry block of a method YAML's opening comment, as plain data."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    opening = []
-    for line in lines:
-        if not line.startswith("#"):
-            break
-        opening.append(line)
-    if MARKER not in opening:
-        raise ValueError(f"{path}: no '{MARKER}' block in its opening comment")
-    body = []
-    for line in opening[opening.index(MARKER) + 1 :]:
-        if not line.startswith("#   "):
-            break
-        body.append(line[2:])
-    return yaml.safe_load("\n".join(body)) or {}
+def declaration(path: Path) -> dict[str, Any]:
+    """The registry block of a method YAML, as plain data: the file's own ``registry:``
+    mapping, never one merged in from the parent configs its ``defaults`` name."""
+    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    declared = config.get(KEY)
+    if not isinstance(declared, dict):
+        raise ValueError(
+            f"{path}: no top-level '{KEY}:' mapping of its own (what the config is and which "
+            f"grids run it: {', '.join(DECLARED)})"
+        )
+    return declared
 
 
 def target(path: Path) -> str:
@@ -213,9 +216,9 @@ def stated_options(path: Path) -> dict[str, Any]:
     """What a method YAML states, ``_target_`` included, merged over the parent configs its
     ``defaults`` name as Hydra merges them (a later one over an earlier, the file itself where
     ``_self_`` stands, else last). What a config group contributes (``/segmenter@segmenter:
-    ...``) is not stated here and is left out."""
+    ...``) is not stated here and is left out, and so is the registry block (no option)."""
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    own = {key: value for key, value in config.items() if key != "defaults"}
+    own = {key: value for key, value in config.items() if key not in ("defaults", KEY)}
     defaults = list(config.get("defaults", []))
     if "_self_" not in defaults:
         defaults.append("_self_")
@@ -242,10 +245,12 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def entry(path: Path) -> Entry:
     """A method YAML's checked declaration; errors name the file."""
     declared = declaration(path)
-    expected = {"role", "paper", "name", "grids"}
-    if set(declared) != expected:
-        raise ValueError(f"{path}: registry block needs exactly {sorted(expected)}")
+    if set(declared) != set(DECLARED):
+        raise ValueError(f"{path}: registry block needs exactly {sorted(DECLARED)}")
     problems = []
+    about = declared["about"]
+    if not isinstance(about, str) or not about.endswith(".") or ". " in about.rstrip("."):
+        problems.append(f"about must be one sentence ending in '.', not {about!r}")
     if declared["role"] not in ROLES:
         problems.append(f"role {declared['role']!r} not one of {ROLES}")
     if declared["paper"] not in paper_ids():
@@ -259,6 +264,7 @@ def entry(path: Path) -> Entry:
         raise ValueError(f"{path}: " + "; ".join(problems))
     return Entry(
         path.stem,
+        declared["about"],
         declared["role"],
         declared["paper"],
         declared["name"],
@@ -300,7 +306,7 @@ class PaperGridOption:
     """One option of the ``paper`` config group the paper grids sweep
     (``conf/experiment/paper_{locomo,longmemeval}.yaml``), derived rather than written: a
     config of the ``paper`` grid, and for a paper's config what its published header says the
-    paper measured (``paper.measured``). :mod:`benchmarks.pipeline.settings` registers each as a
+    paper measured (``paper.measured``). :mod:`benchmarks.config.compose` registers each as a
     Hydra overlay (``# @package _global_``) before anything composes."""
 
     #: The sweep value: the paper's id for a paper's config (``paper=esmem``), else the

@@ -9,9 +9,11 @@ memory into plain JSON and back (no pickle) so the cache is portable and inspect
 
 from __future__ import annotations
 
+import inspect
+import typing
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -21,6 +23,7 @@ from memsys.llm.backbone import Backbone
 from memsys.nlp import NLP
 from memsys.tokens import TokenCounter
 from memsys.types import Conversation, MemoryItem, Question, Retrieval
+from memsys.usage import EMBEDDER, LLM, PARSER
 
 MemoryT = TypeVar("MemoryT")
 
@@ -63,6 +66,32 @@ class Services:
     cache_dir: Path | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class MethodOptions:
+    """A paper method's options: one field per key of its YAML (``conf/method/<method>.yaml``),
+    a nested key (``construction:``) a dataclass field of its own, built from the YAML's mapping.
+    Checked when built, in one place: ``extraction`` (lite | llm, every paper method's) here,
+    the method's own options in its :meth:`check`."""
+
+    extraction: str = "lite"
+
+    def __post_init__(self) -> None:
+        check_choices(("extraction", self.extraction, EXTRACTION_MODES))
+        for option in fields(self):
+            group, value = option.default_factory, getattr(self, option.name)
+            if isinstance(group, type) and is_dataclass(group) and not isinstance(value, group):
+                object.__setattr__(self, option.name, group(**dict(value or {})))
+        self.check()
+
+    def check(self) -> None:
+        """Refuse values the method cannot run with: a ValueError naming the option."""
+
+    @property
+    def uses_llm(self) -> bool:
+        """Whether ``construct`` calls the LLM (:attr:`MemorySystem.uses_llm`)."""
+        return self.extraction == "llm"
+
+
 class MemorySystem(ABC, Generic[MemoryT]):
     """Base class of every method and baseline."""
 
@@ -75,14 +104,33 @@ class MemorySystem(ABC, Generic[MemoryT]):
     #: the method's paper hands the reader its ranked list. A class fact, read without building
     #: the method, so a run's identity can record it (``answer.order=method``, the default).
     context_order: ClassVar[str] = "time"
+    #: A paper method's options (a :class:`MethodOptions`). Its constructor,
+    #: ``__init__(self, services, **options)``, takes their fields as keywords (Hydra hands it
+    #: the YAML's keys) and is given their signature, so that a run checks each option by name
+    #: and type before any work (``benchmarks.pipeline.settings.check_method_options``).
+    options_type: ClassVar[type[MethodOptions] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Refuse an unknown :attr:`context_order` when the class is defined, not mid-run."""
+        """Refuse an unknown :attr:`context_order` when the class is defined, not mid-run; sign
+        the constructor of a class that declares its :attr:`options_type`."""
         super().__init_subclass__(**kwargs)
         check_choices(("context_order", cls.context_order, CONTEXT_ORDERS))
+        options_type = vars(cls).get("options_type")
+        if options_type is not None:
+            constructor = vars(cls).get("__init__")
+            if constructor is None:
+                raise TypeError(
+                    f"{cls.__name__} has options: it defines __init__(self, services, **options)"
+                )
+            _sign_with_options(constructor, options_type)
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, options: MethodOptions | None = None) -> None:
+        """``options``: a paper method's, built from its YAML's keys (``self.options``), which
+        also say whether ``construct`` calls the LLM."""
         self.services = services
+        if options is not None:
+            self.options = options
+            self.uses_llm = options.uses_llm
 
     @abstractmethod
     def construct(self, conversation: Conversation) -> MemoryT:
@@ -115,18 +163,84 @@ class MemorySystem(ABC, Generic[MemoryT]):
     def load_memory(self, payload: dict[str, Any]) -> MemoryT:
         """Inverse of :meth:`dump_memory`."""
 
+    def construction_services(self) -> frozenset[str]:
+        """The services :meth:`construct` may call (:data:`memsys.usage.SERVICES`), each of which
+        joins the memory's identity: the embedder always, the construction LLM where
+        :attr:`uses_llm`. A method that parses adds :data:`~memsys.usage.PARSER`. The harness
+        records what a construction really used (:mod:`memsys.usage`) and fails the run when it is
+        not declared here (:func:`undeclared_services`)."""
+        return frozenset({EMBEDDER, LLM} if self.uses_llm else {EMBEDDER})
+
     def construction_identity(self) -> dict[str, Any]:
-        """What a cached memory is keyed by: class, version, config, embedder, construction LLM."""
+        """What a cached memory is keyed by: class, version, config, and the identity of every
+        service of :meth:`construction_services` (embedder, construction model, parser)."""
+        services = self.construction_services()
         identity = {
             "method": f"{type(self).__module__}.{type(self).__qualname__}",
             "version": self.construction_version,
             "config": self.construction_config(),
             "embedder": self.services.embedder.config.identity,
         }
-        if self.uses_llm:
+        if LLM in services:
             backbone = self.services.backbone
             identity["construction_model"] = backbone.model_id if backbone else None
+        if PARSER in services:
+            identity["parser"] = self.services.nlp.identity
         return identity
+
+
+class UndeclaredServiceError(RuntimeError):
+    """A method's construction used a service its identity does not declare: its cached memories
+    would be keyed without what built them."""
+
+
+def undeclared_services(system: MemorySystem[Any], used: set[str]) -> None:
+    """Raise :class:`UndeclaredServiceError` naming the method and each service in ``used`` (as
+    :func:`memsys.usage.recording` filled it) that :meth:`~MemorySystem.construction_services`
+    does not declare."""
+    missing = sorted(used - system.construction_services())
+    if missing:
+        name = f"{type(system).__module__}.{type(system).__qualname__}"
+        raise UndeclaredServiceError(
+            f"{name} used the {', '.join(missing)} while building a memory but does not declare "
+            f"it in construction_services(), so the memory's identity leaves it out; declare it "
+            f"(an LLM: set uses_llm)"
+        )
+
+
+def _sign_with_options(constructor: Callable[..., None], options_type: type[MethodOptions]) -> None:
+    """Give ``constructor(self, services, **options)`` the signature and annotations it would
+    have if it listed every field of ``options_type`` as a keyword parameter."""
+    hints = typing.get_type_hints(options_type)
+    own = inspect.signature(constructor).parameters.values()
+    signature = inspect.Signature(
+        [
+            *(p for p in own if p.kind is not inspect.Parameter.VAR_KEYWORD),
+            *(
+                inspect.Parameter(
+                    option.name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=_default(option),
+                    annotation=hints[option.name],
+                )
+                for option in fields(options_type)
+            ),
+        ]
+    )
+    constructor.__signature__ = signature  # type: ignore[attr-defined]
+    constructor.__annotations__ = {
+        name: p.annotation
+        for name, p in signature.parameters.items()
+        if p.annotation is not p.empty
+    }
+
+
+def _default(option: Field[Any]) -> Any:
+    if option.default is not MISSING:
+        return option.default
+    if option.default_factory is not MISSING:
+        return option.default_factory()
+    return inspect.Parameter.empty
 
 
 def item_to_json(item: MemoryItem) -> dict[str, Any]:

@@ -34,6 +34,7 @@ import numpy as np
 
 from memsys.kvshards import open_kv
 from memsys.kvstore import OptionalStore, content_key
+from memsys.usage import EMBEDDER, record
 
 #: How vectors are computed: ``torch`` is sentence-transformers on PyTorch (the default, what
 #: the committed tables were made with); ``onnx`` the same model exported to ONNX Runtime (fp32,
@@ -236,6 +237,7 @@ class Embedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` in order, shape ``(len(texts), dim)``, unit length when the
         config normalizes."""
+        record(EMBEDDER)
         with self._lock:
             return self._encode(texts)
 

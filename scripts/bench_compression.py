@@ -180,8 +180,9 @@ def compare(exchanges_count: int, chunk: int) -> None:
 
 def build(method: str, conversation_id: str) -> None:
     """Worker: build one memory in a fresh cache directory; print seconds and peak memory."""
+    from benchmarks.config.compose import compose_config
+    from benchmarks.config.services import embedder_config
     from benchmarks.pipeline.harness import instantiate_method
-    from benchmarks.pipeline.settings import compose_config, embedder_config
     from memsys.base import Services
     from memsys.embed import Embedder, EmbeddingCache
     from memsys.nlp import NLP, ParseCache

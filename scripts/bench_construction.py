@@ -67,11 +67,12 @@ sys.path.insert(0, str(REPO))
 SERVER_PATH = os.pathsep.join([str(REPO), str(REPO / "tests")])
 
 
+from benchmarks.config.compose import compose_config  # noqa: E402
+from benchmarks.config.services import backbone_config, embedder_config  # noqa: E402
 from benchmarks.data import load_locomo  # noqa: E402
 from benchmarks.pipeline.harness import instantiate_method  # noqa: E402
 from benchmarks.pipeline.memories_ahead import MemoriesAhead  # noqa: E402
-from benchmarks.pipeline.settings import backbone_config, compose_config, embedder_config  # noqa: E402
-from benchmarks.tables.render import Table, markdown_row  # noqa: E402
+from benchmarks.render import Table, markdown_row  # noqa: E402
 from memsys.base import Services  # noqa: E402
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache  # noqa: E402
 from memsys.llm import Accounting, Backbone, Completion, LLMRequest, ResponseCache, chain  # noqa: E402

@@ -43,9 +43,11 @@ sys.path.insert(0, str(REPO))
 
 
 from benchmarks.answering.prompts import answer_messages  # noqa: E402
+from benchmarks.config.compose import compose_config  # noqa: E402
+from benchmarks.config.services import backbone_config  # noqa: E402
 from benchmarks.data import load_locomo  # noqa: E402
-from benchmarks.metrics.judge import judge_prompt, ladder_request  # noqa: E402
-from benchmarks.pipeline.settings import backbone_config, compose_config  # noqa: E402
+from benchmarks.metrics.judge import judge_prompt  # noqa: E402
+from benchmarks.metrics.judging import ladder_request  # noqa: E402
 from memsys.files import available_cores  # noqa: E402
 from memsys.gguf import locate_gguf  # noqa: E402
 from memsys.llm import (  # noqa: E402

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.data import iter_longmemeval, load_locomo
-from benchmarks.tables.render import Table, markdown_row
+from benchmarks.render import Table, markdown_row
 from memsys.embed import BACKENDS, Embedder, EmbedderConfig, EmbeddingCache, resolve_model
 from memsys.files import available_cores
 

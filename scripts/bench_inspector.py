@@ -205,7 +205,7 @@ def measure_page(base: str, fragment: str, repeats: int) -> dict[str, Any]:
 
 
 def serve_and_measure(runs: list[Path], repeats: int, question: str) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.tables.inspect", "--serve", "--port", "0"]
+    command = [sys.executable, "-m", "benchmarks.inspection.inspect", "--serve", "--port", "0"]
     started = time.perf_counter()
     server = subprocess.Popen(
         [*command, *map(str, runs)], stdout=subprocess.PIPE, text=True, cwd=REPO
@@ -233,7 +233,7 @@ def serve_and_measure(runs: list[Path], repeats: int, question: str) -> dict[str
 def single_page(runs: list[Path], scratch: Path, repeats: int, question: str) -> dict[str, Any]:
     out = scratch / "page.html"
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.tables.inspect", *map(str, runs), "--out", str(out)],
+        [sys.executable, "-m", "benchmarks.inspection.inspect", *map(str, runs), "--out", str(out)],
         capture_output=True,
         text=True,
         cwd=REPO,

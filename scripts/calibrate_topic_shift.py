@@ -40,7 +40,7 @@ from scipy.stats import rankdata
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.data.segmentation import load_segmentation
-from benchmarks.tables.render import Table
+from benchmarks.render import Table
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.types import SegmentationDialogue
 

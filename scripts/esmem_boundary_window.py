@@ -19,11 +19,11 @@ import json
 import sys
 from typing import Any
 
+from benchmarks.config.compose import compose_config
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import resolve_data_dir, resolve_path
 from benchmarks.pipeline.harness import instantiate_method
 from benchmarks.pipeline.memory_store import MemoryStore
-from benchmarks.pipeline.settings import compose_config
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.tokens import TokenCounter

@@ -26,10 +26,11 @@ from typing import Any
 
 from hydra.utils import instantiate
 
+from benchmarks.config.compose import compose_config
+from benchmarks.config.services import backbone_config, embedder_config
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.pipeline.settings import backbone_config, compose_config, embedder_config
-from benchmarks.tables.render import Table
+from benchmarks.render import Table
 from memsys.base import Services
 from memsys.embed import Embedder, EmbeddingCache
 from memsys.llm import Accounting, ResponseCache, build_backbone

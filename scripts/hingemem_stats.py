@@ -33,11 +33,12 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from benchmarks.answering.context import render_context
+from benchmarks.config.compose import compose_config
+from benchmarks.config.services import backbone_config, embedder_config
 from benchmarks.data import load_locomo
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.memory_store import MemoryStore
-from benchmarks.pipeline.settings import backbone_config, compose_config, embedder_config
-from benchmarks.tables.render import Table
+from benchmarks.render import Table
 from memsys.base import Services
 from memsys.embed import Embedder, EmbeddingCache
 from memsys.llm import Accounting, ResponseCache, build_backbone
@@ -71,9 +72,11 @@ def build(args: argparse.Namespace) -> None:
         backbone=backbone.with_stage("construction") if backbone else None,
     )
     system: HingeMem = instantiate(cfg.method, services=services, _convert_="partial")
-    fixed = instantiate(cfg.method, services=services, _convert_="partial")
-    fixed.retrieval = type(fixed.retrieval)(
-        **{**OmegaConf.to_container(cfg.method.retrieval), "adaptive_stop": False}
+    fixed = instantiate(
+        cfg.method,
+        services=services,
+        retrieval={**OmegaConf.to_container(cfg.method.retrieval), "adaptive_stop": False},
+        _convert_="partial",
     )
     store = MemoryStore(cache_dir / "memories")
     conversations = load_locomo()

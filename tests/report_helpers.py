@@ -81,7 +81,7 @@ def read_table(out: Path) -> pd.DataFrame:
     return pd.read_csv(out.parent / f"{out.name}.csv", comment="#")
 
 
-#: Footnote markers (:class:`benchmarks.tables.render.Footnotes`), as a cell ends in them.
+#: Footnote markers (:class:`benchmarks.render.Footnotes`), as a cell ends in them.
 MARKERS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 
 

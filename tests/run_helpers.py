@@ -19,11 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from benchmarks.config.compose import CONF, compose_config  # noqa: F401 (re-exported for the tests)
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.pipeline.settings import CONF, compose_config  # noqa: F401 (re-exported for the tests)
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "tiny"
 #: Record fields that legitimately differ between two runs of one config.
@@ -51,8 +50,7 @@ def fixture_overrides(results: Path, cache: Path) -> list[str]:
 
 def compose_with_hydra(overrides: list[str]) -> DictConfig:
     """The composed config with its ``hydra`` node (the sweeper's parameters, the launcher)."""
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    return compose_config(overrides, with_hydra=True)
 
 
 def sweep_values(value: str) -> list[str]:

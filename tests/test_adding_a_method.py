@@ -1,8 +1,9 @@
 """docs/adding_a_method.md's worked examples, a baseline and a paper method, run: their files
 written into a copy of the repository, their own tests passing there, the registry placing each
 (the paper method's name, published file and protocol read from its files), the published-numbers
-report quoting the paper method's cell, and a retrieval-only run of each on the smoke subset. A
-doc whose example stops working fails here."""
+report quoting the paper method's cell, a retrieval-only run of each on the smoke subset, and the
+doc's one-method regression refresh, after which the CI regression passes on their cases and no
+other case's expectation moved. A doc whose example stops working fails here."""
 
 from __future__ import annotations
 
@@ -21,7 +22,15 @@ from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 DOC = REPO_ROOT / "docs" / "adding_a_method.md"
 #: A fenced block the doc marks as a file: ```python file=memsys/methods/x.py
 FILE_BLOCK = re.compile(r"^```\w+ file=(\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-COPIED = ("benchmarks", "memsys", "conf", "tests", "results/published", "pyproject.toml")
+COPIED = (
+    "benchmarks",
+    "memsys",
+    "conf",
+    "tests",
+    "results/published",
+    "results/regression",
+    "pyproject.toml",
+)
 
 
 def doc_files() -> dict[str, str]:
@@ -44,7 +53,7 @@ def repo_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy
 
 
-def run_in(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_in(copy: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "PYTHONPATH": str(copy),
@@ -52,7 +61,7 @@ def run_in(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "MEMSYS_CACHE_DIR": str(copy / ".cache"),
     }
     return subprocess.run(
-        [sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True, timeout=timeout
     )
 
 
@@ -154,3 +163,63 @@ def test_the_paper_method_runs_retrieval_only_through_its_paper_entry(repo_copy:
     assert summary["questions"] == 20
     # turns sharing the questions' words hold most of their evidence, not all of it
     assert 0.0 < summary["evidence_recall"]["mean"] < 1.0
+
+
+#: The regression cases the examples' registry blocks add (their grids).
+NEW_CASES = [
+    "locomo_qa/method=last_sessions",
+    "locomo_qa/method=lexmem",
+    "locomo_retrieval/method=lexmem",
+]
+REGRESSION = ("-m", "benchmarks.checks.regression")
+EXAMPLES = ("--method", "last_sessions", "--method", "lexmem")
+COMMITTED = json.loads((REPO_ROOT / "results" / "regression" / "expected.json").read_text())
+
+
+def expectations(copy: Path) -> dict:
+    return json.loads((copy / "results" / "regression" / "expected.json").read_text())
+
+
+def replies(copy: Path) -> set[str]:
+    return set((copy / "results" / "regression" / "replay.jsonl").read_text().splitlines())
+
+
+def test_the_examples_cases_fail_the_regression_as_new_until_recorded(repo_copy: Path) -> None:
+    """§2: the examples' regression cases have no expectation, so the check names each as new
+    with the refresh that records it, runs none of them, and fails; a one-method refresh (here
+    of the retrieval case alone, no LLM) records it and only it, and its check passes."""
+    unrecorded = run_in(repo_copy, *REGRESSION, "check", *EXAMPLES)
+    assert unrecorded.returncode == 1, unrecorded.stdout + unrecorded.stderr
+    for case in NEW_CASES:
+        assert f"NEW {case}: no expectation recorded" in unrecorded.stdout
+    assert "record them: memsys-bench regression refresh --case" in unrecorded.stdout
+    assert "0 cases run, 3 new" in unrecorded.stdout
+    before = replies(repo_copy)
+    one = ("--group", "locomo_retrieval", "--method", "lexmem")
+    refreshed = run_in(repo_copy, *REGRESSION, "refresh", *one)
+    assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    checked = run_in(repo_copy, *REGRESSION, "check", *one)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "1 cases, 0 mismatches (float tolerance 1e-06), 0 new" in checked.stdout
+    after = expectations(repo_copy)
+    assert sorted(set(after) - set(COMMITTED)) == ["locomo_retrieval/method=lexmem"]
+    assert {case: after[case] for case in COMMITTED} == COMMITTED
+    assert before <= replies(repo_copy)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)  # SmolLM2 answers and judges both QA cases: 9 min on 2 busy cores
+def test_the_documented_refresh_keeps_the_ci_regression_green(repo_copy: Path) -> None:
+    """§2's commands for both examples: the refresh records their cases and only them (every
+    committed expectation and reply as it was), and the check passes on them, so
+    ``make ci-regression`` checks the other cases as before and these as recorded."""
+    before = replies(repo_copy)
+    refreshed = run_in(repo_copy, *REGRESSION, "refresh", *EXAMPLES, timeout=3000)
+    assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    checked = run_in(repo_copy, *REGRESSION, "check", *EXAMPLES)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "3 cases, 0 mismatches" in checked.stdout
+    after = expectations(repo_copy)
+    assert sorted(set(after) - set(COMMITTED)) == NEW_CASES
+    assert {case: after[case] for case in COMMITTED} == COMMITTED
+    assert before <= replies(repo_copy)

@@ -1,5 +1,5 @@
 """metrics.json's summary and the report's rows take every shared number from one aggregation
-(:mod:`benchmarks.tables.summary`): the adversarial policy, the per-category cells, the all-evidence
+(:mod:`benchmarks.metrics.aggregate`): the adversarial policy, the per-category cells, the all-evidence
 share, the context size, the dataset's name and the reason the intervals resample what they do."""
 
 from __future__ import annotations
@@ -10,10 +10,7 @@ from types import SimpleNamespace
 import pytest
 from report_helpers import SIX_CONVERSATIONS, TURN_RAG, config, in_conversations, record, write_run
 
-from benchmarks.tables.report.build import build_report
-from benchmarks.tables.report.header import interval_description
-from benchmarks.tables.report.runs import dataset_name as config_dataset_name
-from benchmarks.tables.summary import (
+from benchmarks.metrics.aggregate import (
     Cell,
     dataset_name,
     interval_line,
@@ -22,6 +19,9 @@ from benchmarks.tables.summary import (
     resampling_case,
     summarize_run,
 )
+from benchmarks.tables.report.build import build_report
+from benchmarks.tables.report.header import interval_description
+from benchmarks.tables.report.runs import dataset_name as config_dataset_name
 
 
 def settings(adversarial: str) -> SimpleNamespace:

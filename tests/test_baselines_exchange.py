@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 from fakes.dialogues import build_conversation
 from fakes.embed import hashing_embedder
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from benchmarks.data.paths import REPO_ROOT
+from benchmarks.config.compose import compose_config
 from benchmarks.metrics.retrieval import evidence_recall
 from memsys.base import Services
 from memsys.compression import IdentityCompressor, Passage
@@ -46,8 +45,7 @@ def services(tmp_path: Path | None = None) -> Services:
 
 
 def compose_method(*overrides: str) -> Any:
-    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides)).method
+    return compose_config(list(overrides)).method
 
 
 def test_exchange_items_pair_turns_within_each_session(conversation: Conversation) -> None:

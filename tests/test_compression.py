@@ -18,11 +18,10 @@ import pytest
 from fakes.dialogues import build_conversation
 from fakes.embed import hashing_embedder
 from fakes.llmlingua import build_tiny_llmlingua2, offline_cl100k
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
+from benchmarks.config.compose import compose_config
 from benchmarks.data import load_locomo
-from benchmarks.data.paths import REPO_ROOT
 from memsys.base import Services
 from memsys.compression import (
     LLMLINGUA2_MODEL,
@@ -48,8 +47,6 @@ from memsys.kvstore import SQLiteKV
 from memsys.methods.baselines import SessionRAG, TurnRAG
 from memsys.tokens import TokenCounter
 from memsys.types import Conversation, Question
-
-CONF = REPO_ROOT / "conf"
 
 PARAGRAPH = (
     "Ann: I think that maybe we should probably go to the new Italian restaurant on Friday.\n"
@@ -95,8 +92,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def compose_method(*overrides: str) -> Any:
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides)).method
+    return compose_config(list(overrides)).method
 
 
 # --- passages: what one compression call reads --------------------------------------------------

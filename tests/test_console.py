@@ -16,11 +16,12 @@ import tomllib
 from omegaconf import OmegaConf
 from run_helpers import fixture_overrides
 
+from benchmarks.config.compose import CONF, compose_config
 from benchmarks.console import NOT_INSTALLED, main, run_command
 from benchmarks.console.commands import COMMANDS, Command, Group
 from benchmarks.console.hydra_usage import selected_groups
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.pipeline.settings import CONF, compose_config, run_id, run_identity
+from benchmarks.pipeline.settings import run_id, run_identity
 
 LEAVES = {
     f"{name} {word}" if isinstance(entry, Group) else name: command

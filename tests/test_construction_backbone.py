@@ -11,8 +11,9 @@ import pytest
 from fakes.chat_server import FakeChatServer
 from run_helpers import compose_config, fixture_overrides
 
+from benchmarks.config.values import ConfigError
 from benchmarks.pipeline.run import run
-from benchmarks.pipeline.settings import ConfigError, run_id, run_identity, validate
+from benchmarks.pipeline.settings import run_id, run_identity, validate
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
 

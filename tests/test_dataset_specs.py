@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from benchmarks.config.compose import compose_config
+from benchmarks.config.values import ConfigError
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.data.specs import DATASET_SPECS, dataset_spec, named_spec, spec_of
-from benchmarks.pipeline.settings import ConfigError, compose_config, validate
+from benchmarks.metrics.aggregate import dataset_name
+from benchmarks.pipeline.settings import validate
 from benchmarks.tables.report.header import dataset_description, subset_description
-from benchmarks.tables.summary import dataset_name
 
 DATASET_CONFIGS = sorted((REPO_ROOT / "conf" / "dataset").glob("*.yaml"))
 

@@ -239,8 +239,9 @@ def test_the_graph_is_exported_once_and_a_damaged_file_is_exported_again(
 def test_backend_torch_and_any_device_keep_run_ids_and_a_bad_backend_names_its_key() -> None:
     from hydra import compose, initialize_config_dir
 
+    from benchmarks.config.values import ConfigError
     from benchmarks.data.paths import REPO_ROOT
-    from benchmarks.pipeline.settings import ConfigError, run_id, run_identity, validate
+    from benchmarks.pipeline.settings import run_id, run_identity, validate
 
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         # The smoke subset's size when the id below was pinned (it is 20 questions now).

@@ -15,6 +15,7 @@ from fakes.esmem import WordCounter, four_session_conversation, scripted, tiny_c
 from fakes.llm import RuleProvider, make_backbone
 
 from benchmarks.answering.context import render_context
+from benchmarks.config.compose import compose_config
 from memsys.base import Services
 from memsys.methods.esmem import ESMem, ESMemMemory
 from memsys.types import Conversation
@@ -50,11 +51,9 @@ def test_top_events_follows_the_backbone(backbone: str, top_events: int) -> None
 
 @pytest.mark.parametrize("name", ESMEM_CONFIGS)
 def test_every_esmem_config_instantiates_and_runs(name: str) -> None:
-    from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[f"method={name}"])
+    cfg = compose_config([f"method={name}"])
     backbone = make_backbone(RuleProvider(scripted), concurrency=1)  # type: ignore[arg-type]
     services = Services(windowed_embedder(), WordCounter(), backbone)  # type: ignore[arg-type]
     system = instantiate(cfg.method, services=services, _convert_="partial")
@@ -64,7 +63,7 @@ def test_every_esmem_config_instantiates_and_runs(name: str) -> None:
     memory = system.load_memory(json.loads(payload))
     system.prepare_queries(conversation.questions)
     retrieval = system.retrieve(memory, conversation.questions[1])
-    assert 0 < len(retrieval.items) <= system.retrieval.top_events and retrieval.turn_ids
+    assert 0 < len(retrieval.items) <= system.options.retrieval.top_events and retrieval.turn_ids
     if name.startswith("esmem_no_segmentation"):
         assert len(memory.events) == len(conversation.turns)
     if name == "esmem_no_boundary":
@@ -107,11 +106,9 @@ def verbatim_runs(text: str, conversation: Conversation) -> set[tuple[str, ...]]
 def contexts(name: str, conversation: Conversation) -> tuple[ESMem, ESMemMemory, list[str]]:
     """The lite config ``name`` built on ``conversation``, and the context the reader gets for
     each question (the kept items in time order, as text)."""
-    from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[f"method={name}"])
+    cfg = compose_config([f"method={name}"])
     system = instantiate(
         cfg.method, services=Services(windowed_embedder(), WordCounter()), _convert_="partial"
     )
@@ -142,7 +139,7 @@ def test_every_ablation_changes_the_readers_context(name: str) -> None:
             memory.vectors("summary", system.services.embedder)
             @ (system.services.embedder.encode([question.question])[0])
         )
-        flat = np.argsort(-scores, kind="stable")[: system.retrieval.top_events].tolist()
+        flat = np.argsort(-scores, kind="stable")[: system.options.retrieval.top_events].tolist()
         assert [j for j, _ in system.rank(memory, question)] == flat
     if name == "esmem_no_raw":
         assert all(text.startswith("Boundary: ") for text in shown)
@@ -155,7 +152,7 @@ def test_every_ablation_changes_the_readers_context(name: str) -> None:
         assert len(events) == len(conversation.turns)
     if name == "esmem_no_segmentation_matched":  # the plain ablation, deeper
         plain, _, _ = contexts("esmem_no_segmentation", conversation)
-        assert system.retrieval == replace(plain.retrieval, top_events=22)
+        assert system.options.retrieval == replace(plain.options.retrieval, top_events=22)
     if name == "esmem_alpha0":  # the full method's memory, ranked by S_ctx alone
-        assert system.retrieval == replace(reference_system.retrieval, alpha=0.0)
+        assert system.options.retrieval == replace(reference_system.options.retrieval, alpha=0.0)
         assert system.construction_identity() == reference_system.construction_identity()

@@ -24,6 +24,7 @@ from fakes.llm import (
 )
 
 from benchmarks.answering.context import render_context
+from benchmarks.config.compose import compose_config
 from memsys.base import Services
 from memsys.embed import Embedder
 from memsys.llm import Backbone, LLMRequest
@@ -179,7 +180,7 @@ def test_predicate_filter_keeps_similar_predicates_only(nlp: NLP) -> None:
     fake = PhraseEmbedder({"adopt": adopt, "take in": adopt})
     services = Services(embedder=fake, tokens=None, nlp=nlp)  # type: ignore[arg-type]
     unfiltered = FraCom(services, theta=0.99)  # the paper's main method: no predicate filter
-    assert not unfiltered.retrieval.predicate_filter
+    assert not unfiltered.options.predicate_filter
     memory = unfiltered.construct(conversation())
     system = FraCom(services, theta=0.99, predicate_filter=True)  # §5, "w/ Predicate"
     texts = [i.text for i in system.retrieve(memory, question("Did Ana adopt a dog?")).items]
@@ -319,26 +320,23 @@ def test_the_fracom_configs_are_the_paper_s_method_variant_and_ablations() -> No
 
 @pytest.mark.parametrize("name", FRACOM_CONFIGS)
 def test_every_fracom_config_instantiates(name: str, nlp: NLP, embedder: Embedder) -> None:
-    from hydra import compose as compose_config
-    from hydra import initialize_config_dir
     from hydra.utils import instantiate
 
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose_config(config_name="config", overrides=[f"method={name}"])
+    cfg = compose_config([f"method={name}"])
     services = Services(embedder=embedder, tokens=None, nlp=nlp)  # type: ignore[arg-type]
     system = instantiate(cfg.method, services=services, _convert_="partial")
     assert isinstance(system, FraCom)
-    options = system.retrieval
+    options = system.options
     assert options.predicate_filter == (name == "fracom_predicate")  # §5 is not the default
     assert options.predicate_threshold == 0.5 and options.predicate_skip_light_verbs
-    assert system.retained_sessions == (1 if name == "fracom_no_retention" else None)
+    assert options.retained_sessions == (1 if name == "fracom_no_retention" else None)
     assert options.plausible == (name != "fracom_no_plausible")
     assert options.theta == {"fracom_theta08": 0.8, "fracom_theta09": 0.9}.get(name, 0.7)
     assert options.ranking == ("time" if name == "fracom_time_order" else "idf")
     excluded = name == "fracom_no_speaker_arguments"
     assert options.speaker_arguments == ("exclude" if excluded else "keep")
-    assert system.uses_llm == (system.query_extraction == "llm") == (name == "fracom_llm")
-    assert system.context == ("turns" if name == "fracom_turns" else "propositions")
+    assert system.uses_llm == (options.query_extraction == "llm") == (name == "fracom_llm")
+    assert options.context == ("turns" if name == "fracom_turns" else "propositions")
 
 
 def canned_reply(request: LLMRequest) -> str:

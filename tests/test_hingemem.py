@@ -14,6 +14,7 @@ from memsys.methods.hingemem import HingeMem
 from memsys.methods.hingemem.rerank import priority_weights, salience_scores
 from memsys.nlp import NLP
 from memsys.types import Conversation, Question
+from memsys.usage import PARSER
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +180,10 @@ def test_ablations_text_memory_and_fixed_depth(services: Services) -> None:
     assert memory.counts()["hyperedges"] == len(conversation.turns) and not memory.nodes
     items = text.retrieve(memory, conversation.questions[2]).items
     assert len(items) == 3 and all(len(item.turn_ids) == 1 for item in items)
-    assert "nlp" not in text.construction_config()
+    assert (
+        PARSER not in text.construction_services() and "parser" not in text.construction_identity()
+    )
+    assert PARSER in HingeMem(services).construction_services()
     full = HingeMem(services)
     assert full.construction_config()["options"]["merge_jaccard"] == 0.8
     with pytest.raises(ValueError, match="extraction"):

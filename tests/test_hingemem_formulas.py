@@ -11,8 +11,8 @@ import pytest
 from fakes.hingemem import DAY1, DAY2, hashing_services
 
 from memsys.base import Services
-from memsys.methods.hingemem.extract import BOUNDARY_SCHEMA, constrained
-from memsys.methods.hingemem.graph import (
+from memsys.methods.hingemem.lite import resolve_expression
+from memsys.methods.hingemem.memory import (
     Hyperedge,
     Node,
     compute_salience,
@@ -21,10 +21,9 @@ from memsys.methods.hingemem.graph import (
     normalize_name,
     time_key,
 )
-from memsys.methods.hingemem.lite import resolve_expression
-from memsys.methods.hingemem.query import analyse_rules
+from memsys.methods.hingemem.prompts import BOUNDARY_SCHEMA, constrained
 from memsys.methods.hingemem.rerank import TopicContrast, priority_weights
-from memsys.methods.hingemem.stop import adaptive_stop
+from memsys.methods.hingemem.retrieval import adaptive_stop, analyse_rules
 from memsys.nlp import NLP
 
 

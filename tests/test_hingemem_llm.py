@@ -16,14 +16,14 @@ from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm.backbone import Backbone
 from memsys.llm.types import LLMRequest
 from memsys.methods.hingemem import HingeMem
-from memsys.methods.hingemem.extract import (
+from memsys.methods.hingemem.extract import reply_to_memory
+from memsys.methods.hingemem.prompts import (
     BOUNDARY_PROMPT,
     BOUNDARY_SCHEMA,
+    QUERY_PROMPT,
     TOPIC_PROMPT,
     constrained,
-    reply_to_memory,
 )
-from memsys.methods.hingemem.query import QUERY_PROMPT
 from memsys.nlp import NLP
 from memsys.types import Question
 
@@ -185,7 +185,8 @@ def test_reply_spans_cover_the_session() -> None:
 
 @pytest.mark.slow
 def test_llm_mode_with_the_embedded_backbone(services: Services, tmp_path: Path) -> None:
-    from benchmarks.pipeline.settings import backbone_config, compose_config
+    from benchmarks.config.compose import compose_config
+    from benchmarks.config.services import backbone_config
     from memsys.llm import Accounting, ResponseCache, build_backbone
 
     config = backbone_config(compose_config(["backbone=embedded"]), "backbone")

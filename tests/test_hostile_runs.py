@@ -17,11 +17,11 @@ import pytest
 from fakes.chat_server import FakeChatServer
 from run_helpers import compose_config, fixture_overrides, read_records
 
+from benchmarks.config.values import ConfigError
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.cli import run_or_exit
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.runlog import QUESTIONS_FILE, ForeignRowsError, ResultsWriteError
-from benchmarks.pipeline.settings import ConfigError
 from benchmarks.tables.report.runs import load_runs
 from memsys.kvstore import CacheError, SQLiteKV
 
@@ -210,5 +210,6 @@ def test_ctrl_c_prints_how_to_resume_not_a_traceback(tmp_path: Path) -> None:
     assert process.returncode == 130
     assert "Traceback" not in err
     (line,) = [line for line in err.splitlines() if line.startswith("interrupted")]
-    assert "run the same command again to resume (with the credentials masked here)" in line
+    assert "run the same command again to resume: " in line
+    assert line.endswith("(with the credentials masked here)")
     assert "base_url=http://***@127.0.0.1" in line and "pw" not in line

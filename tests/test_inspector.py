@@ -1,4 +1,4 @@
-"""benchmarks.tables.inspect: run records to the page's model (context lines tied to turns, the
+"""benchmarks.inspection.inspect: run records to the page's model (context lines tied to turns, the
 filters' flags, judges, the diff of every pair), untrusted text kept out of the markup, and the
 command on hand-built runs, the committed fixture runs and a report csv."""
 
@@ -13,16 +13,16 @@ import pytest
 import yaml
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.tables import diff
-from benchmarks.tables.inspect import main, table_runs
-from benchmarks.tables.inspector.model import (
+from benchmarks.inspection import diff
+from benchmarks.inspection.inspect import main, table_runs
+from benchmarks.inspection.model import (
     build_model,
     context_lines,
     load_dataset,
     read_run,
     run_result,
 )
-from benchmarks.tables.inspector.page import render_page, script_json
+from benchmarks.inspection.page import render_page, script_json
 from benchmarks.tables.report.runs import Run
 
 TINY = REPO_ROOT / "tests" / "fixtures" / "tiny"

@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.tables.inspect import main
-from benchmarks.tables.inspector.index import Index
-from benchmarks.tables.inspector.server import InspectorServer
+from benchmarks.inspection.index import Index
+from benchmarks.inspection.inspect import main
+from benchmarks.inspection.server import InspectorServer
 
 pytestmark = pytest.mark.browser
 

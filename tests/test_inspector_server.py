@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.tables.inspect import main
-from benchmarks.tables.inspector.index import Index
-from benchmarks.tables.inspector.model import InspectError, build_model, load_dataset, read_run
-from benchmarks.tables.inspector.server import InspectorServer
+from benchmarks.inspection.index import Index
+from benchmarks.inspection.inspect import main
+from benchmarks.inspection.model import InspectError, build_model, load_dataset, read_run
+from benchmarks.inspection.server import InspectorServer
 
 TINY = REPO_ROOT / "tests" / "fixtures" / "tiny"
 FIXTURE_RUNS = sorted(p for p in (REPO_ROOT / "tests" / "fixtures" / "inspector").iterdir())

@@ -9,15 +9,11 @@ from fakes.chat_server import FakeChatServer
 from reliability_helpers import CORRECT, JUDGE, server_backbone
 from run_helpers import FIXTURE, compose_config, fixture_overrides, read_records
 
+from benchmarks.config.services import backbone_config
+from benchmarks.config.values import ConfigError
 from benchmarks.data import load_locomo
 from benchmarks.metrics import official_prompts
-from benchmarks.metrics.judge import (
-    LME_STANDARD,
-    STRICT_INSTRUCTION,
-    Judge,
-    judge_prompt,
-    judgings,
-)
+from benchmarks.metrics.judge import LME_STANDARD, STRICT_INSTRUCTION, judge_prompt, judgings
 from benchmarks.metrics.judge_probes import (
     PROBES_FILE,
     ProbeSet,
@@ -27,8 +23,9 @@ from benchmarks.metrics.judge_probes import (
     probe_counts,
     read_probes,
 )
+from benchmarks.metrics.judging import Judge
 from benchmarks.pipeline.run import run
-from benchmarks.pipeline.settings import ConfigError, backbone_config, run_identity, validate
+from benchmarks.pipeline.settings import run_identity, validate
 from memsys.llm import Accounting, LLMRequest, LLMResponse, ResponseCache
 from memsys.llm.factory import build_backbone
 from memsys.types import Question

@@ -21,15 +21,13 @@ from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 from benchmarks.metrics import official_prompts
 from benchmarks.metrics.judge import (
     LONGMEMEVAL_REPLY_TOKENS,
-    MAX_ATTEMPTS,
     MEM0_REPLY_SCHEMA,
     MEM0_REPLY_TOKENS,
     PROTOCOLS,
-    RETRY_REMINDER,
-    Judge,
     judge_prompt,
     main,
 )
+from benchmarks.metrics.judging import MAX_ATTEMPTS, RETRY_REMINDER, Judge
 from benchmarks.metrics.official_prompts import EvaluatorFileError
 from memsys.llm import LLMRequest, LLMResponse
 from memsys.types import LONGMEMEVAL_CATEGORIES, Question
@@ -320,8 +318,9 @@ def test_a_missing_evaluator_file_says_missing(
 def test_a_changed_judge_prompt_makes_a_new_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """The run identity holds each protocol's prompt version, so a run graded under an older
     prompt is not resumed as if it were the same run; retrieval-only runs are unaffected."""
+    from benchmarks.config.compose import compose_config
     from benchmarks.metrics import judge
-    from benchmarks.pipeline.settings import compose_config, run_id, run_identity
+    from benchmarks.pipeline.settings import run_id, run_identity
 
     judged = compose_config(["method=turn_rag_bm25"])
     unjudged = compose_config(["method=turn_rag_bm25", "answer=none"])

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from run_helpers import compose_config, fixture_overrides, read_records, stable
 
+from benchmarks.config.values import ConfigError
 from benchmarks.pipeline.run import run
-from benchmarks.pipeline.settings import ConfigError
 from memsys.embed import EmbeddingCache
 from memsys.kvshards import (
     LAYOUT_FILE,

@@ -226,3 +226,87 @@ def test_shared_building_blocks_do_not_import_methods_or_providers() -> None:
         and not in_package(found.target, (PROVIDER_INTERFACE,))
     ]
     assert not upward, "building blocks importing a method or provider:\n" + "\n".join(upward)
+
+
+#: Where the layer map lives (a fenced block with the info string ``layers``).
+LAYER_MAP = REPO_ROOT / "docs" / "architecture.md"
+#: The most lines a module of :data:`PACKAGES` may have.
+MAX_MODULE_LINES = 600
+
+
+def layer_map(text: str) -> dict[str, int]:
+    """Each package of the map → its line (0 is the top), from the ``layers`` block of ``text``."""
+    block = text.split("```layers\n", 1)[1].split("```", 1)[0]
+    return {
+        package: depth
+        for depth, line in enumerate(block.strip().splitlines())
+        for package in line.split()
+    }
+
+
+def layer_unit(module: str) -> str:
+    """The map's unit a module belongs to: its package one level below the top
+    (``benchmarks.tables.report.rows`` → ``benchmarks.tables``), or the top-level module itself."""
+    return ".".join(module.split(".")[:2])
+
+
+def layer_violations(imports: tuple[Import, ...], layers: dict[str, int]) -> list[str]:
+    """Every import of a unit on the importer's own line or above it, and every importer or
+    imported unit the map does not place."""
+    found = []
+    for each in imports:
+        target = internal(each.target)
+        if target is None or target in PACKAGES:
+            continue
+        importer, imported = layer_unit(each.importer), layer_unit(target)
+        if importer == imported:
+            continue
+        missing = [unit for unit in (importer, imported) if unit not in layers]
+        if missing:
+            found.append(f"{describe(each)}: {', '.join(missing)} not in the layer map")
+        elif layers[imported] <= layers[importer]:
+            found.append(f"{describe(each)}: {importer} may not import {imported}")
+    return found
+
+
+def test_the_layer_map_is_read() -> None:
+    layers = layer_map(LAYER_MAP.read_text(encoding="utf-8"))
+    assert layers["benchmarks.console"] == 0
+    assert layers["benchmarks.tables"] < layers["benchmarks.pipeline"] < layers["memsys.methods"]
+    assert layers["memsys.types"] == max(layers.values())
+
+
+def test_the_layer_check_catches_an_upward_import() -> None:
+    """A metric importing the table renderer's package above it, and a package the map forgot."""
+    layers = {"benchmarks.tables": 0, "benchmarks.metrics": 1}
+    upward = Import("benchmarks.metrics.ranking", "benchmarks.tables.report", 3)
+    unknown = Import("benchmarks.metrics.ranking", "benchmarks.pipeline.run", 4)
+    downward = Import("benchmarks.tables.report", "benchmarks.metrics.ranking", 5)
+    assert layer_violations((downward,), layers) == []
+    found = layer_violations((upward, unknown), layers)
+    assert [line.split(": ", 1)[1] for line in found] == [
+        "benchmarks.metrics may not import benchmarks.tables",
+        "benchmarks.pipeline not in the layer map",
+    ]
+
+
+def test_every_import_goes_down_the_layer_map() -> None:
+    layers = layer_map(LAYER_MAP.read_text(encoding="utf-8"))
+    found = layer_violations(all_imports(), layers)
+    assert not found, "imports against docs/architecture.md's layer map:\n" + "\n".join(found)
+
+
+def test_every_package_is_on_the_layer_map() -> None:
+    layers = layer_map(LAYER_MAP.read_text(encoding="utf-8"))
+    units = {layer_unit(name) for name in modules()} - set(PACKAGES)
+    assert sorted(units - set(layers)) == [], "packages docs/architecture.md does not place"
+    assert sorted(set(layers) - units) == [], "packages on the layer map that do not exist"
+
+
+def test_no_module_is_over_the_line_limit() -> None:
+    long = {
+        str(path.relative_to(REPO_ROOT)): lines
+        for path in modules().values()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"modules over {MAX_MODULE_LINES} lines"

@@ -25,8 +25,8 @@ from fakes.libraries import (
     method_class,
     services,
 )
-from omegaconf import OmegaConf
 
+from benchmarks.registry import stated_options
 from memsys.embed import Embedder
 from memsys.llm import ResponseCache
 from memsys.llm.bridge import BackboneBridge
@@ -184,8 +184,7 @@ def test_the_config_file_states_every_setting_with_the_classes_defaults(library:
     defaults = {
         name: p.default for name, p in parameters.items() if name not in ("self", "services")
     }
-    stated = OmegaConf.to_container(OmegaConf.load(CONF / f"{library}.yaml"))
-    assert isinstance(stated, dict)
+    stated = dict(stated_options(CONF / f"{library}.yaml"))  # its options: no registry block
     stated.pop("_target_")
     assert stated == defaults
 

@@ -10,8 +10,10 @@ import pytest
 from omegaconf import OmegaConf
 from run_helpers import compose_config
 
+from benchmarks.config.services import backbone_config
+from benchmarks.config.values import ConfigError
 from benchmarks.pipeline.llm_ask import CONF_DIR, compose_ask_config, main
-from benchmarks.pipeline.settings import ConfigError, backbone_config, validate
+from benchmarks.pipeline.settings import validate
 from memsys.llm import Accounting, ProviderUnavailableError, ResponseCache, build_backbone
 
 BACKBONES = sorted(path.stem for path in (CONF_DIR / "backbone").glob("*.yaml"))

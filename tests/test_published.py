@@ -5,7 +5,7 @@ A ``paper:`` block (``title``, ``authors``, ``file``; the registry checks its ``
 name their ``table``, ``row``, ``column``, a numeric ``value`` and a ``setting`` (``backbone``,
 ``judge``, ``metric``, ``dataset``; optional ``notes``, ``category``, ``question_type``,
 ``group``), no cell twice. The segmentation cells (read by the segmentation table through
-:mod:`benchmarks.published.segmentation`) are checked against the paper's text as well: every
+:mod:`benchmarks.papers.segmentation`) are checked against the paper's text as well: every
 printed number quoted, each with its row's section as ``group``.
 """
 
@@ -19,7 +19,7 @@ import yaml
 
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.data.segmentation import SEGMENTATION_DATASETS
-from benchmarks.published.segmentation import is_segmentation, published_segmentation
+from benchmarks.papers.segmentation import is_segmentation, published_segmentation
 from benchmarks.registry import published_header
 
 PUBLISHED = REPO_ROOT / "results" / "published"

@@ -9,14 +9,18 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
-from run_helpers import compose_config
+from run_helpers import CONF, compose_config, fixture_overrides
 
 from benchmarks import registry
+from benchmarks.checks.regression import load_cases
+from benchmarks.config.values import ConfigError
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.pipeline.run import run
+from benchmarks.pipeline.settings import check_method_options, run_id, run_identity
 from benchmarks.published.cells import how_measured, measured_of, read_papers
 from benchmarks.tables.ablations import SPEC, load_spec, variants
-from benchmarks.tables.regression import load_cases
 
 #: The experiment grids: file, and the sweep key that lists the method configs.
 SWEEP_GRIDS = {
@@ -294,14 +298,48 @@ def copy_method_dir(tmp_path: Path) -> Path:
 def test_a_config_without_a_block_or_with_a_bad_value_is_named(tmp_path: Path) -> None:
     folder = copy_method_dir(tmp_path)
     (folder / "tiny.yaml").write_text("# A tiny method.\n_target_: memsys.methods.tiny.Tiny\n")
-    with pytest.raises(ValueError, match=r"tiny\.yaml: no '# registry:' block"):
+    with pytest.raises(ValueError, match=r"tiny\.yaml: no top-level 'registry:' mapping"):
+        registry.entries(folder)
+    # the old form, a comment, is no declaration
+    (folder / "tiny.yaml").write_text(
+        "# registry:\n#   role: baseline\n#   paper: none\n#   name: Tiny\n#   grids: []\n"
+        "_target_: memsys.methods.tiny.Tiny\n"
+    )
+    with pytest.raises(ValueError, match=r"tiny\.yaml: no top-level 'registry:' mapping"):
         registry.entries(folder)
     (folder / "tiny.yaml").write_text(
-        "# registry:\n#   role: methd\n#   paper: none\n#   name: Tiny\n#   grids: [table3]\n"
-        "_target_: memsys.methods.tiny.Tiny\n"
+        "registry:\n  about: A tiny method.\n  role: methd\n  paper: none\n  name: Tiny\n"
+        "  grids: [table3]\n_target_: memsys.methods.tiny.Tiny\n"
     )
     with pytest.raises(ValueError, match=r"tiny\.yaml: role 'methd'.*unknown grids \['table3'\]"):
         registry.entries(folder)
+    (folder / "tiny.yaml").write_text(
+        "registry:\n  about: A tiny method. It is tiny\n  role: baseline\n  paper: none\n"
+        "  name: Tiny\n  grids: []\n_target_: memsys.methods.tiny.Tiny\n"
+    )
+    with pytest.raises(ValueError, match=r"tiny\.yaml: about must be one sentence"):
+        registry.entries(folder)
+    (folder / "tiny.yaml").write_text(
+        "registry:\n  role: baseline\n  paper: none\n  name: Tiny\n  grids: []\n"
+        "_target_: memsys.methods.tiny.Tiny\n"
+    )
+    with pytest.raises(ValueError, match=r"tiny\.yaml: registry block needs exactly \['about'"):
+        registry.entries(folder)
+
+
+def test_a_variant_declares_itself_and_inherits_no_block(tmp_path: Path) -> None:
+    """Hydra merges a parent's keys into a variant (``defaults: [cast, _self_]``), its registry
+    block among them; the registry reads each file's own YAML, so a variant without a block of
+    its own is named, not silently given its method's role and grids."""
+    folder = copy_method_dir(tmp_path)
+    (folder / "cast_wide.yaml").write_text(
+        "# A wider window.\ndefaults:\n  - cast\n  - _self_\nwindow: 2\n"
+    )
+    with pytest.raises(ValueError, match=r"cast_wide\.yaml: no top-level 'registry:' mapping"):
+        registry.entries(folder)
+    stated = registry.stated_options(folder / "cast_no_window.yaml")
+    assert stated["window"] == 0 and stated["_target_"] == "memsys.methods.cast.CAST"
+    assert registry.KEY not in stated  # the block is no option, its own or its parent's
 
 
 def test_configs_of_one_class_must_agree_on_its_name(tmp_path: Path) -> None:
@@ -310,3 +348,34 @@ def test_configs_of_one_class_must_agree_on_its_name(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("name: ES-Mem", "name: ESMem"))
     with pytest.raises(ValueError, match="another config of ESMem"):
         registry.display_names(folder)
+
+
+def test_the_registry_block_reaches_no_run_identity_constructor_or_saved_config(
+    tmp_path: Path,
+) -> None:
+    """What ``@hydra.main`` hands the runner holds the block (Hydra composes it into the method
+    node, a variant's over its parent's); ``without_registry`` takes it out at the runner's
+    entry and in ``compose_config``, so the run id, the options the constructor gets and checks,
+    and the run's ``config.yaml`` (the report's view of the run) never see it."""
+    variant = "turn_rag_bm25_exchange"  # defaults: [turn_rag_bm25, _self_]
+    overrides = [*fixture_overrides(tmp_path / "runs", tmp_path / "cache"), f"method={variant}"]
+    overrides.append("answer=none")
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        raw = compose(config_name="config", overrides=overrides)
+    assert raw.method.registry.name == "TurnRAG" and raw.method.registry.role == "baseline"
+    with pytest.raises(ConfigError, match=r"method\.registry"):
+        check_method_options(raw.method)  # the constructor takes no such option
+    composed = compose_config(overrides)
+    assert registry.KEY not in composed.method
+    identity = run_identity(composed)
+    assert registry.KEY not in identity["method"]
+    assert identity["method"]["unit"] == "exchange"  # the variant's own options stay
+    summary = run(raw)  # the runner's entry: the block leaves first, so the options pass
+    assert summary["questions"] > 0
+    assert registry.KEY not in raw.method
+    (run_dir,) = [path for path in (tmp_path / "runs").iterdir() if path.name != ".hydra"]
+    assert run_dir.name == run_id(identity)
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved == identity
+    found = registry.entry_of(saved["method"])  # the report maps the run back to its config
+    assert found is not None and found.config == variant

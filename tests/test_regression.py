@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 from fakes.llm import ScriptedProvider, ask, make_backbone
 
-from benchmarks.tables.regression import (
+from benchmarks.checks import regression
+from benchmarks.checks.regression import (
     CONF,
     differences,
     export_embeddings,
     load_cases,
+    method_of,
     seed_embeddings,
 )
 from memsys.embed import EmbeddingCache
@@ -104,3 +106,41 @@ def test_recorded_embeddings_round_trip_bit_for_bit(tmp_path: Path) -> None:
     assert all(
         np.array_equal(found[key], vector) for key, vector in zip(keys, vectors, strict=True)
     )
+
+
+def test_a_case_with_no_expectation_is_new_and_fails_naming_its_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A method that joins a regression group (its registry block) brings cases that have no
+    expectation yet: the check names them and the refresh that records exactly them, runs
+    nothing for them, and fails until they are recorded, so a new method never passes
+    unmeasured."""
+    cases, tolerance = load_cases()
+    joined = [case for case in cases if method_of(case) == "turn_rag_bm25"]
+    assert [case.name for case in joined] == [
+        "locomo_retrieval/method=turn_rag_bm25",
+        "locomo_qa/method=turn_rag_bm25",
+    ]
+    assert method_of(next(c for c in cases if c.runner == "segment")) is None
+    expected = tmp_path / "expected.json"
+    expected.write_text(json.dumps({"other/method=x": {}}))
+    monkeypatch.setattr(regression, "EXPECTED_FILE", expected)
+    monkeypatch.setattr(regression, "run_cases", lambda *args: pytest.fail("ran a new case"))
+    assert regression.check(joined, tolerance) == 1
+    printed = capsys.readouterr().out
+    assert "NEW locomo_qa/method=turn_rag_bm25: no expectation recorded" in printed
+    assert (
+        "record them: memsys-bench regression refresh --case "
+        "'locomo_retrieval/method=turn_rag_bm25' --case 'locomo_qa/method=turn_rag_bm25'; "
+        "review and commit git diff results/regression"
+    ) in printed
+
+
+def test_cases_that_embedded_nothing_export_no_embeddings(tmp_path: Path) -> None:
+    """A one-method refresh of a method with no embedder (the doc's examples) computes no vector:
+    nothing to export, and the embeddings file is left as it was."""
+    assert export_embeddings(tmp_path / "embeddings.sqlite", tmp_path / "e.npz") == 0
+    assert not (tmp_path / "e.npz").exists()
+    EmbeddingCache(tmp_path / "empty.sqlite")  # the table, no vector
+    assert export_embeddings(tmp_path / "empty.sqlite", tmp_path / "e.npz") == 0
+    assert not (tmp_path / "e.npz").exists()

@@ -23,10 +23,10 @@ from run_helpers import (
 )
 
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.metrics.aggregate import format_summary
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.runlog import latest_records
 from benchmarks.tables.report import load_runs
-from benchmarks.tables.summary import format_summary
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
 

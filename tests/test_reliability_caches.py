@@ -30,9 +30,9 @@ from run_helpers import (
     read_records,
 )
 
+from benchmarks.metrics.aggregate import format_summary
 from benchmarks.pipeline.memory_store import STALE_PART_S, MemoryStore
 from benchmarks.pipeline.run import run
-from benchmarks.tables.summary import format_summary
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.kvstore import CacheError, SQLiteKV

@@ -26,6 +26,7 @@ from run_helpers import (
 )
 
 from benchmarks.answering.prompts import TEMPLATES
+from benchmarks.config.values import ConfigError
 from benchmarks.data import DatasetError, iter_longmemeval, read_locomo
 from benchmarks.data.longmemeval import parse_instance
 from benchmarks.data.paths import REPO_ROOT
@@ -38,7 +39,7 @@ from benchmarks.data.segmentation import (
 from benchmarks.pipeline.harness import instantiate_method
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.segment import validate as segment_validate
-from benchmarks.pipeline.settings import CACHE_MODES, ConfigError, validate
+from benchmarks.pipeline.settings import CACHE_MODES, validate
 from memsys.base import Services
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 

@@ -27,11 +27,11 @@ from report_helpers import (
 )
 
 from benchmarks import registry
+from benchmarks.metrics.aggregate import interval_line, summarize_run
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.tables.report import ReportError, build_report, main, method_name, render_markdown
 from benchmarks.tables.report.header import short_label
 from benchmarks.tables.report.naming import row_key
-from benchmarks.tables.summary import interval_line, summarize_run
 
 
 def test_writes_md_csv_tex_png_with_the_header(tmp_path: Path) -> None:
@@ -248,8 +248,8 @@ def test_a_baseline_of_a_new_module_is_read_from_its_registry_block(
     folder = tmp_path / "method"
     folder.mkdir()
     (folder / "last_sessions.yaml").write_text(
-        "# The last sessions.\n# registry:\n#   role: baseline\n#   paper: none\n"
-        "#   name: LastSessions\n#   grids: []\n"
+        "registry:\n  about: The last sessions.\n  role: baseline\n  paper: none\n"
+        "  name: LastSessions\n  grids: []\n"
         "_target_: memsys.methods.last_sessions.LastSessions\nsessions: 2\n"
     )
     monkeypatch.setattr(registry, "METHOD_DIR", folder)

@@ -21,11 +21,11 @@ from report_helpers import (
 )
 from run_helpers import compose_with_hydra, longmemeval_item, sweep_values, write_longmemeval_s
 
+from benchmarks.metrics.aggregate import longmemeval_summary
 from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.tables.report import LONGMEMEVAL_TYPES, build_report, main
 from benchmarks.tables.report.rows import LONGMEMEVAL_RANKING
-from benchmarks.tables.summary import longmemeval_summary
 from memsys.types import LONGMEMEVAL_CATEGORIES
 
 LME_DATASET = {"name": "longmemeval", "variant": "s"}

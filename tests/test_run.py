@@ -24,11 +24,12 @@ from run_helpers import (
     start_cli,
 )
 
+from benchmarks.config.values import ConfigError
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.harness import instantiate_method
 from benchmarks.pipeline.provenance import code_version, method_source_of_process
 from benchmarks.pipeline.run import run
-from benchmarks.pipeline.settings import ConfigError, run_id, run_identity, validate
+from benchmarks.pipeline.settings import run_id, run_identity, validate
 
 
 @pytest.fixture(autouse=True)

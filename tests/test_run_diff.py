@@ -1,4 +1,4 @@
-"""benchmarks.tables.diff: two runs compared question by question, on hand-built records, on
+"""benchmarks.inspection.diff: two runs compared question by question, on hand-built records, on
 run folders and ablation record files, and on the committed ablation records against the
 ablation table's own count."""
 
@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.tables import diff
-from benchmarks.tables.diff import Outcome, Side, compare, describe, main, read_side
+from benchmarks.inspection import diff
+from benchmarks.inspection.diff import Outcome, Side, compare, describe, main, read_side
 
 
 def outcome(

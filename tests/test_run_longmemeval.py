@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from run_helpers import compose_config, longmemeval_item, write_longmemeval_oracle
 
+from benchmarks.metrics.aggregate import longmemeval_summary
 from benchmarks.pipeline.run import run
-from benchmarks.tables.summary import longmemeval_summary
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from run_helpers import (
     write_longmemeval_oracle,
 )
 
+from benchmarks.config.values import ConfigError
 from benchmarks.pipeline.run import run
-from benchmarks.pipeline.settings import ConfigError
 from benchmarks.pipeline.workers import WorkerError
 
 CITIES = ("Lisbon", "Oslo", "Quito", "Hanoi", "Accra")

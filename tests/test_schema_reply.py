@@ -20,8 +20,8 @@ from memsys.methods.cast.prompts import QUERY_SCHEMA as CAST_QUERY_SCHEMA
 from memsys.methods.esmem.prompts import INTENT_SCHEMA, clean_boundary
 from memsys.methods.esmem.prompts import TOPIC_SCHEMA as ESMEM_TOPIC_SCHEMA
 from memsys.methods.fracom.prompts import FRAGMENT_SCHEMA
-from memsys.methods.hingemem.extract import BOUNDARY_SCHEMA, TOPIC_SCHEMA, constrained
-from memsys.methods.hingemem.query import QUERY_SCHEMA as HINGEMEM_QUERY_SCHEMA
+from memsys.methods.hingemem.prompts import BOUNDARY_SCHEMA, TOPIC_SCHEMA, constrained
+from memsys.methods.hingemem.prompts import QUERY_SCHEMA as HINGEMEM_QUERY_SCHEMA
 from memsys.methods.secom.segmenter import SeComSegmenter, parse_segmentation
 from memsys.segment.base import DialogueText
 

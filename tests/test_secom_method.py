@@ -20,10 +20,9 @@ from fakes.embed import hashing_embedder
 from fakes.llm import RuleProvider, assert_concurrency_changes_nothing
 from fakes.llmlingua import build_tiny_llmlingua2, offline_cl100k
 from fakes.segment import rule_backbone
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from benchmarks.data.paths import REPO_ROOT
+from benchmarks.config.compose import compose_config
 from memsys.base import Services
 from memsys.compression import LLMLINGUA2_MODEL, Compressor, Passage, exchanges, render_turns
 from memsys.llm import Backbone, LLMRequest
@@ -33,8 +32,6 @@ from memsys.segment.embedding import EmbeddingSegmenter
 from memsys.segment.texttiling import TextTilingSegmenter
 from memsys.tokens import TokenCounter
 from memsys.types import Conversation, Question
-
-CONF = REPO_ROOT / "conf"
 
 PETS = [
     ("Ann", "Our dog Biscuit learned to fetch the frisbee in the park this morning."),
@@ -79,8 +76,7 @@ def services(tokens: TokenCounter, cache_dir: Path | None = None, backbone: Any 
 
 
 def compose_method(*overrides: str) -> Any:
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides)).method
+    return compose_config(list(overrides)).method
 
 
 class MarkerCompressor(Compressor):
@@ -259,7 +255,10 @@ def test_segmenter_comes_from_config(tokens: TokenCounter) -> None:
 def test_variant_configs(tokens: TokenCounter) -> None:
     bm25 = instantiate(compose_method("method=secom_bm25"), services=services(tokens))
     plain = instantiate(compose_method("method=secom"), services=services(tokens))
-    assert bm25.retriever == "bm25" and bm25.construction_config() == plain.construction_config()
+    assert (
+        bm25.options.retriever == "bm25"
+        and bm25.construction_config() == plain.construction_config()
+    )
     no_denoise = instantiate(compose_method("method=secom_no_denoise"), services=services(tokens))
     assert no_denoise.construction_config()["compression"] == {"kind": "none"}
     lingua = instantiate(compose_method("method=secom_llmlingua2"), services=services(tokens))

@@ -14,9 +14,9 @@ import pytest
 from fakes.segment import PETS_THEN_COOKING
 from omegaconf import OmegaConf
 
+from benchmarks.config.services import backbone_from_node
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.segment import window_diff
-from benchmarks.pipeline.settings import backbone_from_node
 from memsys.embed import Embedder, EmbedderConfig, EmbeddingCache
 from memsys.llm import Accounting, Backbone, ResponseCache, build_backbone
 from memsys.llm.structured import ExtractionReport

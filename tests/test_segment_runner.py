@@ -15,12 +15,12 @@ from fakes.segment import write_segmentation_data
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from benchmarks.config.values import ConfigError
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.segmentation import main as score_cli
+from benchmarks.papers.segmentation import published_segmentation
 from benchmarks.pipeline.runlog import RecordLog
 from benchmarks.pipeline.segment import run
-from benchmarks.pipeline.settings import ConfigError
-from benchmarks.published.segmentation import published_segmentation
 from benchmarks.tables.segmentation import collect
 from benchmarks.tables.segmentation import main as table_cli
 

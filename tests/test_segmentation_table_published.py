@@ -13,8 +13,8 @@ from fakes.segment import write_segmentation_data
 from hydra import compose, initialize_config_dir
 
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.papers.segmentation import QuotedRow, published_segmentation
 from benchmarks.pipeline.segment import run
-from benchmarks.published.segmentation import QuotedRow, published_segmentation
 from benchmarks.tables.segmentation import (
     MeasuredCell,
     RowKey,

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.config.compose import compose_config
+from benchmarks.config.values import ConfigError
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.pipeline.settings import ConfigError, compose_config, validate
+from benchmarks.pipeline.settings import validate
 from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone
 from memsys.llm.cache import request_key

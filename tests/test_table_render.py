@@ -1,4 +1,4 @@
-"""The one table renderer (:mod:`benchmarks.tables.render`): markdown escaping and alignment row,
+"""The one table renderer (:mod:`benchmarks.render`): markdown escaping and alignment row,
 csv, LaTeX escaping, the checks a :class:`Table` makes of itself, and numbered footnotes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from benchmarks.tables.render import (
+from benchmarks.render import (
     Footnotes,
     Table,
     latex_escape,

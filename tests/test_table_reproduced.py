@@ -1,4 +1,4 @@
-"""``benchmarks.tables.report.reproduced`` (``make check-table1``'s comparison): every measured
+"""``benchmarks.checks.reproduced`` (``make check-table1``'s comparison): every measured
 cell of a report's CSV must match, what the run cost on the machine may differ."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.checks.reproduced import differences, main
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.tables.report.reproduced import differences, main
 
 HEADER = "subset,method,backbone,run,evidence_recall_mean,f1_set_mean,wall_s,answering_calls\n"
 

@@ -8,9 +8,10 @@ import inspect
 
 from run_helpers import compose_config
 
+from benchmarks.config.services import backbone_from_node
 from benchmarks.data.paths import resolve_path
 from benchmarks.pipeline import harness, workers
-from benchmarks.pipeline.settings import Paths, backbone_from_node, validate
+from benchmarks.pipeline.settings import Paths, validate
 from memsys.embed import EmbedderConfig
 from memsys.llm.backbone import BackboneSettings
 from memsys.llm.factory import BackboneConfig

@@ -62,11 +62,11 @@ COMMANDS: dict[str, Command | Group] = {
         "run | table: does each lite ablation change the reader's context",
     ),
     "inspect": Command(
-        "benchmarks.tables.inspect:main",
+        "benchmarks.inspection.inspect:main",
         "one HTML page over runs: each question's context, scores, verdicts",
     ),
     "diff": Command(
-        "benchmarks.tables.diff:main", "what changed between two runs, question by question"
+        "benchmarks.inspection.diff:main", "what changed between two runs, question by question"
     ),
     "score": Group(
         "score your own predictions (JSONL) with the harness's scorers",
@@ -106,7 +106,7 @@ COMMANDS: dict[str, Command | Group] = {
         "one question to the configured backbone (Hydra: backbone=...)",
     ),
     "regression": Command(
-        "benchmarks.tables.regression:main",
+        "benchmarks.checks.regression:main",
         "check | refresh: the CI regression against results/regression/",
     ),
 }

@@ -20,7 +20,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
-from benchmarks.pipeline.settings import CONF
+from benchmarks.config.compose import CONF
 
 #: Choices shown per group before the rest is counted, and the width lines are wrapped to.
 SHOWN_CHOICES = 8

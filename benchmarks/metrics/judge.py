@@ -17,7 +17,7 @@ readings have names of their own:
   0, JSON: mem0 asks for OpenAI's JSON-object mode, here :data:`MEM0_REPLY_SCHEMA` (an object
   with a string ``label``, what mem0's reading needs); mem0 sets no reply cap, here
   :data:`MEM0_REPLY_TOKENS`. The verdict is ``label == "CORRECT"``, the reply read as mem0 reads
-  it (:class:`Mem0LabelReader`). LoCoMo's own protocol.
+  it (:class:`~benchmarks.metrics.judging.Mem0LabelReader`). LoCoMo's own protocol.
 * ``strict`` — the project's: CORRECT or WRONG as JSON, rejecting vague, partial or hedged
   answers: the same gold fact, complete, or WRONG. Not from a paper: it brackets mem0's generous
   grading from above.
@@ -27,15 +27,7 @@ readings have names of their own:
 ``_abs`` (abstention) questions get LongMemEval's official abstention template and reading under
 every protocol (mem0's code never meets one: LoCoMo has none).
 
-A reply that can fail to parse (mem0's, the project's JSON) and does is asked again, up a ladder
-of new requests (so the cache cannot hand back the same bad reply): the prompt, the prompt with a
-reminder after the bad reply, then the prompt sampled with seeds 3, 4, ...
-(:data:`RESAMPLE_TEMPERATURE`). This is the harness's, not an evaluator's: mem0's script stops on
-such a reply. One run sends at most :data:`ATTEMPTS_PER_RUN` of them to the model; a rung whose
-reply is cached and unparseable is passed over at no cost, so a rerun asks new rungs instead of
-failing on the old replies. When that fails too, or the call itself fails, the verdict is a
-counted failure (``correct is None``), never a silent 0 or 1; the next run asks again, until
-:data:`MAX_ATTEMPTS` rungs have been tried and the failure is final.
+Asking the model and reading its replies (the retry ladder) is :mod:`benchmarks.metrics.judging`'s.
 
 ``python -m benchmarks.metrics.judge --show-prompt ...`` prints the message the judge model
 receives for one answer (:func:`main`).
@@ -44,23 +36,16 @@ receives for one answer (:func:`main`).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import json
-import re
 import string
 import sys
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.data import sources
 from benchmarks.metrics import official_prompts
-from memsys.llm.backbone import Backbone
-from memsys.llm.errors import LLMError
-from memsys.llm.jsonout import JSONReplyParser
-from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
 from memsys.types import LOCOMO_CATEGORIES, LONGMEMEVAL_CATEGORIES, Question
 
 #: The judge model of the scorer command lines (``python -m benchmarks.metrics.qa --judge``) when
@@ -146,21 +131,9 @@ Gold answer: {gold}
 Generated answer: {prediction}
 
 Reply with JSON only: {{"label": "CORRECT"}} or {{"label": "WRONG"}}."""
-RETRY_REMINDER = "Your reply was not the JSON asked for. Reply with the JSON object only."
-#: Requests one run sends to the model for one verdict (cached rungs are not counted).
-ATTEMPTS_PER_RUN = 2
 #: How a verdict's error starts when the judge's request failed for good (the server, not the
 #: model's reply): the run is then incomplete (:func:`lost_to_a_failed_call`).
 CALL_FAILED = "judge call failed:"
-
-#: Rungs of the ladder in all; a verdict still unparseable after them is a final failure.
-MAX_ATTEMPTS = 6
-#: Sampling temperature of rungs 3 and up (rung ``n`` has seed ``n``): greedy decoding would
-#: repeat the reply that could not be parsed.
-RESAMPLE_TEMPERATURE = 0.7
-#: mem0's ``extract_json`` (``mem0/memory/utils.py``): the reply stripped, then the content of
-#: its first code fence (optionally tagged ``json``) if it has one, else all of it.
-MEM0_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -269,7 +242,7 @@ def _longmemeval_json_prompt(question: Question, prediction: str) -> JudgePrompt
 class Protocol:
     """A judge protocol: its prompt builder, the words a table header uses for it, what its
     messages are made of (``texts``: its templates, or its evaluator file's pinned sha256) and
-    how its replies are read, and the official text it reads (called when a :class:`Judge`
+    how its replies are read, and the official text it reads (called when a :class:`~benchmarks.metrics.judging.Judge`
     takes it up, so a missing or altered evaluator file stops the run before any work)."""
 
     build: Callable[[Question, str], JudgePrompt]
@@ -374,226 +347,6 @@ def judgings(record: dict[str, Any]) -> list[dict[str, Any]]:
     """Every verdict entry of a record: the dataset's protocol's, then the others'."""
     primary = [record["judging"]] if record.get("judging") else []
     return primary + list((record.get("other_judgings") or {}).values())
-
-
-def ladder_request(prompt: JudgePrompt, rung: int, last_reply: str, max_tokens: int) -> LLMRequest:
-    """Rung ``rung`` of the ladder (see the module docstring); ``last_reply`` is the reply of
-    the rung below (rung 2 quotes rung 1's); ``max_tokens`` caps a reply whose format sets no
-    cap of its own."""
-    messages: list[Message] = [{"role": "user", "content": prompt.text}]
-    reply = prompt.reply
-    params = SamplingParams(max_tokens=reply.max_tokens or max_tokens, json_schema=reply.schema)
-    if rung == 2:
-        messages += [
-            {"role": "assistant", "content": last_reply},
-            {"role": "user", "content": RETRY_REMINDER},
-        ]
-    elif rung > 2:
-        params = dataclasses.replace(params, temperature=RESAMPLE_TEMPERATURE, seed=rung)
-    return LLMRequest(tuple(messages), params, shared_prefix=prompt.prefix)
-
-
-class YesNoReader:
-    """LongMemEval's reading: ``'yes' in reply.strip().lower()``; every reply is a verdict."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts = {"yes": 0, "no": 0}
-
-    def read(self, text: str) -> tuple[bool | None, str | None]:
-        """The verdict of one reply and, when there is none, why."""
-        verdict = "yes" in text.strip().lower()
-        with self._lock:
-            self._counts["yes" if verdict else "no"] += 1
-        return verdict, None
-
-    def counts(self) -> dict[str, int]:
-        """Outcome counts so far (JSON-serializable)."""
-        with self._lock:
-            return dict(self._counts)
-
-
-class Mem0LabelReader:
-    """mem0's reading: ``json.loads(extract_json(reply))["label"] == "CORRECT"``
-    (:data:`MEM0_FENCE`). A reply mem0's script would stop on (no JSON, or JSON without a
-    ``label``) has no verdict: the ladder asks again."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts = {"clean": 0, "unparseable": 0, "invalid": 0}
-
-    def read(self, text: str) -> tuple[bool | None, str | None]:
-        """The verdict of one reply and, when there is none, why."""
-        stripped = text.strip()
-        fenced = MEM0_FENCE.search(stripped)
-        try:
-            value = json.loads(fenced.group(1) if fenced else stripped)
-        except ValueError as error:
-            return self._count("unparseable", None, f"unparseable verdict: {error}")
-        if not isinstance(value, dict) or "label" not in value:
-            return self._count("invalid", None, f"unparseable verdict: no label in {text[:200]!r}")
-        return self._count("clean", value["label"] == "CORRECT", None)
-
-    def counts(self) -> dict[str, int]:
-        """Outcome counts so far (JSON-serializable)."""
-        with self._lock:
-            return dict(self._counts)
-
-    def _count(
-        self, outcome: str, verdict: bool | None, error: str | None
-    ) -> tuple[bool | None, str | None]:
-        with self._lock:
-            self._counts[outcome] += 1
-        return verdict, error
-
-
-class ProjectJSONReader:
-    """The project's JSON protocols: the reply repaired and checked against ``schema``
-    (:class:`~memsys.llm.jsonout.JSONReplyParser`); ``key`` holding ``accepted`` is a yes."""
-
-    def __init__(self, schema: Mapping[str, Any], key: str, accepted: str) -> None:
-        self.parser = JSONReplyParser(schema)
-        self.key, self.accepted = key, accepted
-
-    def read(self, text: str) -> tuple[bool | None, str | None]:
-        """The verdict of one reply and, when there is none, why."""
-        parsed = self.parser.parse(text)
-        if not parsed.ok:
-            return None, f"unparseable verdict: {parsed.error}"
-        return parsed.value[self.key] == self.accepted, None
-
-    def counts(self) -> dict[str, int]:
-        """Outcome counts so far (JSON-serializable)."""
-        return self.parser.counts()
-
-
-@dataclass
-class _Grading:
-    """One verdict on its way up the ladder."""
-
-    prompt: JudgePrompt
-    rung: int = 0
-    asked: int = 0
-    reply: str = ""
-    error: str | None = None
-    call_failed: bool = False
-    correct: bool | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-
-    def climbing(self) -> bool:
-        """Whether this verdict takes the next rung in this run."""
-        if self.correct is not None or self.call_failed:
-            return False  # a failed call is asked again by the next run, from the bottom rung
-        return self.asked < ATTEMPTS_PER_RUN and self.rung < MAX_ATTEMPTS
-
-    def next_request(self, max_tokens: int) -> LLMRequest:
-        return ladder_request(self.prompt, self.rung + 1, self.reply, max_tokens)
-
-    def verdict(self) -> Verdict:
-        final = self.correct is None and not self.call_failed and self.rung >= MAX_ATTEMPTS
-        return Verdict(
-            self.correct,
-            self.reply,
-            self.rung,
-            self.error,
-            self.prompt_tokens,
-            self.completion_tokens,
-            self.latency_s,
-            self.asked,
-            final,
-        )
-
-
-def _booked_once(grading: _Grading, booked: set[int]) -> Verdict:
-    """``grading``'s verdict; a grading shared by several protocols books its cost on the first
-    and is ``shared`` (no cost) on the others, so summed costs count each call once."""
-    verdict = grading.verdict()
-    if id(grading) not in booked:
-        booked.add(id(grading))
-        return verdict
-    return dataclasses.replace(
-        verdict,
-        attempts=0,
-        asked=0,
-        prompt_tokens=0,
-        completion_tokens=0,
-        latency_s=0.0,
-        shared=True,
-    )
-
-
-class Judge:
-    """Grades answers through a backbone under one or more protocols; reply outcomes are
-    counted per reader (``parsers``) for the run summary.
-
-    Taking up a protocol named after an evaluator reads and verifies its source file: a missing
-    or altered one raises :class:`~benchmarks.metrics.official_prompts.EvaluatorFileError` here,
-    before any work, and only for the protocols that need it. ``max_tokens`` caps the replies of
-    the project's protocols (the evaluators' have their own caps)."""
-
-    def __init__(
-        self, backbone: Backbone, *, protocols: Sequence[str], max_tokens: int = 32
-    ) -> None:
-        check_protocols(protocols)
-        self.backbone = backbone
-        self.protocols = tuple(dict.fromkeys(protocols))
-        for name in self.protocols:
-            if PROTOCOLS[name].official_text is not None:
-                PROTOCOLS[name].official_text()
-        self.max_tokens = max_tokens
-        self.parsers: dict[str, YesNoReader | Mem0LabelReader | ProjectJSONReader] = {
-            LONGMEMEVAL_REPLY.reader: YesNoReader(),
-            MEM0_REPLY.reader: Mem0LabelReader(),
-            LABEL_JSON_REPLY.reader: ProjectJSONReader(LOCOMO_SCHEMA, "label", "CORRECT"),
-            YES_NO_JSON_REPLY.reader: ProjectJSONReader(YES_NO_SCHEMA, "answer", "yes"),
-        }
-
-    def grade_many(
-        self, items: Sequence[tuple[Question, str]], *, stage: str = "judging"
-    ) -> list[dict[str, Verdict]]:
-        """One verdict per protocol per (question, prediction), in order; failures are verdicts
-        too. Protocols that give the same prompt (abstention questions) share one grading;
-        ``stage`` names the calls in the accounting."""
-        by_prompt: dict[tuple[str, str], _Grading] = {}
-        per_item = []
-        for question, prediction in items:
-            gradings = {}
-            for protocol in self.protocols:
-                prompt = judge_prompt(question, prediction, protocol)
-                key = (prompt.text, prompt.reply.reader)
-                gradings[protocol] = by_prompt.setdefault(key, _Grading(prompt))
-            per_item.append(gradings)
-        pending = list(by_prompt.values())
-        # Same instruction, one after another: an in-process model evaluates it once per run of
-        # them (replies do not depend on the order; see LLMRequest.shared_prefix).
-        pending.sort(key=lambda grading: grading.prompt.text[: grading.prompt.prefix])
-        while climbing := [grading for grading in pending if grading.climbing()]:
-            requests = [grading.next_request(self.max_tokens) for grading in climbing]
-            replies = self.backbone.complete_many(requests, stage=stage, return_exceptions=True)
-            for grading, reply in zip(climbing, replies, strict=True):
-                self._take(grading, reply)
-        booked: set[int] = set()
-        return [
-            {protocol: _booked_once(grading, booked) for protocol, grading in gradings.items()}
-            for gradings in per_item
-        ]
-
-    def _take(self, grading: _Grading, reply: LLMResponse | LLMError) -> None:
-        """Record one rung's reply: a verdict, or why there is none."""
-        grading.rung += 1
-        if isinstance(reply, LLMError):
-            grading.asked += 1
-            grading.reply, grading.error = "", f"{CALL_FAILED} {reply}"
-            grading.call_failed = True
-            return
-        grading.asked += not reply.cached
-        grading.prompt_tokens += reply.prompt_tokens
-        grading.completion_tokens += reply.completion_tokens
-        grading.latency_s += reply.latency_s
-        grading.reply = reply.text
-        grading.correct, grading.error = self.parsers[grading.prompt.reply.reader].read(reply.text)
 
 
 def question_category(question_type: str) -> str:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.metrics.judge import Judge, Verdict, lost_to_a_failed_call
+from benchmarks.metrics.judge import Verdict, lost_to_a_failed_call
+from benchmarks.metrics.judging import Judge
 from benchmarks.metrics.qa import SENTENCE_END, STEMMER, normalize_locomo_answer
 from memsys.types import Conversation, Question
 

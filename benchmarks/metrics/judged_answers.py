@@ -1,7 +1,7 @@
 """Judged answers: any system's answers graded as the harness grades its own, with LongMemEval's
 aggregates.
 
-The same :class:`~benchmarks.metrics.judge.Judge` a run uses (same prompts, replies read the
+The same :class:`~benchmarks.metrics.judging.Judge` a run uses (same prompts, replies read the
 same way, same retry ladder), on a judge backbone composed from ``conf/backbone/<NAME>.yaml``
 as a run composes it, through the runners' response cache (``.cache/``, or ``cache_dir=``), so
 a rerun, or judging a run's own answers, asks the model nothing new::
@@ -25,7 +25,7 @@ Two input shapes, one question per line:
 It prints judge accuracy with 95% bootstrap intervals (questions resampled): overall (category 5
 under the ``--adversarial`` policy, as the lexical scores), per category, and over LongMemEval's
 questions also task-averaged (the mean of the per-type means) and abstention accuracy; the
-grouping is :mod:`benchmarks.tables.summary`'s, the one behind a run's ``metrics.json``. A failed
+grouping is :mod:`benchmarks.metrics.aggregate`'s, the one behind a run's ``metrics.json``. A failed
 verdict (no parseable reply, or a failed call) is counted and left out, never scored.
 ``--out`` writes one line per question: ``{"question_id", "category", "protocol", "label":
 true|false|null, "reply", "error"}``. ``OVERRIDE``s are Hydra overrides of the config the judge
@@ -46,23 +46,13 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from benchmarks.config.compose import compose_config
+from benchmarks.config.services import backbone_config
+from benchmarks.config.values import ConfigError
 from benchmarks.data.errors import DataMissingError, DatasetError
 from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
 from benchmarks.data.specs import named_spec
-from benchmarks.metrics.jsonl import InputError, require
-from benchmarks.metrics.judge import (
-    ABSTENTION_RULE,
-    DEFAULT_JUDGE_BACKBONE,
-    PROTOCOLS,
-    Judge,
-    Verdict,
-    judge_prompt,
-    question_category,
-)
-from benchmarks.metrics.predictions import ADVERSARIAL, read_lines_by_id, text_field
-from benchmarks.pipeline.settings import ConfigError, backbone_config, compose_config
-from benchmarks.tables.render import Table
-from benchmarks.tables.summary import (
+from benchmarks.metrics.aggregate import (
     Cell,
     cells_by_scope,
     in_overall,
@@ -70,6 +60,18 @@ from benchmarks.tables.summary import (
     plural,
     understated,
 )
+from benchmarks.metrics.jsonl import InputError, require
+from benchmarks.metrics.judge import (
+    ABSTENTION_RULE,
+    DEFAULT_JUDGE_BACKBONE,
+    PROTOCOLS,
+    Verdict,
+    judge_prompt,
+    question_category,
+)
+from benchmarks.metrics.judging import Judge
+from benchmarks.metrics.predictions import ADVERSARIAL, read_lines_by_id, text_field
+from benchmarks.render import Table
 from memsys.llm.accounting import Accounting
 from memsys.llm.backbone import Backbone
 from memsys.llm.cache import ResponseCache
@@ -179,7 +181,7 @@ def score_records(
     answers: Sequence[JudgedAnswer], verdicts: Sequence[Verdict]
 ) -> list[dict[str, Any]]:
     """Each verdict as a run's record carries it (``scores.judge_acc``, None for a failed one),
-    so that :mod:`benchmarks.tables.summary` aggregates it as it aggregates a run."""
+    so that :mod:`benchmarks.metrics.aggregate` aggregates it as it aggregates a run."""
     return [
         {
             "question_id": answer.question.question_id,

@@ -46,7 +46,7 @@ from benchmarks.metrics.longmemeval_official import (
     turn_id,
 )
 from benchmarks.metrics.stats import bootstrap_ci
-from benchmarks.tables.render import Table
+from benchmarks.render import Table
 from memsys.types import Conversation, Retrieval, Turn
 
 #: Distinct sessions a stored ranking covers: the largest cut-off.

@@ -30,6 +30,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from benchmarks.config.values import ConfigError
 from benchmarks.data.errors import DataMissingError, DatasetError
 from benchmarks.pipeline.runlog import (
     DamagedLogError,
@@ -37,8 +38,9 @@ from benchmarks.pipeline.runlog import (
     ResultsWriteError,
     RunInProgressError,
 )
-from benchmarks.pipeline.settings import ConfigError
+from memsys.base import UndeclaredServiceError
 from memsys.compression import CompressorUnavailableError
+from memsys.gguf import ModelFileError
 from memsys.kvstore import CacheError
 from memsys.llm.errors import BackboneUnavailableError, CacheMissError, ProviderUnavailableError
 from memsys.llm.redact import install_log_redaction, redact, redact_file
@@ -66,6 +68,7 @@ CLEAR_ERRORS = (
     DatasetError,
     BackboneUnavailableError,
     ProviderUnavailableError,
+    ModelFileError,
     CacheMissError,
     RunInProgressError,
     ResultsWriteError,
@@ -73,6 +76,7 @@ CLEAR_ERRORS = (
     ForeignRowsError,
     CacheError,
     CompressorUnavailableError,
+    UndeclaredServiceError,
     IncompleteRunError,
 )
 

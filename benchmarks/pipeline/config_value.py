@@ -15,7 +15,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from benchmarks.pipeline.settings import compose_config
+from benchmarks.config.compose import compose_config
 
 _ABSENT = object()
 

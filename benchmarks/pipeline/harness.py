@@ -19,25 +19,16 @@ from omegaconf import DictConfig
 
 from benchmarks.answering.context import RenderedContext, render_context
 from benchmarks.answering.prompts import answer_messages
+from benchmarks.config.values import ConfigError
+from benchmarks.metrics.aggregate import OTHER_JUDGE_PREFIX
 from benchmarks.metrics.coverage import answer_coverage
-from benchmarks.metrics.judge import (
-    Judge,
-    Verdict,
-    judging_entry,
-    judgings,
-    lost_to_a_failed_call,
-)
+from benchmarks.metrics.judge import Verdict, judging_entry, judgings, lost_to_a_failed_call
+from benchmarks.metrics.judging import Judge
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.ranking import OfficialIds
 from benchmarks.metrics.retrieval import evidence_recall
 from benchmarks.pipeline.memory_store import MemoryStore
-from benchmarks.pipeline.settings import (
-    ConfigError,
-    RunSettings,
-    cache_folder,
-    check_method_options,
-)
-from benchmarks.tables.summary import OTHER_JUDGE_PREFIX
+from benchmarks.pipeline.settings import RunSettings, cache_folder, check_method_options
 from memsys.base import MemorySystem, Services
 from memsys.embed import Embedder, EmbeddingCache
 from memsys.llm.accounting import Accounting

@@ -3,7 +3,7 @@
 Asks the configured backbone one question, prints the reply, then one JSON line with the token
 counts, latency and whether the reply came from the cache. Overrides are Hydra-style and are
 applied to ``conf/llm_ask.yaml``; the backbone node is read as a run reads it
-(:func:`benchmarks.pipeline.settings.backbone_config`), and :mod:`memsys.llm` builds it from the
+(:func:`benchmarks.config.services.backbone_config`), and :mod:`memsys.llm` builds it from the
 typed values.
 """
 
@@ -17,13 +17,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from benchmarks.config.compose import CONF, compose_config
+from benchmarks.config.services import backbone_config
+from benchmarks.config.values import ConfigError
 from benchmarks.pipeline.cli import print_error
-from benchmarks.pipeline.settings import (
-    CONF,
-    ConfigError,
-    backbone_config,
-    compose_config,
-)
 from memsys.llm.accounting import Accounting
 from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import LLMError

@@ -1,7 +1,7 @@
 """Constructed memories cached on disk, keyed by what built them, checked before trust.
 
-Key = sha256 of the method's construction identity (class, version, config, embedder,
-construction model) and the conversation's content, so a sweep over answering backbones or prompts
+Key = sha256 of the method's construction identity (class, version, config, and every service
+its construction declares: embedder, construction model, parser) and the conversation's content, so a sweep over answering backbones or prompts
 reuses memories and any change to what builds them rebuilds. Files are JSON (no pickle) with the
 payload's sha256 beside it; a file that fails to parse or whose checksum does not match is
 rebuilt, never trusted. Writes go to a temporary ``.part`` file renamed into place (atomic on
@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsys.base import MemorySystem
+from memsys.base import MemorySystem, undeclared_services
 from memsys.files import replace_file
 from memsys.types import Conversation
+from memsys.usage import recording
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,9 @@ class MemoryStore:
     def load_or_build(
         self, system: MemorySystem[Any], conversation: Conversation
     ) -> tuple[Any, bool]:
-        """The memory and whether it came from disk."""
+        """The memory and whether it came from disk. A memory built here whose construction used
+        a service the method does not declare is an
+        :class:`~memsys.base.UndeclaredServiceError`, before it is stored."""
         path = self.path(system, conversation)
         payload = self._read(path, conversation.conversation_id)
         if payload is None and (older := self._older_path(system, conversation)) is not None:
@@ -111,7 +114,9 @@ class MemoryStore:
                 self._store(path, conversation.conversation_id, payload)
         if payload is not None:
             return system.load_memory(payload), True
-        memory = system.construct(conversation)
+        with recording() as used:
+            memory = system.construct(conversation)
+        undeclared_services(system, used)
         self._store(path, conversation.conversation_id, system.dump_memory(memory))
         return memory, False
 

@@ -31,7 +31,10 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from benchmarks.config.compose import CONF, without_registry
+from benchmarks.config.values import ConfigError
 from benchmarks.data.paths import shown_path
+from benchmarks.metrics.aggregate import format_summary, summarize_run
 from benchmarks.metrics.judge_probes import (
     PROBES_FILE,
     Probe,
@@ -73,8 +76,6 @@ from benchmarks.pipeline.runlog import (
     write_atomically,
 )
 from benchmarks.pipeline.settings import (
-    CONF,
-    ConfigError,
     RunSettings,
     check_method_options,
     run_id,
@@ -83,7 +84,6 @@ from benchmarks.pipeline.settings import (
 )
 from benchmarks.pipeline.subsets import select
 from benchmarks.pipeline.workers import Task, WorkerPool, WorkerUsage, peak_rss_mb
-from benchmarks.tables.summary import format_summary, summarize_run
 from memsys.llm.accounting import Accounting
 from memsys.llm.redact import redact
 from memsys.types import Conversation, Question
@@ -197,7 +197,10 @@ def grade_judge_probes(
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    """Run (or resume) one configuration; return its metrics summary."""
+    """Run (or resume) one configuration; return its metrics summary. The method's registry
+    block leaves ``cfg`` first (:func:`benchmarks.config.compose.without_registry`): what
+    ``@hydra.main`` composed holds it."""
+    cfg = without_registry(cfg)
     redact_run_outputs()
     settings = validate(cfg)
     check_method_options(settings.method)

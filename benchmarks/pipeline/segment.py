@@ -37,6 +37,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from benchmarks.config.services import backbone_config, embedder_config
+from benchmarks.config.values import ConfigError
 from benchmarks.data import SEGMENTATION_DATASETS, load_segmentation
 from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
@@ -46,13 +48,10 @@ from benchmarks.pipeline.runlog import RecordLog, exclusive, write_atomically
 from benchmarks.pipeline.settings import (
     CACHE_MODES,
     LOCATION_KEYS,
-    ConfigError,
     Paths,
-    backbone_config,
     cache_folder,
     drop_embedder_default,
     drop_server_locations,
-    embedder_config,
     run_id,
     run_paths,
 )

@@ -6,63 +6,38 @@ only. The library (``memsys``) takes the typed values and never sees a config no
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
-import types
-import typing
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-from hydra import compose, initialize_config_dir
-from hydra.core.config_store import ConfigStore
 from hydra.utils import get_class
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from benchmarks.answering.prompts import TEMPLATES
-from benchmarks.data.paths import REPO_ROOT, resolve_data_dir, resolve_path
+from benchmarks.config.compose import CONF
+from benchmarks.config.services import backbone_config, embedder_config
+from benchmarks.config.values import (
+    ConfigError,
+    check_options,
+    choice_at,
+    plain,
+    positive_int,
+    value_at,
+)
+from benchmarks.data.paths import resolve_data_dir, resolve_path
 from benchmarks.data.specs import DATASET_SPECS, DatasetSpec
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.pipeline.subsets import SubsetSpec
-from benchmarks.registry import PAPER_GRID, paper_grid, sweep
+from benchmarks.registry import KEY as REGISTRY_KEY
 from memsys.base import CONTEXT_ORDERS, MemorySystem
 from memsys.embed import BACKENDS, EmbedderConfig
 from memsys.kvshards import LAYOUTS, LayoutMismatchError, claim_layout
-from memsys.llm.backbone import BackboneSettings
 from memsys.llm.factory import BackboneConfig
-from memsys.llm.retry import RetryPolicy
 
-#: The runners' Hydra configs.
-CONF = REPO_ROOT / "conf"
-
-
-# ``${repo_path:...}``: a path as the runners resolve it (Hydra's folders under ``results_dir``).
-OmegaConf.register_new_resolver("repo_path", lambda path: str(resolve_path(path)), replace=True)
-# ``${registry:GRID}``: the grid's sweep values, comma-separated (:func:`benchmarks.registry.sweep`),
-# so an experiment's sweep (``hydra.sweeper.params``) is derived from the registry blocks. Registered
-# on import, before ``@hydra.main`` composes; Hydra's sweeper resolves it when it reads its params,
-# and a command-line ``method=a,b`` replaces it as any sweep key.
-OmegaConf.register_new_resolver("registry", lambda grid: ",".join(sweep(grid)), replace=True)
-
-
-def register_paper_grid(store: ConfigStore) -> None:
-    """Each option of the ``paper`` config group (:func:`benchmarks.registry.paper_grid`) as the
-    overlay a ``conf/paper/<name>.yaml`` would be: the method config and group choices by
-    defaults-list overrides, the paper's run-level keys at the top level."""
-    for option in paper_grid().values():
-        choices = {"method": option.method, **option.groups}
-        defaults = [{f"override /{group}": choice} for group, choice in choices.items()]
-        node = {"defaults": [*defaults, "_self_"], **option.protocol}
-        store.store(group=PAPER_GRID, name=option.name, node=node, package="_global_")
-
-
-# Registered on import, as the resolvers: every composition (``@hydra.main``, the tests, the
-# report's grid) finds the options.
-register_paper_grid(ConfigStore.instance())
 #: Keys that say where things live, how to display them or how many processes do the work: not
 #: part of a run's identity.
 LOCATION_KEYS = (
@@ -85,22 +60,10 @@ SERVER_LOCATION_KEYS = ("base_url", "base_url_env", "api_key_env")
 #: The backbones a run may call: the answering one, and the construction model's and the
 #: judge's when they have their own.
 BACKBONE_KEYS = ("backbone", "construction.backbone", "judge.backbone")
-#: Retry settings that must be above zero (the other numbers may be zero: no backoff).
-POSITIVE_RETRY_SETTINGS = ("request_timeout_s", "rate_limit_patience_s", "rate_limit_decrease")
-_ABSENT = object()
-MANDATORY = "missing: a mandatory value (???) that no config or override sets"
 CACHE_MODES = ("readwrite", "replay", "recorded", "off")
 #: ``answer.order``: ``method``, each method's own order (:attr:`MemorySystem.context_order`), or
 #: one of :data:`CONTEXT_ORDERS` for every method.
 ANSWER_ORDERS = ("method", *CONTEXT_ORDERS)
-
-
-class ConfigError(ValueError):
-    """A config value is missing or invalid; the message starts with its key."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"config key '{key}': {message}")
-        self.key = key
 
 
 @dataclass(frozen=True)
@@ -191,71 +154,13 @@ class RunSettings:
         return self.template is not None or self.construction_key is not None
 
 
-def _get(cfg: DictConfig, key: str, default: Any = _ABSENT, *, named: str | None = None) -> Any:
-    """The value at ``key`` below ``cfg``; ``default`` if the key is absent (an error without
-    one). Errors name ``named`` (the full key, when ``cfg`` is a node inside the config) or
-    ``key``."""
-    try:
-        value = OmegaConf.select(cfg, key, throw_on_missing=True, default=_ABSENT)
-    except MissingMandatoryValue as error:
-        raise ConfigError(named or key, MANDATORY) from error
-    except OmegaConfBaseException as error:  # e.g. an interpolation that does not resolve
-        raise ConfigError(named or key, f"cannot resolve: {_first_line(error)}") from error
-    if value is _ABSENT:
-        if default is not _ABSENT:
-            return default
-        raise ConfigError(named or key, "missing")
-    return value
-
-
-def _first_line(error: Exception) -> str:
-    """OmegaConf's message without the lines it adds (the key, the object type)."""
-    return str(error).splitlines()[0] if str(error) else type(error).__name__
-
-
-def _positive_int(
-    cfg: DictConfig,
-    key: str,
-    *,
-    allow_none: bool = False,
-    allow_zero: bool = False,
-    default: Any = _ABSENT,
-) -> Any:
-    value = _get(cfg, key, default)
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
-        kind = "a non-negative" if allow_zero else "a positive"
-        raise ConfigError(
-            key, f"expected {kind} integer{' or null' if allow_none else ''}, got {value!r}"
-        )
-    return value
-
-
-def _number(cfg: DictConfig, key: str, *, positive: bool) -> Any:
-    value = _get(cfg, key)
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not number or not (value > 0 if positive else value >= 0):  # NaN fails both
-        kind = "a positive" if positive else "a non-negative"
-        raise ConfigError(key, f"expected {kind} number, got {value!r}")
-    return value
-
-
-def _choice(cfg: DictConfig, key: str, choices: tuple[Any, ...]) -> Any:
-    value = _get(cfg, key)
-    # By type too: 1 == True and 0.0 == False, but neither is a valid boolean setting.
-    if not any(type(value) is type(choice) and value == choice for choice in choices):
-        raise ConfigError(key, f"expected one of {list(choices)}, got {value!r}")
-    return value
-
-
 def validate(cfg: DictConfig) -> RunSettings:
     """Check every key the runner reads; raise :class:`ConfigError` naming the first bad one."""
     check_known_keys(cfg)
-    dataset = _choice(cfg, "dataset.name", tuple(DATASET_SPECS))
+    dataset = choice_at(cfg, "dataset.name", tuple(DATASET_SPECS))
     spec = DATASET_SPECS[dataset]
     variant = (
-        None if None in spec.variants else _choice(cfg, "dataset.variant", tuple(spec.variants))
+        None if None in spec.variants else choice_at(cfg, "dataset.variant", tuple(spec.variants))
     )
     if not OmegaConf.select(cfg, "method._target_"):
         raise ConfigError("method._target_", "missing: pick a method, e.g. method=turn_rag_dense")
@@ -264,39 +169,39 @@ def validate(cfg: DictConfig) -> RunSettings:
             "backbone.provider._target_", "missing: pick a backbone, e.g. backbone=embedded"
         )
     subset = SubsetSpec(
-        name=str(_get(cfg, "subset.name")),
-        conversations=_positive_int(cfg, "subset.conversations", allow_none=True),
-        max_questions=_positive_int(cfg, "subset.max_questions", allow_none=True),
+        name=str(value_at(cfg, "subset.name")),
+        conversations=positive_int(cfg, "subset.conversations", allow_none=True),
+        max_questions=positive_int(cfg, "subset.max_questions", allow_none=True),
         # Optional key (only `regression` sets it), so older subset configs keep their run ids.
-        max_sessions=_positive_int(cfg, "subset.max_sessions", allow_none=True)
+        max_sessions=positive_int(cfg, "subset.max_sessions", allow_none=True)
         if OmegaConf.select(cfg, "subset.max_sessions") is not None
         else None,
-        seed=_positive_int(cfg, "seed", allow_zero=True),
+        seed=positive_int(cfg, "seed", allow_zero=True),
     )
     if OmegaConf.select(cfg, "embedder.backend") is not None:
-        _choice(cfg, "embedder.backend", BACKENDS)
-    template = _choice(cfg, "answer.template", (*TEMPLATES, None))
-    judged = template is not None and _choice(cfg, "judge.enabled", (True, False))
+        choice_at(cfg, "embedder.backend", BACKENDS)
+    template = choice_at(cfg, "answer.template", (*TEMPLATES, None))
+    judged = template is not None and choice_at(cfg, "judge.enabled", (True, False))
     construction_key = construction_backbone_key(cfg)
     knobs: dict[str, Any] = dict(
         dataset=dataset,
         variant=variant,
-        dataset_file=str(_get(cfg, "dataset.file")) if spec.reads_file else None,
+        dataset_file=str(value_at(cfg, "dataset.file")) if spec.reads_file else None,
         subset=subset,
         template=template,
-        context_budget=_positive_int(cfg, "answer.context_budget"),
+        context_budget=positive_int(cfg, "answer.context_budget"),
         context_order=context_order(cfg),
-        answer_max_tokens=_positive_int(cfg, "answer.max_tokens", allow_zero=True),
-        judge_enabled=_choice(cfg, "judge.enabled", (True, False)),
+        answer_max_tokens=positive_int(cfg, "answer.max_tokens", allow_zero=True),
+        judge_enabled=choice_at(cfg, "judge.enabled", (True, False)),
         judge_protocols=judge_protocols(cfg) if judged else (),
-        judge_probes=_choice(cfg, "judge.probes", (True, False)) if judged else False,
-        adversarial=_choice(cfg, "adversarial", ("exclude", "include")),
-        batch_size=_positive_int(cfg, "batch_size"),
+        judge_probes=choice_at(cfg, "judge.probes", (True, False)) if judged else False,
+        adversarial=choice_at(cfg, "adversarial", ("exclude", "include")),
+        batch_size=positive_int(cfg, "batch_size"),
         seed=subset.seed,
-        llm_cache_mode=_choice(cfg, "llm_cache_mode", CACHE_MODES),
+        llm_cache_mode=choice_at(cfg, "llm_cache_mode", CACHE_MODES),
         construction_key=construction_key,
-        workers=_positive_int(cfg, "workers"),
-        memories_at_once=_positive_int(cfg, "memories_at_once"),
+        workers=positive_int(cfg, "workers"),
+        memories_at_once=positive_int(cfg, "memories_at_once"),
     )
     # The backbones the run calls, each checked (one it does not call is not: a retrieval-only
     # run of a lite method serves every backbone, configured or not).
@@ -305,7 +210,7 @@ def validate(cfg: DictConfig) -> RunSettings:
     builder = reader if construction_key == "backbone" else None
     if construction_key == "construction.backbone":
         builder = backbone_config(cfg, construction_key)
-    own_judge = judged and _get(cfg, "judge.backbone", None) is not None
+    own_judge = judged and value_at(cfg, "judge.backbone", None) is not None
     settings = RunSettings(
         **knobs,
         method=resolved_method(cfg),
@@ -314,7 +219,7 @@ def validate(cfg: DictConfig) -> RunSettings:
         construction_backbone=builder,
         judge_backbone=backbone_config(cfg, "judge.backbone") if own_judge else None,
         paths=run_paths(cfg),
-        progress=_choice(cfg, "progress", (True, False)),
+        progress=choice_at(cfg, "progress", (True, False)),
     )
     replies = settings.paths.llm_replies
     if settings.llm_cache_mode == "recorded" and (replies is None or not replies.is_file()):
@@ -364,8 +269,8 @@ def declared_keys(primary: Path) -> frozenset[str]:
 
 def judge_protocols(cfg: DictConfig) -> tuple[str, ...]:
     """The dataset's own judge protocol, then the other ones of ``judge.protocols``."""
-    own = _choice(cfg, "dataset.judge_protocol", tuple(PROTOCOLS))
-    others = _get(cfg, "judge.protocols")
+    own = choice_at(cfg, "dataset.judge_protocol", tuple(PROTOCOLS))
+    others = value_at(cfg, "judge.protocols")
     if not isinstance(others, ListConfig) or not all(name in PROTOCOLS for name in others):
         raise ConfigError(
             "judge.protocols", f"expected a list of {sorted(PROTOCOLS)}, got {others!r}"
@@ -386,10 +291,10 @@ def context_order(cfg: DictConfig) -> str:
     """The order a run shows its items in: ``answer.order``, where ``method`` (the default)
     means the order the method's class declares, so a method whose paper hands the reader its
     ranking (CAST) is run as its paper does unless a run says otherwise."""
-    order = _choice(cfg, "answer.order", ANSWER_ORDERS)
+    order = choice_at(cfg, "answer.order", ANSWER_ORDERS)
     if order != "method":
         return order
-    return declared_context_order(str(_get(cfg, "method._target_")))
+    return declared_context_order(str(value_at(cfg, "method._target_")))
 
 
 def declared_context_order(target: str) -> str:
@@ -420,6 +325,9 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     identity = {key: value for key, value in resolved.items() if key not in LOCATION_KEYS}
+    # However the config was composed (a raw Hydra compose keeps it): the registry block is no
+    # option of the method (:func:`benchmarks.config.compose.without_registry`).
+    identity.get("method", {}).pop(REGISTRY_KEY, None)
     record_context_order(identity, context_order(cfg))
     drop_embedder_default(identity)
     drop_server_locations(identity)
@@ -518,105 +426,14 @@ def run_id(identity: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
-def backbone_config(cfg: DictConfig, key: str) -> BackboneConfig:
-    """The backbone at ``key`` (``backbone``, ``construction.backbone``, ``judge.backbone``) as
-    :mod:`memsys.llm` takes it, every setting checked: its provider's options (against the
-    provider config class its ``_target_`` names), ``concurrency`` and ``retry``, so that a bad
-    one fails before the run directory exists, not at the first request (or, for a timeout,
-    after building the memory). Only this translation reads a backbone's config node."""
-    target = _get(cfg, f"{key}.provider._target_", None)
-    try:
-        provider_class = get_class(str(target))
-    except Exception as error:  # Hydra wraps the import error
-        raise ConfigError(
-            f"{key}.provider._target_", f"expected a provider config class, got {target!r}"
-        ) from error
-    provider_node = _get(cfg, f"{key}.provider")
-    check_options(provider_node, f"{key}.provider", provider_class.__init__)
-    concurrency = _positive_int(cfg, f"{key}.concurrency", allow_none=True, default=None)
-    retry = retry_policy(cfg, f"{key}.retry")
-    options = {
-        str(name): _plain(_get(provider_node, str(name), named=f"{key}.provider.{name}"))
-        for name in provider_node
-        if not str(name).startswith("_")
-    }
-    try:
-        provider = provider_class(**options)
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"{key}.provider", f"{provider_class.__name__}: {error}") from error
-    settings = BackboneSettings(
-        concurrency=BackboneSettings().concurrency if concurrency is None else concurrency,
-        retry=retry,
-    )
-    name = _get(cfg, f"{key}.name", None)
-    return BackboneConfig(provider, settings, None if name is None else str(name))
-
-
-def backbone_from_node(node: DictConfig | Mapping[str, Any]) -> BackboneConfig:
-    """:func:`backbone_config` of a lone backbone node (a composed ``conf/backbone/*.yaml``, or
-    the same as a dict), for the tools that build one outside a run; errors name ``backbone``."""
-    return backbone_config(OmegaConf.create({"backbone": node}), "backbone")
-
-
-def _plain(value: Any) -> Any:
-    """A config value as plain Python (containers converted, interpolations resolved)."""
-    if OmegaConf.is_config(value):
-        return OmegaConf.to_container(value, resolve=True)
-    return value
-
-
-def retry_policy(cfg: DictConfig, key: str) -> RetryPolicy:
-    """The retry settings at ``key`` (absent or null: the defaults): each a field of
-    :class:`~memsys.llm.retry.RetryPolicy`; the integers (attempts, failures) positive, the other
-    numbers not negative, and :data:`POSITIVE_RETRY_SETTINGS` positive."""
-    retry = _get(cfg, key, None)
-    if retry is None:
-        return RetryPolicy()
-    hints = typing.get_type_hints(RetryPolicy)
-    known = {field.name: hints[field.name] for field in fields(RetryPolicy)}
-    if not isinstance(retry, DictConfig):
-        raise ConfigError(key, f"expected a mapping with some of {list(known)}, got {retry!r}")
-    values = {}
-    for name in retry:
-        setting = f"{key}.{name}"
-        if name not in known:
-            raise ConfigError(setting, f"unknown retry setting; expected one of {list(known)}")
-        if known[name] is int:
-            values[str(name)] = _positive_int(cfg, setting)
-        else:
-            values[str(name)] = _number(cfg, setting, positive=name in POSITIVE_RETRY_SETTINGS)
-    try:
-        return RetryPolicy(**values)
-    except ValueError as error:
-        raise ConfigError(key, str(error)) from error
-
-
-def embedder_config(cfg: DictConfig) -> EmbedderConfig:
-    """The embedder (``embedder``) as :mod:`memsys.embed` takes it; a key the node leaves out
-    keeps :class:`~memsys.embed.EmbedderConfig`'s default."""
-    node = _get(cfg, "embedder")
-    if not isinstance(node, DictConfig):
-        raise ConfigError("embedder", f"expected a mapping, got {node!r}")
-    names = {field.name for field in fields(EmbedderConfig)}
-    options = {
-        str(name): _plain(_get(node, str(name), named=f"embedder.{name}"))
-        for name in node
-        if name in names
-    }
-    try:
-        return EmbedderConfig(**options)
-    except (TypeError, ValueError) as error:
-        raise ConfigError("embedder", str(error)) from error
-
-
 def resolved_method(cfg: DictConfig) -> dict[str, Any]:
     """The method's config node as plain data, each option resolved (an option that does not
     resolve is a :class:`ConfigError` naming it). Its options' types are
     :func:`check_method_options`' to check, and their ranges the method's."""
-    node = _get(cfg, "method")
+    node = value_at(cfg, "method")
     if not isinstance(node, DictConfig):
         raise ConfigError("method", f"expected a mapping, got {node!r}")
-    return {str(name): _plain(_get(node, str(name), named=f"method.{name}")) for name in node}
+    return {str(name): plain(value_at(node, str(name), named=f"method.{name}")) for name in node}
 
 
 def cache_folder(paths: Paths) -> Path:
@@ -632,16 +449,16 @@ def cache_folder(paths: Paths) -> Path:
 def run_paths(cfg: DictConfig) -> Paths:
     """Where the run reads and writes, resolved as the runners resolve them (relative paths from
     the repository root)."""
-    journal = _get(cfg, "llm_cache_journal", None)
-    sharing = _get(cfg, "cache_sharing", "sqlite")
+    journal = value_at(cfg, "llm_cache_journal", None)
+    sharing = value_at(cfg, "cache_sharing", "sqlite")
     if sharing not in LAYOUTS:
         raise ConfigError("cache_sharing", f"expected one of {', '.join(LAYOUTS)}, got {sharing!r}")
-    replies = _get(cfg, "llm_replies", None)
+    replies = value_at(cfg, "llm_replies", None)
     return Paths(
-        data_dir=resolve_data_dir(_get(cfg, "data_dir", None)),
-        cache_dir=resolve_path(str(_get(cfg, "cache_dir"))),
+        data_dir=resolve_data_dir(value_at(cfg, "data_dir", None)),
+        cache_dir=resolve_path(str(value_at(cfg, "cache_dir"))),
         cache_sharing=sharing,
-        results_dir=resolve_path(str(_get(cfg, "results_dir"))),
+        results_dir=resolve_path(str(value_at(cfg, "results_dir"))),
         llm_cache_journal=None if journal is None else str(journal),
         llm_replies=None if replies is None else resolve_path(str(replies)),
     )
@@ -661,100 +478,3 @@ def check_method_options(method: DictConfig | Mapping[str, Any]) -> None:
     except Exception:  # unimportable: instantiation will say what is wrong
         constructor = None
     check_options(method, "method", constructor)
-
-
-def check_options(node: DictConfig, key: str, constructor: Callable[..., Any] | None) -> None:
-    """Each option of the config ``node`` at ``key`` against the parameter of ``constructor``
-    it fills: an unset mandatory value (``???``), an unknown name or a value of the wrong type
-    is a :class:`ConfigError` naming the option's key.
-
-    Scalar annotations are checked (bool, int, float, str, Literal, unions with None); containers
-    and anything else, and every option of an unknown or unannotated constructor, are left to
-    the constructor.
-    """
-    target = OmegaConf.select(node, "_target_")
-    parameters, hints = _parameters(constructor)
-    takes_any = parameters is None or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
-    for name in node:
-        if str(name).startswith("_"):
-            continue
-        value = _get(node, str(name), named=f"{key}.{name}")
-        if parameters is None or name not in parameters:
-            if takes_any:
-                continue
-            raise ConfigError(f"{key}.{name}", f"{target} has no option {name!r}")
-        if name in hints and not _is_instance(value, hints[name]):
-            raise ConfigError(f"{key}.{name}", f"expected {hints[name]}, got {value!r}")
-
-
-def _parameters(
-    constructor: Callable[..., Any] | None,
-) -> tuple[Mapping[str, inspect.Parameter] | None, dict[str, Any]]:
-    """A constructor's parameters and type hints; ``(None, {})`` when it is unknown or its
-    annotations do not resolve (instantiation will say what is wrong). A class's are its
-    ``__init__``'s, followed up its bases while an ``__init__`` forwards ``**options``
-    (:func:`_class_parameters`)."""
-    if constructor is None:
-        return None, {}
-    if isinstance(constructor, type):
-        return _class_parameters(constructor)
-    try:
-        return inspect.signature(constructor).parameters, typing.get_type_hints(constructor)
-    except Exception:
-        return None, {}
-
-
-def _class_parameters(
-    cls: type,
-) -> tuple[Mapping[str, inspect.Parameter] | None, dict[str, Any]]:
-    """The options a class takes: its ``__init__``'s named parameters and those of each base's
-    ``__init__`` its ``**options`` reach, so a subclass that adds one option and forwards the
-    rest keeps every inherited option checked by name and type."""
-    parameters: dict[str, inspect.Parameter] = {}
-    hints: dict[str, Any] = {}
-    for klass in cls.__mro__:
-        if klass is object or "__init__" not in vars(klass):
-            continue
-        own, own_hints = _parameters(vars(klass)["__init__"])
-        if own is None:
-            return None, {}
-        for name, parameter in own.items():
-            if parameter.kind is not inspect.Parameter.VAR_KEYWORD and name != "self":
-                parameters.setdefault(name, parameter)
-        hints = {**own_hints, **hints}
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in own.values()):
-            return parameters, hints
-    return None, {}  # every __init__ up to object forwards: the options are unknown here
-
-
-def _is_instance(value: Any, annotation: Any) -> bool:
-    """Whether ``value`` fits a scalar annotation (True for annotations not checked here)."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return any(_is_instance(value, member) for member in typing.get_args(annotation))
-    if origin is typing.Literal:
-        return any(type(value) is type(a) and value == a for a in typing.get_args(annotation))
-    if annotation is type(None):
-        return value is None
-    if annotation is bool:
-        return isinstance(value, bool)
-    if annotation is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if annotation is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if annotation is str:
-        return isinstance(value, str)
-    return True
-
-
-def compose_config(
-    overrides: Sequence[str], *, config_name: str = "config", with_hydra: bool = False
-) -> DictConfig:
-    """A runner's config for ``overrides`` as its command line would build it (with Hydra's own
-    node, for the group choices and sweep params, when ``with_hydra``)."""
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(
-            config_name=config_name, overrides=list(overrides), return_hydra_config=with_hydra
-        )

@@ -13,7 +13,8 @@ from pathlib import Path
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
-from benchmarks.pipeline.settings import BACKBONE_KEYS, compose_config
+from benchmarks.config.compose import compose_config
+from benchmarks.pipeline.settings import BACKBONE_KEYS
 from memsys.llm.providers.scripted import ScriptedConfig
 
 

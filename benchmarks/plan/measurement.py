@@ -14,6 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from benchmarks.metrics.aggregate import failure_counts
 from benchmarks.pipeline.harness import (
     ConstructionCounts,
     Harness,
@@ -25,7 +26,6 @@ from benchmarks.pipeline.run import conversations_source
 from benchmarks.pipeline.settings import RunSettings, validate
 from benchmarks.pipeline.subsets import select
 from benchmarks.plan.costs import Extent, StageCount
-from benchmarks.tables.summary import failure_counts
 from memsys.llm.structured import ExtractionReport
 from memsys.types import Conversation
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from benchmarks.plan.build import Plan, Row
 from benchmarks.plan.costs import STAGES
-from benchmarks.tables.render import Table
+from benchmarks.render import Table
 
 #: Harness tokenizer named in every output: prompt tokens are counted with it.
 TOKENIZER_NOTE = (

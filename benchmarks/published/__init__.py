@@ -23,7 +23,7 @@ Readings taken where the brief leaves a choice:
   again in a later table (CAST's Tables 4-7 repeat its Table 1 configuration) is shown once, from
   the first; the cells left out are counted per paper, with why.
 * **Pairing**: a cell is set beside the run whose reader is the paper's model
-  (:data:`SAME_MODEL`), or the grid reader standing in for a model no grid backbone serves
+  (:data:`benchmarks.papers.models.SAME_MODEL`), or the grid reader standing in for a model no grid backbone serves
   (:data:`STAND_IN`); without such a run its measured cell reads "not run".
 * **Scale**: values as the paper prints them (percent; HingeMem's BLEU-1 as a fraction), the
   measured mean, its 95% bootstrap interval and n on the same scale; the intervals resample
@@ -33,8 +33,8 @@ The package, one job a module: ``grid`` composes the paper grid's entries and pi
 entry's run per reader, ``cells`` reads ``results/published/*.yaml`` and keeps the cells the grid
 measures, ``compare`` names every setting in which a run differs from the paper's, ``build``
 pairs each cell with its run as a :class:`PaperReport`, ``render`` writes it as markdown, ``cli``
-is the command line; ``segmentation`` gathers the published segmentation cells (no QA grid measures
-them) into the rows ``python -m benchmarks.tables.segmentation`` quotes.
+is the command line. What the papers printed, as the tables quote it, is :mod:`benchmarks.papers`'
+(the published segmentation rows, the papers' models).
 """
 
 from benchmarks.published.build import Line, build_paper_report

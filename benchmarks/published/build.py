@@ -10,8 +10,9 @@ from typing import Any
 
 from benchmarks.data.paths import shown_path
 from benchmarks.data.specs import named_spec
+from benchmarks.papers.models import SAME_MODEL
 from benchmarks.published.cells import PublishedCell, how_measured, published_cells, read_papers
-from benchmarks.published.compare import SAME_MODEL, differences
+from benchmarks.published.compare import differences
 from benchmarks.published.grid import GRIDS, Entry, entry_runs, grid_entries
 from benchmarks.registry import PUBLISHED_DIR
 from benchmarks.tables.report import (

@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 
 from benchmarks.data.specs import spec_of
 from benchmarks.metrics.judge import PROTOCOLS
+from benchmarks.papers.models import SAME_MODEL
 from benchmarks.published.cells import PublishedCell
 from benchmarks.tables.judge_calibration import own_protocol
 from benchmarks.tables.report import (
@@ -20,14 +21,6 @@ from benchmarks.tables.report import (
     judge_description,
     lookup,
 )
-
-#: A paper's name for a model → the harness backbone (``backbone.name``) serving that model.
-SAME_MODEL = {
-    "Qwen2.5-3B": "qwen2.5-3b",
-    "Llama3.2-3B": "llama3.2-3b",
-    "GPT-4o-mini": "gpt-4o-mini",
-    "gpt-4o-mini": "gpt-4o-mini",
-}
 
 
 def reader_difference(cell: PublishedCell, run: Run) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from benchmarks.pipeline.settings import compose_config
+from benchmarks.config.compose import compose_config
 from benchmarks.tables.report import ReportError, Run, differing_keys, lookup, method_name
 
 #: The report's dataset → the experiment config holding its paper grid.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from benchmarks.data.specs import spec_of
 from benchmarks.published.build import PaperReport
-from benchmarks.tables.render import Table
+from benchmarks.render import Table
 from benchmarks.tables.report import (
     Cell,
     Run,

@@ -32,20 +32,19 @@ import numpy as np
 import yaml
 
 from benchmarks import registry
+from benchmarks.config.compose import CONF, compose_config
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.runlog import latest_records
-from benchmarks.pipeline.settings import CONF, compose_config, context_order
-from benchmarks.tables.render import Footnotes, Table
+from benchmarks.pipeline.settings import context_order
+from benchmarks.render import Document, Footnotes, Table
+from benchmarks.tables.notes import note
 
 SPEC = CONF / "ablations.yaml"
 OUT = REPO_ROOT / "results"
 #: Below this share of changed contexts (set or order) an ablation needs a written explanation.
 EXPLAIN_BELOW = 0.05
 #: The note on a row whose changes are all of order: what evidence recall cannot show.
-ORDER_ONLY_NOTE = (
-    "Order only: every changed context holds the method's own turns in another order; evidence "
-    "recall counts a set and cannot show it (only a reader can)"
-)
+ORDER_ONLY_NOTE = note("ablations.order_only")
 
 
 @dataclass(frozen=True)
@@ -75,16 +74,9 @@ def load_spec(path: Path = SPEC) -> dict[str, Any]:
 
 
 def description(config: str) -> str:
-    """The first sentence of a method YAML's opening comment: what the config is (one source of
-    truth for the table and the config)."""
-    lines = (CONF / "method" / f"{config}.yaml").read_text().splitlines()
-    comment = []
-    for line in lines:
-        if not line.startswith("#") or line == registry.MARKER:
-            break
-        comment.append(line.lstrip("#").strip())
-    text = " ".join(comment)
-    return text.split(". ")[0].rstrip(".") + "." if text else ""
+    """The ``about`` sentence of a method YAML's registry block: what the config is (one source
+    of truth for the table and the config)."""
+    return registry.entry(CONF / "method" / f"{config}.yaml").about
 
 
 def variants(spec: dict[str, Any], methods: Sequence[str] | None = None) -> list[Variant]:
@@ -188,7 +180,7 @@ def row_note(changes: tuple[float, float] | None, explanation: str | None) -> st
     if changes is not None and changes[0] == 0 and changes[1] > 0:
         notes.append(ORDER_ONLY_NOTE)
     if changes is not None and sum(changes) < EXPLAIN_BELOW:
-        notes.append(explanation or "UNEXPLAINED: changes fewer than 5% of contexts")
+        notes.append(explanation or note("ablations.unexplained"))
     elif explanation:
         notes.append(explanation)
     return ". ".join(notes) or None
@@ -219,7 +211,7 @@ def summarize(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
             rows.append({**row, "status": "skipped", "note": spec["skip"][variant.config]})
             continue
         if not path.exists():
-            rows.append({**row, "status": "not run", "note": "no records: run `make ablations`"})
+            rows.append({**row, "status": "not run", "note": note("ablations.not_run")})
             continue
         header, records = read_records(path)
         if variant.config == variant.method:
@@ -250,9 +242,9 @@ def summarize(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
         depth = trace_summary(records.values())
         if depth:
             row["depth"] = depth
-        note = row_note(changes, spec.get("explanations", {}).get(variant.config))
-        if note:
-            row["note"] = note
+        explained = row_note(changes, spec.get("explanations", {}).get(variant.config))
+        if explained:
+            row["note"] = explained
         rows.append(row)
     counts = {row.get("questions") for row in rows if row.get("status") == "run"}
     return {
@@ -308,18 +300,16 @@ def trace_summary(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]
     return summary
 
 
-def depth_markdown(rows: Sequence[dict[str, Any]], legends: dict[str, str]) -> list[str]:
-    """The retrieval-depth block: per method, its traced configs' distributions per group, under
-    the method's legend (``conf/ablations.yaml``'s ``traces``)."""
+def depth_blocks(
+    rows: Sequence[dict[str, Any]], legends: dict[str, str]
+) -> list[Table | list[str]]:
+    """The retrieval-depth section: per method, its traced configs' distributions per group,
+    under the method's legend (``conf/ablations.yaml``'s ``traces``)."""
     traced = [row for row in rows if row.get("depth")]
     if not traced:
         return []
-    lines = [
-        "",
-        "## Retrieval depth (from each method's per-question trace)",
-        "",
-        "Each cell: mean / median / p90 / max over the group's questions (a yes/no field's mean "
-        "is the share of questions).",
+    blocks: list[Table | list[str]] = [
+        [f"## {note('ablations.depth_title')}", "", note("ablations.depth_caption")]
     ]
     for method in dict.fromkeys(row["method"] for row in traced):
         rows_of = [row for row in traced if row["method"] == method]
@@ -343,8 +333,8 @@ def depth_markdown(rows: Sequence[dict[str, Any]], legends: dict[str, str]) -> l
         ]
         legend = [legends[method]] if method in legends else []
         table = Table(["Config", "Group", "Questions", *fields], body, title=method, caption=legend)
-        lines += ["", *table.markdown_lines(level=3)]
-    return lines
+        blocks.append(table.markdown_lines(level=3))
+    return blocks
 
 
 def orders_note(orders: dict[str, str]) -> str:
@@ -353,46 +343,19 @@ def orders_note(orders: dict[str, str]) -> str:
     for method, order in orders.items():
         by_order.setdefault(order, []).append(method)
     shown = "; ".join(f"{order} for {', '.join(methods)}" for order, methods in by_order.items())
-    return (
-        f"Context order: each method's own (`answer.order=method`, its class declares it): "
-        f"{shown}. In time order a context with the same turns is shown the same way; only a "
-        "rank-ordered context can change in order alone"
-    )
+    return note("ablations.order", shown=shown)
 
 
 def footnotes(summary: dict[str, Any]) -> Footnotes:
     """The notes after the table, each under the key its column headers mark."""
+    changes = note("ablations.changes", explain=summary["explain_below"])
+    plain = ("evidence", "retrieved", "tokens")
     return Footnotes(
         [
             ("order", orders_note(summary["context_orders"])),
-            (
-                "evidence",
-                "Ev. recall: evidence recall, the share of a question's evidence turns (LoCoMo's "
-                "published key, its `evidence` field) in the reader's context (adversarial "
-                "questions included: this is retrieval, not answering). It counts a set of "
-                "turns: a change of order alone cannot move it",
-            ),
-            (
-                "retrieved",
-                "All retrieved: evidence recall of everything the method retrieved, before the "
-                "context budget cut it (— for records written before it was kept); where it "
-                "exceeds Ev. recall, the budget, not the method's retrieval, decided what the "
-                "reader got",
-            ),
-            ("tokens", "Ctx tok: mean tokens of the reader's context"),
-            (
-                "changes",
-                "Set changed: share of questions whose reader context holds other turns than the "
-                "method's own config's; Order only: share whose context holds the same turns in "
-                "another order (the reader sees a difference, evidence recall cannot). An "
-                f"ablation changing fewer than {summary['explain_below']:.0%} of contexts (set "
-                "and order together) must say why (its Note)",
-            ),
-            (
-                "records",
-                "Records: `results/ablations/<config>.jsonl.gz`; rebuild with "
-                "`python -m benchmarks.tables.ablations table`",
-            ),
+            *((key, note(f"ablations.{key}")) for key in plain),
+            ("changes", changes),
+            ("records", note("ablations.records")),
         ]
     )
 
@@ -401,22 +364,15 @@ def to_markdown(summary: dict[str, Any]) -> str:
     """The table a reader checks: one block per method, its own config first; the setting in
     one line under the title, the rest in numbered notes after the tables."""
     notes = footnotes(summary)
-    setting = (
-        f"Setting: {summary['questions']} questions ({summary['sample']}) · retrieval only, lite "
-        "extraction, no reader: not the papers' setting · runs "
-        f"`{' '.join(summary['overrides'])}` plus each config's own overrides"
+    setting = note(
+        "ablations.setting",
+        questions=summary["questions"],
+        sample=summary["sample"],
+        overrides=" ".join(summary["overrides"]),
     )
-    lines = [
-        "# Ablation effects (retrieval only, lite, LoCoMo)",
-        "",
-        setting,
-        "",
-        *effects_table(summary["rows"], notes).markdown_lines(),
-        *depth_markdown(summary["rows"], summary.get("traces", {})),
-        "",
-        *notes.markdown_lines(),
-    ]
-    return "\n".join(lines) + "\n"
+    blocks = [effects_table(summary["rows"], notes)]
+    blocks += depth_blocks(summary["rows"], summary.get("traces", {}))
+    return Document(note("ablations.title"), [setting], blocks, notes).to_markdown()
 
 
 def effects_table(rows: Sequence[dict[str, Any]], notes: Footnotes) -> Table:

@@ -35,7 +35,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from benchmarks.tables.render import Table
+from benchmarks.render import Table
+from benchmarks.tables.notes import note
 from benchmarks.tables.report import (
     Cell,
     ReportError,
@@ -156,15 +157,27 @@ def build_frontier(
         cell for point in points for cell in (point.evidence_recall, point.answer_coverage) if cell
     ]
     caption = [
-        f"Data: {described}, subset {sample}, {questions} questions; retrieval only (no reader), "
-        f"context budgets {', '.join(map(str, budgets))} tokens; embedder "
-        f"{lookup(first, 'embedder.model', '?')}; {code_versions(runs)}",
-        "Context tokens: the mean size of the context within the budget (harness tokens), the "
-        "context whose evidence recall and answer coverage are scored",
-        f"Statistics: {interval_description(cells, 'conversation', reports[0].dataset.memory_name)}",
+        note(
+            "frontier.data",
+            described=described,
+            sample=sample,
+            questions=questions,
+            budgets=", ".join(map(str, budgets)),
+            embedder=lookup(first, "embedder.model", "?"),
+            code=code_versions(runs),
+        ),
+        note("frontier.tokens"),
+        note(
+            "frontier.statistics",
+            intervals=interval_description(cells, "conversation", reports[0].dataset.memory_name),
+        ),
     ]
-    name = str(first["dataset"].get("name"))
-    title = f"Efficiency frontier, {name} {first['subset'].get('name')} ({questions} questions)"
+    title = note(
+        "frontier.title",
+        dataset=first["dataset"].get("name"),
+        subset=first["subset"].get("name"),
+        questions=questions,
+    )
     return Frontier(points, title, caption)
 
 

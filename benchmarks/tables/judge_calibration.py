@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.data.specs import spec_of
+from benchmarks.metrics.aggregate import OTHER_JUDGE_PREFIX
 from benchmarks.metrics.judge import ABSTENTION_RULE, PROTOCOLS
 from benchmarks.metrics.judge_probes import EXPECTED, probe_counts, read_probes
-from benchmarks.tables.summary import OTHER_JUDGE_PREFIX
+from benchmarks.tables.notes import note
 
 #: A judge that accepts more than this share of known-wrong answers, or rejects more than this
 #: share of known-right ones, grades nothing a table should report as accuracy.
@@ -73,10 +74,10 @@ class ProbeFigures:
     def verdict(self) -> str:
         """Whether the judge's column can be read as accuracy."""
         if self.accepts_wrong:
-            return "does not discriminate: its column is NOT a measure of accuracy"
+            return note("judges.verdict.accepts_wrong")
         if self.rejects_right:
-            return "rejects most right answers: its column is NOT a measure of accuracy"
-        return "discriminates on the probes"
+            return note("judges.verdict.rejects_right")
+        return note("judges.verdict.discriminates")
 
     @property
     def accepts_wrong(self) -> bool:
@@ -102,12 +103,12 @@ class ProbeFigures:
             failed = f", {cell['failed']} without verdict" if cell.get("failed") else ""
             return f"{cell.get('accepted', 0)}/{cell.get('graded', 0)}{failed}"
 
-        rejected_right = share(self.right - self.right_accepted, self.right)
-        return (
-            f"accepted {shown('gold')} gold answers (rejected {rejected_right} of known-right); "
-            f"accepted {shown('other_question')} other questions' answers and "
-            f"{shown('distractor')} topical distractors (accepted "
-            f"{share(self.wrong_accepted, self.wrong)} of known-wrong) — {self.verdict()}"
+        return note(
+            "judges.figures",
+            **{kind: shown(kind) for kind in ("gold", "other_question", "distractor")},
+            rejected_right=share(self.right - self.right_accepted, self.right),
+            accepted_wrong=share(self.wrong_accepted, self.wrong),
+            verdict=self.verdict(),
         )
 
 
@@ -183,29 +184,22 @@ def calibration_lines(runs: Sequence[Any], scores: Sequence[str]) -> list[str]:
         return []
     own = own_protocol(judged[0].config)
     protocols = judge_protocols(runs, scores)
-    lines = [
-        "Judges: each answer graded under "
-        + "; ".join(
-            f"{protocol} ({'J' if protocol == own else f'J {protocol}'}: "
-            f"{PROTOCOLS[protocol].description})"
-            for protocol in protocols
-        )
-        + f"; {ABSTENTION_RULE}. J = the dataset's own protocol"
-    ]
+    graded = "; ".join(
+        f"{protocol} ({'J' if protocol == own else f'J {protocol}'}: "
+        f"{PROTOCOLS[protocol].description})"
+        for protocol in protocols
+    )
+    lines = [note("judges.protocols", protocols=graded, abstention=ABSTENTION_RULE)]
     for model, by_protocol in probe_figures(runs, scores).items():
         readers = sorted({str(run.config["backbone"].get("name")) for run in judged
                           if judge_model(run.config) == model and grades_itself(run.config)})  # fmt: skip
         if readers:
-            lines.append(
-                f"Judge model {model} is also the reader of its rows ({', '.join(readers)}): "
-                "it grades its own answers"
-            )
+            lines.append(note("judges.grades_itself", model=model, readers=", ".join(readers)))
         for protocol, figures in by_protocol.items():
             if figures is None:
-                lines.append(
-                    f"Judge {model} · {protocol}: no probe set graded (judge.probes=false, or "
-                    "runs logged before the probes existed)"
-                )
+                lines.append(note("judges.no_probes", model=model, protocol=protocol))
                 continue
-            lines.append(f"Judge {model} · {protocol} probes: {figures.describe()}")
+            lines.append(
+                note("judges.probes", model=model, protocol=protocol, figures=figures.describe())
+            )
     return lines

@@ -5,7 +5,7 @@ The table is built from result files only (STYLE.md): for every finished run und
 rescored against the dataset's references, with the same scorer and bootstrap as the runner.
 Beside the measured rows, ES-Mem's Table 4 is quoted verbatim in its own section (and with
 ``source = quoted`` in the csv), its numbers read from ``results/published/es-mem.yaml``
-(:mod:`benchmarks.published.segmentation`); quoted numbers are never mixed into a measured row.
+(:mod:`benchmarks.papers.segmentation`); quoted numbers are never mixed into a measured row.
 
 Readings taken:
 
@@ -28,14 +28,14 @@ Readings taken:
   row's ``config`` (``segmenter=NAME``) is the segmenter config the run used, unchanged (the
   run's resolved ``segmenter`` node equals ``conf/segmenter/NAME.yaml``'s), the run covers the
   whole test set, and, for an LLM row, the run's backbone is the published row's
-  (:data:`~benchmarks.published.compare.SAME_MODEL`).
+  (:data:`~benchmarks.papers.models.SAME_MODEL`).
   The pair is printed as a ``↳ published`` line under the measured row, each metric with
   Δ = measured − published (csv: ``*_published``, ``*_delta``). So the reproduced SuperDialSeg
   TextTiling meets Table 4's TextTiling; ES-Mem's row (Qwen2.5-3B) meets only an ``esmem`` run
   on qwen2.5-3b, SeCom's (backbone not stated) none; lite rows never.
 * **Quoted Scores** whose printed value is not (2·F1 + (1 − Pk) + (1 − WD)) / 4 of the same
   row's printed parts within rounding are marked † with both values
-  (:meth:`~benchmarks.published.segmentation.QuotedRow.inconsistent_scores`).
+  (:meth:`~benchmarks.papers.segmentation.QuotedRow.inconsistent_scores`).
 """
 
 from __future__ import annotations
@@ -49,24 +49,25 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import OmegaConf
 
+from benchmarks.config.compose import compose_config
 from benchmarks.data import load_segmentation
 from benchmarks.data.errors import DataMissingError
-from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
+from benchmarks.data.paths import REPO_ROOT, resolve_data_dir, shown_path
 from benchmarks.metrics.segmentation import METRIC_NAMES
-from benchmarks.pipeline.segment import fell_back, summarize
-from benchmarks.pipeline.settings import compose_config
-from benchmarks.published.compare import SAME_MODEL
-from benchmarks.published.segmentation import (
+from benchmarks.papers.models import SAME_MODEL
+from benchmarks.papers.segmentation import (
     SEGMENTATION_METRICS,
     PublishedSegmentationError,
     QuotedRow,
     published_segmentation,
     score_from_parts,
 )
-from benchmarks.tables.render import Footnotes, Table
+from benchmarks.pipeline.segment import fell_back, summarize
+from benchmarks.render import Document, Footnotes, Table
+from benchmarks.tables.notes import note
+from benchmarks.tables.report.runs import is_finished, read_records, run_configs
 from memsys.methods.secom.reflection import ReflectionConfig
 
 #: Table 4's dataset order and display names.
@@ -76,11 +77,6 @@ TABLE_METRICS = tuple(SEGMENTATION_METRICS.values())
 QUOTED_PAPER = "esmem"
 #: A row is marked FALLBACK when at least this share of its dialogues fell back.
 FALLBACK_MARK_SHARE = 0.5
-#: Appendix A.1's reflection setting, printed beside every measured reflection row.
-PAPER_REFLECTION = (
-    "GPT-4-0125; the whole training split segmented zero-shot, the top 100 by WindowDiff "
-    "reflected on in 10 rounds of 10, one new rubric item per round (10 items)"
-)
 SEGMENTER_NAMES = {
     "TextTilingSegmenter": "TextTiling (utterance-level, dev-tuned)",
     "SuperDialSegTextTilingSegmenter": "TextTiling (SuperDialSeg: NLTK w=10, k=6)",
@@ -140,9 +136,13 @@ class MeasuredCell:
         if not self.marked:
             return self.key.label
         substitute = self.substitutes[0] if len(self.substitutes) == 1 else "a non-LLM substitute"
-        return (
-            f"{self.key.label} — FALLBACK on {self.fallback_dialogues}/{self.n} dialogues: "
-            f"their labels are {substitute}, not {self.key.segmenter.split(' + ')[0]}'s"
+        return note(
+            "segmentation.fallback_cell",
+            label=self.key.label,
+            fell=self.fallback_dialogues,
+            n=self.n,
+            substitute=substitute,
+            segmenter=self.key.segmenter.split(" + ")[0],
         )
 
 
@@ -171,8 +171,7 @@ def row_key(config: dict[str, Any]) -> RowKey:
 
 def read_labels(path: Path) -> dict[str, dict[str, Any]]:
     """Records of a run's ``labels.jsonl`` by dialogue id."""
-    with path.open(encoding="utf-8") as handle:
-        return {str(r["id"]): r for r in (json.loads(line) for line in handle if line.strip())}
+    return {str(record["id"]): record for record in read_records(path)}
 
 
 def measure_run(directory: Path, config: dict[str, Any], data_dir: Path, seed: int) -> MeasuredCell:
@@ -220,12 +219,10 @@ def substitutes(records: Sequence[dict[str, Any]]) -> tuple[str, ...]:
 def collect(runs_dir: Path, data_dir: Path, seed: int) -> list[MeasuredCell]:
     """One cell per row and dataset from the finished test-split runs under ``runs_dir``."""
     chosen: dict[tuple[RowKey, str], tuple[MeasuredCell, dict[str, Any]]] = {}
-    for config_path in sorted(runs_dir.glob("*/config.yaml")):
-        directory = config_path.parent
-        config = yaml.safe_load(config_path.read_text())
+    for directory, config in run_configs(runs_dir).items():
         if config.get("dataset", {}).get("split") != "test":
             continue
-        if not (directory / "metrics.json").exists():
+        if not is_finished(directory):
             print(f"warning: skipping unfinished run {directory}", file=sys.stderr)
             continue
         cell = measure_run(directory, config, data_dir, seed)
@@ -299,67 +296,27 @@ INCONSISTENT_MARK = "†"
 
 def footnotes(seed: int) -> Footnotes:
     """The notes after the tables, each under the key the headers mark."""
-    return Footnotes(
-        [
-            (
-                "fallback",
-                "A dialogue falls back when an LLM reply stays unusable after the retry and a "
-                "non-LLM rule decides instead; a row where at least "
-                f"{FALLBACK_MARK_SHARE:.0%} of the dialogues fell back is marked **FALLBACK** in "
-                "its Segmenter cell: its numbers are mostly the substitute's, not the method's",
-            ),
-            (
-                "mode",
-                "Mode `lite` makes no LLM call; `llm` rows name their backbone and, when they "
-                "cover only the first n dialogues of a test set, are marked *subset* and are not "
-                "comparable with full-set rows. LLM cost columns are per dialogue",
-            ),
-            (
-                "metrics",
-                "Metrics as in SuperDialSeg (METRICS.md): per-dialogue Pk, WindowDiff (WD), "
-                "boundary F1 and Score = (2·F1 + (1 − Pk) + (1 − WD)) / 4, averaged over "
-                f"dialogues; brackets: 95% bootstrap interval over dialogues (seed {seed})",
-            ),
-            (
-                "published",
-                "A measured row that ran, unchanged and on the whole test set, the segmenter "
-                "config a published row names (`config` in results/published/es-mem.yaml) and, "
-                "for an `llm` row, on the published backbone, is followed by a ↳ line with the "
-                "published value and Δ = measured − published. Lite rows of LLM methods, subsets "
-                "and rows on another backbone are not paired: ES-Mem's published row ran its LLM "
-                "pipeline on Qwen2.5-3B, SeCom's does not name its backbone",
-            ),
-        ]
-    )
+    facts = {"fallback": {"share": FALLBACK_MARK_SHARE}, "metrics": {"seed": seed}}
+    keys = ("fallback", "mode", "metrics", "published")
+    return Footnotes([(key, note(f"segmentation.{key}", **facts.get(key, {}))) for key in keys])
 
 
 def render_markdown(
     cells: Sequence[MeasuredCell], seed: int, title: str, quoted: Sequence[QuotedRow]
 ) -> str:
     """Measured sections per dataset, reflection details, then the quoted Table 4 (``quoted``:
-    :func:`benchmarks.published.segmentation.published_segmentation`); the setting in one line
+    :func:`benchmarks.papers.segmentation.published_segmentation`); the setting in one line
     under the title, the rest in numbered notes after the tables."""
     notes = footnotes(seed)
-    lines = [
-        f"# {title}",
-        "",
-        "Setting: test splits · measured rows from `python -m benchmarks.pipeline.segment` runs "
-        "(`make reproduce-segmentation`, `make reproduce-segmentation-reflection`), rebuilt from "
-        "each run's `labels.jsonl` by `python -m benchmarks.tables.segmentation` · published "
-        "rows quoted, not measured",
-        "",
-        "## Measured (this harness)",
-    ]
+    blocks: list[Table | list[str]] = [["## Measured (this harness)"]]
     for dataset in DATASETS:
         rows = [c for c in cells if c.dataset == dataset]
         if rows:
-            table = measured_table(dataset, rows, notes, quoted)
-            lines += ["", *table.markdown_lines(level=3)]
-    lines += reflection_section(cells)
+            blocks.append(measured_table(dataset, rows, notes, quoted).markdown_lines(level=3))
+    blocks += reflection_blocks(cells)
     if quoted:
-        lines += ["", *quoted_table(quoted).markdown_lines()]
-    lines += ["", *notes.markdown_lines()]
-    return "\n".join(lines) + "\n"
+        blocks.append(quoted_table(quoted))
+    return Document(title, [note("segmentation.setting")], blocks, notes).to_markdown()
 
 
 def measured_table(
@@ -421,30 +378,25 @@ def quoted_table(quoted: Sequence[QuotedRow]) -> Table:
             if dataset in recomputed:
                 cells[-1] += INCONSISTENT_MARK
                 inconsistent.append(
-                    f"{INCONSISTENT_MARK} {quoted_name(row.row)}, {DATASETS[dataset]}: printed "
-                    f"{scores['score']:.3f}; its Pk, WD, F1 give {recomputed[dataset]:.3f}."
+                    note(
+                        "segmentation.inconsistent",
+                        mark=INCONSISTENT_MARK,
+                        row=quoted_name(row.row),
+                        dataset=DATASETS[dataset],
+                        printed=scores["score"],
+                        parts=recomputed[dataset],
+                    )
                 )
             values += cells
         body.append(values)
     sources = ", ".join(dict.fromkeys(f"{row.paper}, {row.table}" for row in quoted))
-    checked = (
-        "Every Score was checked against (2·F1 + (1 − Pk) + (1 − WD)) / 4 of its own row's printed "
-        f"Pk, WD and F1; {INCONSISTENT_MARK} marks one that differs by more than rounding "
-        "explains (0.0015); the printed value is kept."
-    )
     return Table(
         header,
         body,
-        title=f"Published (quoted verbatim from {sources}; not measured here)",
+        title=note("segmentation.quoted_title", sources=sources),
         caption=[
-            "Unsupervised rows as reported by Jiang et al. (2023), supervised rows by Lee et al. "
-            "(2025); the LLM-based rows use Qwen2.5-3B (SeCom's and Def-DTS's backbone is not "
-            "named). TextTiling is SuperDialSeg's NLTK TextTiling (w=10, k=6), reproduced above "
-            "as *TextTiling (SuperDialSeg: NLTK w=10, k=6)*; the harness's *TextTiling "
-            "(utterance-level, dev-tuned)* is another segmenter. The other rows' code, prompts "
-            "and backbones differ from the measured rows above; the measured ES-Mem and SeCom "
-            "rows (lite, or SmolLM2-135M) are not their setting and are not paired with them.",
-            checked,
+            note("segmentation.quoted_caption"),
+            note("segmentation.quoted_checked", mark=INCONSISTENT_MARK),
         ],
         notes=inconsistent,
     )
@@ -456,8 +408,9 @@ def quoted_name(printed: str) -> str:
     return printed.removesuffix(" Methods").removesuffix(" (Ours)")
 
 
-def reflection_section(cells: Sequence[MeasuredCell]) -> list[str]:
-    """What each reflection row learned, on what, beside the paper's setting (none: no lines)."""
+def reflection_blocks(cells: Sequence[MeasuredCell]) -> list[Table | list[str]]:
+    """What each reflection row learned, on what, beside the paper's setting: a table, then each
+    row's rubric (none: no blocks)."""
     rows = [c for c in cells if c.reflection is not None]
     if not rows:
         return []
@@ -480,20 +433,15 @@ def reflection_section(cells: Sequence[MeasuredCell]) -> list[str]:
                 len(rubric_items(c)),
             ]
         )
-    caption = (
-        f"Paper: {PAPER_REFLECTION}. Rows on another backbone or a smaller sample are not the "
-        "paper's setting; with the embedded SmolLM2-135M they say what the procedure does with a "
-        "135M model, not what it does with GPT-4. Compare each row with the zero-shot SeCom row "
-        "on the same test dialogues above."
-    )
-    table = Table(header, body, title="Reflection (SeCom Appendix A.1)", caption=[caption])
-    lines = ["", *table.markdown_lines()]
+    caption = [note("segmentation.reflection_caption")]
+    blocks: list[Table | list[str]] = [
+        Table(header, body, title="Reflection (SeCom Appendix A.1)", caption=caption)
+    ]
     for c in rows:
-        lines += ["", f"Rubric learned for *{c.key.label}* on {DATASETS[c.dataset]}:"]
-        lines += [f"{k}. {_shorten(item)}" for k, item in enumerate(rubric_items(c), 1)] or [
-            "(none)"
-        ]
-    return lines
+        items = [f"{k}. {_shorten(item)}" for k, item in enumerate(rubric_items(c), 1)]
+        heading = note("segmentation.rubric", row=c.key.label, dataset=DATASETS[c.dataset])
+        blocks.append([heading, *(items or ["(none)"])])
+    return blocks
 
 
 def rubric_items(cell: MeasuredCell) -> list[str]:
@@ -544,7 +492,7 @@ def csv_rows(cells: Sequence[MeasuredCell], quoted: Sequence[QuotedRow]) -> list
                 f"{c.reflection.dataset}/{c.reflection.split}" if c.reflection else ""
             ),
             "rubric_items": len(rubric_items(c)) if c.reflection else "",
-            "run_dir": _relative(c.run_dir),
+            "run_dir": shown_path(c.run_dir),
         }
         for metric in METRIC_NAMES:
             low, high = c.scores["ci95"][metric]
@@ -577,13 +525,6 @@ def csv_rows(cells: Sequence[MeasuredCell], quoted: Sequence[QuotedRow]) -> list
                 }
             )
     return rows
-
-
-def _relative(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return str(path)
 
 
 def write_tables(

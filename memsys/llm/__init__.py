@@ -8,7 +8,7 @@ Typical use (the run builds one backbone and injects stage views into methods)::
     reply = backbone.with_stage("answering").complete([{"role": "user", "content": "Hi"}])
 
 The library takes typed values only; the harness reads them from its config files
-(``benchmarks.pipeline.settings.backbone_config``).
+(``benchmarks.config.services.backbone_config``).
 """
 
 from memsys.llm.accounting import Accounting, CallRecord

@@ -47,6 +47,7 @@ from memsys.llm.providers.base import BatchProvider, Provider
 from memsys.llm.retry import REQUEST_PATIENCE_FACTOR, FailureBreaker, RetryPolicy
 from memsys.llm.slots import Key, Limiters, Slots
 from memsys.llm.types import Completion, LLMRequest, LLMResponse, Message, SamplingParams
+from memsys.usage import LLM, record
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,7 @@ class Backbone:
         runs it on a worker thread passes ``cancelled`` to stop its retries when it gives up;
         ``key`` orders it among the requests waiting for a slot (:mod:`memsys.llm.slots`).
         """
+        record(LLM)
         request = LLMRequest(tuple(messages), params or SamplingParams())
         cancelled = cancelled or threading.Event()
         return self._complete(request, stage or self.stage, cancelled, key)
@@ -169,6 +171,7 @@ class Backbone:
         (:mod:`memsys.llm.pool`). Providers that batch natively (in-process vLLM) get all cache
         misses in one engine call.
         """
+        record(LLM)
         stage = stage or self.stage
         if isinstance(self.provider, BatchProvider):
             return self._complete_batch(self.provider, requests, stage, return_exceptions)

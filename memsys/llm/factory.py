@@ -3,7 +3,7 @@
 A backbone is a provider config (a dataclass of :mod:`memsys.llm.providers` whose ``build()``
 loads a model or connects to a server, e.g. :class:`~memsys.llm.providers.llamacpp.LlamaCppConfig`)
 and its :class:`~memsys.llm.backbone.BackboneSettings` (concurrency, retry policy). Reading them
-from a config file is the harness's job (``benchmarks.pipeline.settings.backbone_config`` reads a
+from a config file is the harness's job (``benchmarks.config.services.backbone_config`` reads a
 ``conf/backbone/*.yaml`` node and checks every setting); the library takes the typed values only.
 The cache and accounting are not config of the backbone: the run owns them and passes them in.
 """

@@ -50,7 +50,8 @@ def tiny_fixture() -> Conversation:
 
 def embedded_llm_services(cache: Path, embedder: Embedder, nlp: NLP) -> tuple[Services, Accounting]:
     """Services whose construction backbone is the real embedded model (conf/backbone/embedded)."""
-    from benchmarks.pipeline.settings import backbone_config, compose_config
+    from benchmarks.config.compose import compose_config
+    from benchmarks.config.services import backbone_config
     from memsys.llm import ResponseCache, build_backbone
 
     config = backbone_config(compose_config(["backbone=embedded"]), "backbone")

@@ -1,5 +1,6 @@
-"""A method that misbehaves on one conversation, for the runner's failure tests: it raises,
-kills its process, or stalls there, and is :class:`FullHistory` everywhere else.
+"""Methods that misbehave, for the runner's failure tests: one that raises, kills its process,
+or stalls on one conversation (:class:`FullHistory` everywhere else), and ones that use a service
+while building a memory without declaring it.
 
 Importable by name (``method._target_=fakes.methods.Misbehaving``) in worker processes too: they
 are spawned with the parent's ``sys.path``, which pytest gives ``tests/``. The trouble comes from
@@ -13,6 +14,7 @@ import time
 
 from memsys.methods.baselines import FullHistory, ItemMemory
 from memsys.types import Conversation
+from memsys.usage import PARSER
 
 #: Its value: ``<raise|exit|stall>:<conversation id>``.
 TROUBLE = "MEMBENCH_TEST_TROUBLE"
@@ -31,3 +33,28 @@ class Misbehaving(FullHistory):
             if trouble == "stall":
                 time.sleep(120)
         return super().construct(conversation)
+
+
+class AsksTheLLMUndeclared(FullHistory):
+    """Asks the construction LLM while building, without setting ``uses_llm``: its memories
+    would be keyed without the model that built them."""
+
+    def construct(self, conversation: Conversation) -> ItemMemory:
+        assert self.services.backbone is not None, "run it with a backbone"
+        self.services.backbone.complete([{"role": "user", "content": "Summarize: hello."}])
+        return super().construct(conversation)
+
+
+class ParsesUndeclared(FullHistory):
+    """Parses its turns with spaCy while building, without declaring the parser."""
+
+    def construct(self, conversation: Conversation) -> ItemMemory:
+        self.services.nlp.parse([turn.text for turn in conversation.sessions[0].turns])
+        return super().construct(conversation)
+
+
+class ParsesDeclared(ParsesUndeclared):
+    """The same, declared: the parser's identity joins its memories' identity."""
+
+    def construction_services(self) -> frozenset[str]:
+        return super().construction_services() | {PARSER}

@@ -22,7 +22,7 @@ Readings taken where the brief leaves a choice:
   whole.
 * **Overall** means respect each run's ``adversarial`` option; per-category cells always
   include every category. Evidence recall and context tokens average over every question, as
-  ``benchmarks.tables.summary`` does, so the numbers match ``metrics.json``. Bootstrap seeds are the
+  ``benchmarks.metrics.aggregate`` does, so the numbers match ``metrics.json``. Bootstrap seeds are the
   run's ``seed``, so the intervals match ``metrics.json`` as well. Answer coverage averages
   over the questions that have one (none for adversarial and abstention questions, nor for
   records logged before records kept the reader's context: a dash, never 0).
@@ -37,7 +37,7 @@ Readings taken where the brief leaves a choice:
   line names the unit used and the conversation count. On LongMemEval each question has its own
   haystack, so the clusters are single questions.
 * **Failed questions** (no answer, or no verdict) carry no score and are left out of the mean,
-  as in ``benchmarks.tables.summary``; ``n`` counts the scored questions.
+  as in ``benchmarks.metrics.aggregate``; ``n`` counts the scored questions.
 * **p-values**: each non-baseline answered row against the baseline row (a run whose method
   config declares ``role: baseline``: :func:`benchmarks.registry.role_of`) with the same backbone and the highest overall mean of the
   primary metric (``--metric``, an F1 scorer), paired by question over the questions both
@@ -60,18 +60,21 @@ Readings taken where the brief leaves a choice:
 * **LongMemEval** (Table 2): instead of the per-category section, judge accuracy per question
   type in ES-Mem's Table 2 column order, overall, task-averaged (mean of the per-type means; a
   point value, as the benchmark defines it) and on the ``_abs`` questions, grouped by
-  ``benchmarks.tables.summary.longmemeval_scores`` as ``metrics.json`` is; a p-value on judge accuracy
+  ``benchmarks.metrics.aggregate.longmemeval_scores`` as ``metrics.json`` is; a p-value on judge accuracy
   beside the one on the F1 scorer; and a retrieval section with LongMemEval's ranking metrics
   under its official definition (``recall_all`` and ``ndcg_any`` at 5 and 10, ``recall_any@1``
   and MRR) for sessions and turns, scored from each record's stored ranking over the questions
   the definition keeps (:mod:`benchmarks.metrics.longmemeval_official`).
 
 The package, one job a module: ``runs`` reads the run folders, ``naming`` names a run's row,
-``conditions`` checks what the runs share, ``rows`` recomputes the numbers, ``header`` words the
-setting line and the notes, ``build`` puts them together as a :class:`Report`, ``tables`` lays
-out and formats its cells, ``render`` and ``plot`` write the files, ``cli`` is the command line.
+``conditions`` checks what the runs share, ``rows`` recomputes the numbers, ``header`` fills the
+setting line and the notes (their words: ``benchmarks/tables/notes.yaml``), ``build`` puts them
+together as a :class:`Report`, ``tables`` lays out and formats its cells (one layout of
+:class:`~benchmarks.tables.report.tables.Column` lists; ``main_job`` is Table 1's configuration of
+it), ``render`` and ``plot`` write the files, ``cli`` is the command line.
 """
 
+from benchmarks.metrics.aggregate import Cell
 from benchmarks.tables.report.build import Report, build_report
 from benchmarks.tables.report.cli import main
 from benchmarks.tables.report.conditions import data_keys, differing_keys
@@ -98,10 +101,9 @@ from benchmarks.tables.report.runs import (
     run_configs,
     unfinished_runs_line,
 )
-from benchmarks.tables.summary import Cell
 
 #: The names other modules and the tests import from ``benchmarks.tables.report`` (``Cell`` as the
-#: tables' interval type, from :mod:`benchmarks.tables.summary`).
+#: tables' interval type, from :mod:`benchmarks.metrics.aggregate`).
 __all__ = [
     "LONGMEMEVAL_TYPES",
     "Cell",

@@ -17,27 +17,24 @@ from benchmarks.data.locomo_audit import (
     published_key_ceiling,
 )
 from benchmarks.data.specs import DatasetSpec, spec_of
+from benchmarks.metrics.aggregate import score_names
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import INTERVAL_UNITS
+from benchmarks.render import Footnotes
 from benchmarks.tables.judge_calibration import (
     calibration_lines,
     hidden_judge_scores,
     probe_figures,
 )
-from benchmarks.tables.render import Footnotes
+from benchmarks.tables.notes import note
 from benchmarks.tables.report.conditions import (
     check_one_run_per_row,
     shared_conditions,
     with_variants,
 )
 from benchmarks.tables.report.header import (
-    BLEU_DEFINITION,
-    COVERAGE_NOTE,
-    LONGMEMEVAL_ACCURACY_NOTE,
-    LONGMEMEVAL_RETRIEVAL_NOTE,
     context_order_line,
-    costs_note,
     evidence_note,
     f1_note,
     invalid_rows_line,
@@ -67,7 +64,6 @@ from benchmarks.tables.report.runs import (
     run_configs,
     unfinished_runs_line,
 )
-from benchmarks.tables.summary import score_names
 
 PRIMARY_METRICS = ("f1_set", "f1_locomo")
 #: A run with a larger share of failed questions (answers or verdicts) is marked INVALID.
@@ -100,7 +96,7 @@ class Report:
     #: The dataset's traits: LongMemEval's own scores, the default title and output path.
     dataset: DatasetSpec
     #: Every score name the runs carry: the F1s, BLEU-1, ``judge_acc`` and the other judge
-    #: protocols' ``judge_acc_<protocol>`` (:func:`benchmarks.tables.summary.score_names`).
+    #: protocols' ``judge_acc_<protocol>`` (:func:`benchmarks.metrics.aggregate.score_names`).
     scores: tuple[str, ...]
     #: LoCoMo's audited key (None for a dataset without an audit).
     audit: Audit | None = None
@@ -152,8 +148,7 @@ def audit_notes(
     """The notes of the published-vs-audited table: the key's rules, and the published key's
     ceiling on the table's questions per category (in ``categories``' order)."""
     if audit.errata is None:
-        missing = f"Audited key: not shown (—), the audit could not be read: {audit.missing}"
-        return [("audit", missing)]
+        return [("audit", note("report.audit_missing", missing=audit.missing))]
     ambiguous = {
         r["question_id"]
         for row in rows
@@ -161,17 +156,7 @@ def audit_notes(
         if (found := audit.errata.get(r["question_id"])) is not None
         and found.audited_answer is None
     }
-    rules = (
-        f"Audited key: the errata of {AUDIT_SOURCE} (locomo/audit/ in the data folder, "
-        "benchmarks/data/locomo_audit.py), one group's reading, not ground truth: the published "
-        "key stays the key of every other table. Under it a question takes the auditors' "
-        "evidence (every erratum) and answer (every erratum but AMBIGUOUS ones, which argue two "
-        f"readings: no audited answer, so they leave Ans. cov. and f1_locomo; "
-        f"{len(ambiguous)} of this table's questions); the judge is not asked again (J stays on "
-        "the published key). pub and aud average over the questions both keys score, Δ = aud − "
-        "pub; f1_locomo is LoCoMo's own F1, which the audit's rescoring computes, not the "
-        "Overall table's F1 scorer"
-    )
+    rules = note("report.audit", source=AUDIT_SOURCE, ambiguous=len(ambiguous))
     total = [sum(counts) for counts in zip(*audit.ceiling.values(), strict=True)] or [0, 0]
     shares = [
         f"{category.replace('_', '-')} {stands / questions:.2%} ({stands}/{questions})"
@@ -180,13 +165,8 @@ def audit_notes(
         for stands, questions in [audit.ceiling[category]]
     ]
     overall = f"{total[0] / total[1]:.2%} ({total[0]}/{total[1]})" if total[1] else "—"
-    ceiling = (
-        "Published key's ceiling: the share of this table's questions whose published answer the "
-        "audit does not dispute (no erratum, or WRONG_CITATION only; every other error type "
-        "disputes the answer), what a system answering as the auditors read scores at most "
-        f"against the published key: {', '.join(shares)}; categories 1-4 {overall}. The auditors "
-        f"report {AUDITORS_CEILING:.2%} on categories 1-4 over the whole dataset (this harness "
-        "gives the same there: tests/test_locomo_audit.py)"
+    ceiling = note(
+        "report.ceiling", shares=", ".join(shares), overall=overall, auditors=AUDITORS_CEILING
     )
     return [("audit", rules), ("ceiling", ceiling)]
 
@@ -238,24 +218,24 @@ def build_report(
         ("order", context_order_line(rows)),
         ("labels", labels_note(rows)),
         ("evidence", evidence_note(spec, answered)),
-        ("coverage", COVERAGE_NOTE),
+        ("coverage", note("report.coverage")),
         ("tokens", tokens_note(shared, answered)),
     ]
     if answered:
         notes += [
             ("f1", f1_note(shared, metric)),
-            ("bleu", f"BLEU-1: {BLEU_DEFINITION}"),
+            ("bleu", note("report.bleu")),
             ("judge", judge_note(calibration_lines(runs, names), rows)),
             ("p", p_value_note(shared, metric, rows)),
         ]
     if spec.longmemeval_scores:
         if answered:
-            notes.append(("longmemeval_accuracy", LONGMEMEVAL_ACCURACY_NOTE))
-        notes.append(("longmemeval_retrieval", LONGMEMEVAL_RETRIEVAL_NOTE))
+            notes.append(("longmemeval_accuracy", note("report.longmemeval_accuracy")))
+        notes.append(("longmemeval_retrieval", note("report.longmemeval_retrieval")))
     if audit is not None:
         notes += audit_notes(audit, rows, categories)
     notes += [
-        ("costs", costs_note()),
+        ("costs", note("report.costs")),
         ("source", source_note(runs_dir)),
         ("unfinished", unfinished_runs_line(configs, dataset, subset, where)),
         ("invalid", invalid_rows_line(rows, max_failure_share)),

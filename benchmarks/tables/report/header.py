@@ -1,9 +1,9 @@
-"""What a report says besides its cells, in words: the one setting line under its title
-(dataset, subset and question count, reader, extraction, judge, budget, embedder, code version),
-and the texts of its numbered notes (:class:`benchmarks.tables.render.Footnotes`): what the
-cells are and their intervals resample, the order each row's context reached the reader in, what
-each column measures, the p-values' test and baseline, costs and sources, the rows whose method
-source changed since their run and the rows that do not stand."""
+"""What a report says besides its cells: the one setting line under its title (dataset, subset
+and question count, reader, extraction, judge, budget, embedder, code version), and its numbered
+notes (:class:`benchmarks.render.Footnotes`), their words the ``report`` templates of
+:mod:`benchmarks.tables.notes` filled from the rows' facts. Every branch here chooses what to
+say about the runs at hand (the committed LongMemEval runs include runs logged before the
+records kept rankings, contexts or code versions: their notes say so)."""
 
 from __future__ import annotations
 
@@ -11,32 +11,23 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.config.values import ConfigError
 from benchmarks.data.paths import shown_path
 from benchmarks.data.specs import DatasetSpec, dataset_spec, spec_of
+from benchmarks.metrics.aggregate import Cell, plural, resampling_case, understated
 from benchmarks.metrics.ranking import stored_turn_ranking
 from benchmarks.metrics.stats import MIN_CLUSTERS
 from benchmarks.pipeline.provenance import UNKNOWN
-from benchmarks.pipeline.settings import ConfigError, declared_context_order
+from benchmarks.pipeline.settings import declared_context_order
 from benchmarks.tables.judge_calibration import grades_itself, judge_model, own_protocol
+from benchmarks.tables.notes import note, template
 from benchmarks.tables.report.rows import Row
 from benchmarks.tables.report.runs import Run, lookup
-from benchmarks.tables.summary import Cell, plural, resampling_case, understated
 
-SCORER_DEFINITIONS = {
-    "f1_set": "f1_set, the A-Mem/mem0 set F1 (lowercase, .,!? to spaces, F1 over token sets)",
-    "f1_locomo": "f1_locomo, LoCoMo's own F1 (normalized, Porter-stemmed token multisets, "
-    "per-category rules)",
-}
-BLEU_DEFINITION = "bleu1, sentence BLEU-1 (weights (1,0,0,0), smoothing method 1)"
-#: The context orders in words (:data:`memsys.base.CONTEXT_ORDERS`).
-ORDER_WORDS = {
-    "time": "time (oldest first, under their session dates)",
-    "rank": "rank (best first, in the method's own ranking)",
-}
-ADVERSARIAL_POLICY = {
-    "exclude": "adversarial questions excluded from overall means (mem0); shown per category",
-    "include": "adversarial questions included in overall means (A-Mem)",
-}
+#: A method name longer than this is shortened in the tables (the notes give it whole).
+LABEL_WIDTH = 32
+#: The mark of a stale row in its Run cell (:attr:`Row.source_changed`).
+STALE_MARK = "†"
 
 
 def subset_description(subset: dict[str, Any], spec: DatasetSpec) -> str:
@@ -45,27 +36,29 @@ def subset_description(subset: dict[str, Any], spec: DatasetSpec) -> str:
     conversations, questions = subset.get("conversations"), subset.get("max_questions")
     if spec.own_memory_per_question:
         if conversations is None and questions is None:
-            return f"{name} (every question)"
-        first = f" of the first {conversations}" if conversations else ""
-        return (
-            f"{name} ({questions or 'all'} questions{first}, stratified by question type, "
-            "deterministic — offline setting, not the paper's)"
+            return note("report.subset.every_question", name=name)
+        first = note("report.subset.first_of", conversations=conversations) if conversations else ""
+        return note(
+            "report.subset.per_question", name=name, questions=questions or "all", first=first
         )
     sessions = subset.get("max_sessions")
     if sessions:
         which = plural(conversations, "conversation") if conversations else "every conversation"
-        return (
-            f"{name} (offline sample: {which} cut to the first {plural(sessions, 'session')}, "
-            f"{questions or 'all'} of the questions whose evidence lies there — not the paper "
-            "setting)"
+        return note(
+            "report.subset.sessions",
+            name=name,
+            which=which,
+            sessions=plural(sessions, "session"),
+            questions=questions or "all",
         )
     if name == "smoke":
-        return (
-            f"smoke (offline smoke subset: {plural(conversations, 'conversation')}, "
-            f"{questions} questions — not the paper setting)"
-        )
-    return (
-        f"{name} ({conversations or 'all'} conversations, {questions or 'all'} questions per run)"
+        conversations = plural(conversations, "conversation")
+        return note("report.subset.smoke", conversations=conversations, questions=questions)
+    return note(
+        "report.subset.conversations",
+        name=name,
+        conversations=conversations or "all",
+        questions=questions or "all",
     )
 
 
@@ -85,10 +78,6 @@ def one_value(values: Iterable[str]) -> str | None:
     rest."""
     found = {value for value in values if value}
     return found.pop() if len(found) == 1 else None
-
-
-#: A method name longer than this is shortened in the tables (the notes give it whole).
-LABEL_WIDTH = 32
 
 
 def short_label(method: str) -> str:
@@ -114,7 +103,7 @@ def labels_note(rows: Sequence[Row]) -> str | None:
     if not long:
         return None
     names = "; ".join(f"{short_label(name)} = {name}" for name in dict.fromkeys(long))
-    return f"Method names shortened in the tables (the csv has them whole): {names}"
+    return note("report.labels", names=names)
 
 
 def judge_setting(runs: Sequence[Run]) -> str:
@@ -160,53 +149,22 @@ def setting_line(shared: dict[str, Any], runs: Sequence[Run], rows: Sequence[Row
 
 def evidence_note(spec: DatasetSpec, answered: bool) -> str:
     """What Ev. recall and All ev. (and the per-category tables' All ev. shown) measure."""
-    text = (
-        f"Ev. recall: evidence recall, the share of a question's evidence ({spec.evidence}) in the "
-        "context handed to the reader, over every question that has evidence; All ev.: the share "
-        "of questions with all of it there"
-    )
-    if answered:
-        text += (
-            "; All ev. shown (per-category tables): the overall questions whose evidence all "
-            "reached the reader, which tells a reading failure (evidence shown, answer wrong) "
-            "from a retrieval one"
-        )
-    return text
-
-
-COVERAGE_NOTE = (
-    "Ans. cov.: answer coverage, the share of questions whose gold answer occurs in the context "
-    "handed to the reader (DPR's has_answer: the answer's tokens contiguous among the context's, "
-    "uncased; benchmarks/metrics/coverage.py), over the questions that have an answer "
-    "(adversarial and abstention questions have none); strict for long free-form answers, so a "
-    "lower bound on what the reader could copy; — for runs logged before records kept the "
-    "reader's context"
-)
+    shown = note("report.evidence_shown") if answered else ""
+    return note("report.evidence", evidence=spec.evidence) + shown
 
 
 def tokens_note(shared: dict[str, Any], answered: bool) -> str:
     """What Ctx tok counts, and for retrieval-only rows what the budget does."""
-    text = (
-        "Ctx tok: mean tokens of the context handed to the reader (one tokenizer, SmolLM2's, "
-        f"whatever the reader), within the context budget of {shared['answer.context_budget']} "
-        "tokens (the method's items kept best first within it)"
-    )
-    if not answered:
-        text += (
-            ". The order the kept items are shown in changes no number of a retrieval-only row "
-            "except through that budget: rank order repeats a date header wherever the date "
-            "changes, which context tokens count and which can leave out an item at the "
-            "budget's edge"
-        )
-    return text
+    budget = note("report.tokens", budget=shared["answer.context_budget"])
+    return budget + ("" if answered else note("report.tokens_retrieval_only"))
 
 
 def f1_note(shared: dict[str, Any], metric: str) -> str:
     """The F1 scorer, and where the dataset has adversarial questions, their place in Overall."""
-    text = f"F1: {SCORER_DEFINITIONS[metric]}"
+    text = note("report.f1", definition=template("report.scorer")[metric])
     if spec_of(shared).adversarial_category:
         policy = shared["adversarial"]
-        text += f"; Overall: {ADVERSARIAL_POLICY.get(policy, policy)}"
+        text += note("report.f1_overall", policy=template("report.adversarial").get(policy, policy))
     return text
 
 
@@ -215,54 +173,15 @@ def judge_note(lines: Sequence[str], rows: Sequence[Row]) -> str | None:
     :func:`benchmarks.tables.judge_calibration.calibration_lines`), and what a dash says."""
     if not lines:
         return None
-    text = "J: share of answers the judge accepted. " + "; ".join(lines)
-    if any(row.hidden_judges for row in rows):
-        text += (
-            ". — in a J column: its judge does not discriminate on the probes (it accepts most "
-            "known-wrong answers or rejects most known-right ones), so its verdicts are no "
-            "measure of accuracy and are not shown (the csv keeps them)"
-        )
-    return text
-
-
-def costs_note() -> str:
-    """What the cost columns count, and where from."""
-    return (
-        "Costs: LLM calls and tokens per stage (construction / answering / judging: answering and "
-        "judging summed from the per-question log, a call per attempt), construction from "
-        "metrics.json (* = memories loaded from cache, cost of this run only); answer latency "
-        "over answers not served from the response cache; construction (s), texts embedded / "
-        "asked (what the embedding model encoded, of the texts the run asked for: the rest came "
-        "from the content-keyed cache), texts parsed / asked (the same for the lite extractors' "
-        "spaCy parses; — for runs begun before parses were counted), wall time and peak resident "
-        "memory are summed (peak: maximum; with worker processes, the parent's plus each "
-        "worker's) over the run's invocations, and shown only where those cover every question"
+    hidden = any(row.hidden_judges for row in rows)
+    return note("report.judge", lines="; ".join(lines)) + (
+        note("report.judge_hidden") if hidden else ""
     )
 
 
 def source_note(runs_dir: Path) -> str:
     """Where every number comes from."""
-    return (
-        f"Source: predictions.jsonl of each run in {shown_path(runs_dir)} (every mean recomputed "
-        "from it); package versions in each run's invocations.jsonl"
-    )
-
-
-LONGMEMEVAL_ACCURACY_NOTE = (
-    "LongMemEval accuracy: judge_acc per question type (n = questions of the type, _abs "
-    "questions included), overall over every judged question, task-averaged = mean of the "
-    "per-type means (a point value), abstention = the _abs questions alone"
-)
-LONGMEMEVAL_RETRIEVAL_NOTE = (
-    "LongMemEval retrieval, official definition (the behaviour of LongMemEval's "
-    "run_retrieval.py and eval_utils.py, scored from each record's stored ranking: "
-    "benchmarks/metrics/longmemeval_official.py): the user turns the method's items "
-    "cover, in rank order; gold = has_answer user turns of answer sessions (the others "
-    "relabelled noans); session level from the turn ranking with k grown until k "
-    "distinct sessions are covered; recall_all@k, ndcg_any@k, recall_any@1 and MRR (the "
-    "harness's addition); _abs questions and questions without a has_answer user turn "
-    "are skipped (n = questions scored; records without a stored ranking have none)"
-)
+    return note("report.source", runs=shown_path(runs_dir))
 
 
 def context_order_line(rows: Sequence[Row]) -> str:
@@ -270,6 +189,7 @@ def context_order_line(rows: Sequence[Row]) -> str:
     it): its method's own (:attr:`memsys.base.MemorySystem.context_order`), or, naming the rows,
     an override. A CAST row shown in time order has its fused ranking sorted away: its semantic
     half's items in time order, which the header must say."""
+    words = template("report.order_words")
     own: dict[str, list[str]] = {}
     others: list[str] = []
     for row in rows:
@@ -279,23 +199,29 @@ def context_order_line(rows: Sequence[Row]) -> str:
             declared = declared_context_order(target)
         except ConfigError:
             others.append(
-                f"{row.key.method}: {used} ({target} does not import here: its own unknown)"
+                note("report.order_unknown", method=row.key.method, used=used, target=target)
             )
             continue
         if declared == used:
             own.setdefault(used, []).append(row.key.method)
         else:
-            lost = ": its ranking does not reach the reader" if declared == "rank" else ""
-            others.append(f"{row.key.method}: {used} by answer.order, not its own {declared}{lost}")
+            lost = note("report.order_lost") if declared == "rank" else ""
+            others.append(
+                note(
+                    "report.order_override",
+                    method=row.key.method,
+                    used=used,
+                    declared=declared,
+                    lost=lost,
+                )
+            )
     groups = sorted(own.items(), key=lambda group: -len(group[1]))
-    parts = [f"{ORDER_WORDS[o]} for {', '.join(dict.fromkeys(names))}" for o, names in groups[1:]]
+    parts = [f"{words[o]} for {', '.join(dict.fromkeys(names))}" for o, names in groups[1:]]
     if groups:
         rest = "every row" if len(groups) == 1 and not others else "the other rows"
-        parts.append(f"{ORDER_WORDS[groups[0][0]]} for {rest}")
-    pieces = ["each method's own: " + "; ".join(parts)] if parts else []
-    return "Context order (how the kept items reach the reader): " + "; ".join(
-        pieces + list(dict.fromkeys(others))
-    )
+        parts.append(f"{words[groups[0][0]]} for {rest}")
+    pieces = [note("report.order_own", parts="; ".join(parts))] if parts else []
+    return note("report.order", parts="; ".join(pieces + list(dict.fromkeys(others))))
 
 
 def table_cells(rows: Sequence[Row]) -> list[Cell]:
@@ -317,7 +243,7 @@ def interval_description(cells: Sequence[Cell], unit: str, memory_name: str) -> 
     intervals then understate uncertainty (questions of one conversation share its memory)."""
     resampled = "1000 resamples"
     if not cells:
-        return f"95% bootstrap CIs resampling {unit}s ({resampled}; no cell has one)"
+        return note("report.intervals.none", unit=unit, resampled=resampled)
     conversations = max(found.conversations for found in cells)
     clustered = [found for found in cells if found.unit == "conversation"]
     case = resampling_case(
@@ -325,46 +251,29 @@ def interval_description(cells: Sequence[Cell], unit: str, memory_name: str) -> 
         requested=unit,
         clustered=bool(clustered),
     )
-    if case == "own":
-        return (
-            f"95% percentile bootstrap CIs resampling questions ({resampled}; each question has "
-            f"its own {memory_name}, so the questions are the clusters)"
-        )
-    if case == "asked":
-        return (
-            f"95% percentile bootstrap CIs resampling questions, as asked (--interval-unit "
-            f"question; {resampled}; {plural(conversations, 'conversation')}): "
-            f"{understated('these intervals')}"
-        )
-    if case == "too_few":
-        return (
-            f"95% percentile bootstrap CIs resampling questions ({resampled}) because the subset "
-            f"has {plural(conversations, 'conversation')}, fewer than the {MIN_CLUSTERS} a "
-            f"cluster bootstrap needs: {understated('these intervals')}"
-        )
-    text = (
-        f"95% cluster bootstrap CIs resampling the {conversations} conversations ({resampled}; "
-        "questions of one conversation share its memory: a cell draws the conversations its "
-        "questions come from and averages over their questions)"
-    )
+    facts = {
+        "resampled": resampled,
+        "memory": memory_name,
+        "understated": understated("these intervals"),
+        "min_clusters": MIN_CLUSTERS,
+        "conversations": conversations
+        if case not in ("asked", "too_few")
+        else plural(conversations, "conversation"),
+    }
+    text = note(f"report.intervals.{case}", **facts)
     fallen = len(cells) - len(clustered)
-    if fallen:
-        text += (
-            f"; {fallen} cell(s) whose questions come from fewer than {MIN_CLUSTERS} "
-            "conversations resample questions instead and understate uncertainty"
-        )
+    if case == "clustered" and fallen:
+        text += note("report.intervals.fallen", fallen=fallen, min_clusters=MIN_CLUSTERS)
     return text
 
 
 def statistics_note(rows: Sequence[Row], unit: str, memory_name: str) -> str:
     """The cells' format and what their intervals resample."""
     answered = any(not row.key.retrieval_only for row in rows)
-    left_out = " (a per-category table whose every cell would be — is left out)" if answered else ""
-    return (
-        "Statistics: cells are mean [95% CI] over questions (0.658 [0.45,0.87]: a mean of 0.658 "
-        "with a 95% percentile bootstrap interval from 0.45 to 0.87), — where no question of the "
-        f"row has the score{left_out}; "
-        f"{interval_description(table_cells(rows), unit, memory_name)}"
+    return note(
+        "report.statistics",
+        left_out=note("report.statistics_left_out") if answered else "",
+        intervals=interval_description(table_cells(rows), unit, memory_name),
     )
 
 
@@ -377,23 +286,24 @@ def baselines_faced(rows: Sequence[Row], tested: str) -> str:
         if found is not None:
             faced.setdefault(row.key.backbone, found.baseline)
     if not faced:
-        return "the best baseline of the row's backbone (no row here faced one)"
+        return note("report.baseline.none")
     if len(set(faced.values())) == 1:
-        return f"{next(iter(faced.values()))}, the best baseline of the row's backbone"
+        return note("report.baseline.one", baseline=next(iter(faced.values())))
     named = "; ".join(f"{baseline} for {backbone}" for backbone, baseline in faced.items())
-    return f"the best baseline of the row's backbone ({named})"
+    return note("report.baseline.per_backbone", named=named)
 
 
 def p_value_note(shared: dict[str, Any], metric: str, rows: Sequence[Row]) -> str:
     """The p columns: the test, the score it is on and the baseline each row faced, named once."""
     spec = spec_of(shared)
+    scores = f"{metric} vs {baselines_faced(rows, metric)}"
     if spec.longmemeval_scores:
-        scores = (
-            f"{metric} (Overall) vs {baselines_faced(rows, metric)}, and on judge_acc "
-            f"(LongMemEval accuracy) vs {baselines_faced(rows, 'judge_acc')}"
+        scores = note(
+            "report.p_longmemeval",
+            metric=metric,
+            faced=baselines_faced(rows, metric),
+            faced_judge=baselines_faced(rows, "judge_acc"),
         )
-    else:
-        scores = f"{metric} vs {baselines_faced(rows, metric)}"
     units = {c.unit for row in rows for c in row.comparisons.values()}
     resampling = "resampling as the CIs do"
     if units == {"conversation"} and spec.own_memory_per_question:
@@ -401,15 +311,12 @@ def p_value_note(shared: dict[str, Any], metric: str, rows: Sequence[Row]) -> st
         resampling = f"resampling questions (each its own {spec.memory_name})"
     elif len(units) == 1:
         resampling = f"resampling {units.pop()}s"
-    return (
-        f"p: two-sided paired bootstrap on {scores}; paired by question, {resampling}; — for "
-        "baseline rows and rows without a baseline of their backbone"
-    )
+    return note("report.p", scores=scores, resampling=resampling)
 
 
 def code_versions(runs: Sequence[Run]) -> str:
     """The code versions the rows' records came from (``metrics.json`` ``code_versions``), for
-    the setting line."""
+    the setting line; the full LongMemEval runs were logged before runs recorded one."""
     counts: dict[str, int] = {}
     for run in runs:
         for version in run.metrics.get("code_versions") or [UNKNOWN]:
@@ -420,57 +327,40 @@ def code_versions(runs: Sequence[Run]) -> str:
         for version, count in counts.items()
     ]
     if unknown:
-        parts.append(f"not recorded for {plural(unknown, 'run')} (logged before runs recorded it)")
+        parts.append(note("report.code_unknown", runs=plural(unknown, "run")))
     return f"code {', '.join(parts)}"
 
 
-#: The mark of a stale row in its Run cell (:attr:`Row.source_changed`).
-STALE_MARK = "†"
-
-
 def stale_rows_line(rows: Sequence[Row]) -> str | None:
-    """The header note on the rows marked stale, with each run's recorded and current method
+    """The note on the rows marked stale, with each run's recorded and current method
     fingerprint (None when no row is stale)."""
     changes = [
-        f"run {row.run.directory.name}: recorded {row.source_changed[0]}, now "
-        f"{row.source_changed[1]}"
+        note("report.stale_run", run=row.run.directory.name, recorded=old, now=new)
         for row in rows
         if row.source_changed is not None
+        for old, new in [row.source_changed]
     ]
-    if not changes:
-        return None
-    return (
-        f"{STALE_MARK} stale: the method's source changed since this run was produced "
-        f"({'; '.join(changes)})"
-    )
+    return note("report.stale", mark=STALE_MARK, changes="; ".join(changes)) if changes else None
 
 
 def no_context_line(rows: Sequence[Row]) -> str | None:
-    """The header note naming the methods that handed over no context for any question (None
-    when there are none): an empty memory (or nothing within the budget), so their scores are
-    those of having no history, whatever the method would do with a working construction model.
-    Baselines whose memory no LLM builds are left out (ZeroHistory hands over nothing by
-    design); the libraries, baselines that build with the LLM, are not."""
+    """The note naming the methods that handed over no context for any question (None when
+    there are none): an empty memory (or nothing within the budget), so their scores are those
+    of having no history. Baselines whose memory no LLM builds are left out (ZeroHistory hands
+    over nothing by design); the libraries, baselines that build with the LLM, are not."""
     empty = [
         row.key.label()
         for row in rows
         if row.context_tokens == 0
         and not (row.key.baseline and not row.key.extraction.startswith("llm"))
     ]
-    if not empty:
-        return None
-    return (
-        f"NO CONTEXT: {'; '.join(empty)} handed over no context for any question (an empty "
-        "memory, or nothing within the budget; a memory's construction stats in the cache say "
-        "why, e.g. unparseable LLM replies): the row scores having no history, not the method"
-    )
+    return note("report.no_context", rows="; ".join(empty)) if empty else None
 
 
 def unranked_rows_line(rows: Sequence[Row]) -> str | None:
-    """The header note naming the LongMemEval rows whose records stored no ranking (logged
-    before records kept one), in whole or in part: those records have no ranking metric, and
-    the metric they carried then was not LongMemEval's definition (None when every record has
-    its ranking)."""
+    """The note naming the LongMemEval rows whose records stored no ranking (the full
+    LongMemEval runs, logged before records kept one), in whole or in part: those records have
+    no ranking metric (None when every record has its ranking)."""
     unranked, partly = [], []
     for row in rows:
         if row.longmemeval is None:
@@ -483,25 +373,16 @@ def unranked_rows_line(rows: Sequence[Row]) -> str | None:
     if not unranked and not partly:
         return None
     which = (
-        "none of these runs stored its rankings"
+        note("report.unranked_all")
         if len(unranked) == len(rows)
-        else "records without a stored ranking in " + "; ".join(unranked + partly)
+        else note("report.unranked_some", rows="; ".join(unranked + partly))
     )
-    return (
-        f"NO RANKING: {which} (records from before records kept one), so no official "
-        "LongMemEval ranking metric can be computed for them (the metric they carried then was "
-        "not LongMemEval's definition and is not shown; n counts the others); rebuilding the "
-        "run gives them (docs/longmemeval-at-scale.md gives the cost)"
-    )
+    return note("report.unranked", which=which)
 
 
 def invalid_rows_line(rows: Sequence[Row], max_failure_share: float) -> str | None:
-    """The header note that some rows do not stand, and why (None when all do)."""
+    """The note that some rows do not stand, and why (None when all do)."""
     invalid = [row for row in rows if row.invalid]
     if not invalid:
         return None
-    return (
-        f"INVALID rows: {len(invalid)} run(s) with more than {max_failure_share:.0%} of their "
-        "questions failed (answer or verdict; rerun the config to ask them again): their means "
-        "leave the failures out and do not stand for the method"
-    )
+    return note("report.invalid", count=len(invalid), share=max_failure_share)

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from benchmarks.metrics.aggregate import Cell
 from benchmarks.tables.report.build import Report
 from benchmarks.tables.report.rows import Row
-from benchmarks.tables.summary import Cell
 
 #: Resolution of every figure the tables write.
 DPI = 120

@@ -1,39 +1,30 @@
-"""Writing a report: markdown and booktabs tex from its tables (the setting line under the title,
-the numbered notes after the tables), a csv with every number of a row in its own column, and the
-four files (the plot too) under one name."""
+"""Writing a report: its :class:`~benchmarks.render.Document` (the setting line under the title,
+the tables, the numbered notes) as markdown and booktabs tex, a csv with every number of a row in
+its own column, and the four files (the plot too) under one name, as Table 1's main job writes
+its own."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.tables.render import Table
+from benchmarks.metrics.aggregate import Cell
+from benchmarks.render import Document
 from benchmarks.tables.report.build import Report
 from benchmarks.tables.report.plot import write_plot
 from benchmarks.tables.report.rows import AUDITED_SCORES, STAGES, Comparison, Row
 from benchmarks.tables.report.tables import sections
-from benchmarks.tables.summary import Cell
+
+
+def document(report: Report) -> Document:
+    """The setting line under the title, a readable table per section, then the notes."""
+    return Document(report.title, [report.setting], sections(report), report.notes)
 
 
 def render_markdown(report: Report) -> str:
-    """The setting line under the title, a readable table per section, then the notes."""
-    lines = [f"# {report.title}", "", report.setting]
-    for table in sections(report):
-        lines += ["", *table.markdown_lines(marks=False)]
-    lines += ["", *report.notes.markdown_lines()]
-    return "\n".join(lines) + "\n"
-
-
-def render_tex(report: Report) -> str:
-    """Booktabs tabulars, one table float per section; setting and notes as comments."""
-    lines = [
-        f"% {report.title}",
-        *(f"% {line}" for line in report.header),
-        r"% needs \usepackage{booktabs,graphicx}",
-    ]
-    for table in sections(report):
-        lines += ["", *table.latex_lines(caption=f"{report.title}: {table.title}")]
-    return "\n".join(lines) + "\n"
+    """The report as markdown (:func:`document`)."""
+    return document(report).to_markdown()
 
 
 def cell_columns(prefix: str, found: Cell | None) -> dict[str, Any]:
@@ -141,19 +132,22 @@ def audited_columns(row: Row) -> dict[str, Any]:
     return record
 
 
-def write_csv(report: Report, path: Path) -> None:
-    """Header as leading ``#`` lines (read with ``pandas.read_csv(path, comment="#")``)."""
-    records = [csv_record(row, report) for row in report.rows]
-    table = Table.from_records(records, title=report.title, caption=report.header)
-    path.write_text(table.to_csv(), encoding="utf-8", newline="")
+def write_document(
+    document: Document, records: Sequence[dict[str, Any]], plotted: Report, out: Path
+) -> list[Path]:
+    """``out`` + ``.md``, ``.csv`` (``records``: one per row, every number in its own column;
+    the setting and notes as leading ``#`` lines, read with ``pandas.read_csv(path,
+    comment="#")``), ``.tex``, ``.png`` (``plotted``'s figure); returns the paths written."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    paths = [out.parent / f"{out.name}{suffix}" for suffix in (".md", ".csv", ".tex", ".png")]
+    paths[0].write_text(document.to_markdown(), encoding="utf-8")
+    paths[1].write_text(document.records_csv(records), encoding="utf-8", newline="")
+    paths[2].write_text(document.to_latex(), encoding="utf-8")
+    write_plot(plotted, paths[3])
+    return paths
 
 
 def write_report(report: Report, out: Path) -> list[Path]:
     """``out`` + ``.md``, ``.csv``, ``.tex``, ``.png``; returns the paths written."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    paths = [out.parent / f"{out.name}{suffix}" for suffix in (".md", ".csv", ".tex", ".png")]
-    paths[0].write_text(render_markdown(report), encoding="utf-8")
-    write_csv(report, paths[1])
-    paths[2].write_text(render_tex(report), encoding="utf-8")
-    write_plot(report, paths[3])
-    return paths
+    records = [csv_record(row, report) for row in report.rows]
+    return write_document(document(report), records, report, out)

@@ -1,7 +1,7 @@
 """Every number of a row, recomputed from a run's ``predictions.jsonl``: score cells with their
 intervals, LongMemEval's aggregates and ranking metrics, costs and latencies, and the p-values
 against the backbone's best baseline. Every aggregate that ``metrics.json`` also stores is
-computed by :mod:`benchmarks.tables.summary` (the one aggregation); this module picks the run's
+computed by :mod:`benchmarks.metrics.aggregate` (the one aggregation); this module picks the run's
 records, seed and policy and adds what only a table shows."""
 
 from __future__ import annotations
@@ -13,15 +13,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.data.locomo_audit import Erratum
-from benchmarks.metrics.audited import audited_scores
-from benchmarks.metrics.judge import judgings
-from benchmarks.metrics.longmemeval_official import Corpus
-from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
-from benchmarks.pipeline.harness import lost_to_a_failed_request
-from benchmarks.pipeline.provenance import method_source
-from benchmarks.tables.report.naming import RowKey, row_key
-from benchmarks.tables.report.runs import Run, lookup
-from benchmarks.tables.summary import (
+from benchmarks.metrics.aggregate import (
     Cell,
     LongMemEvalCells,
     all_evidence_share,
@@ -35,6 +27,14 @@ from benchmarks.tables.summary import (
     mean_or_none,
     score_names,
 )
+from benchmarks.metrics.audited import audited_scores
+from benchmarks.metrics.judge import judgings
+from benchmarks.metrics.longmemeval_official import Corpus
+from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
+from benchmarks.pipeline.harness import lost_to_a_failed_request
+from benchmarks.pipeline.provenance import method_source
+from benchmarks.tables.report.naming import RowKey, row_key
+from benchmarks.tables.report.runs import Run, lookup
 from memsys.types import LOCOMO_CATEGORIES
 
 STAGES = ("construction", "answering", "judging")
@@ -86,7 +86,7 @@ class KeyComparison:
 @dataclass(frozen=True)
 class Comparison:
     """A paired bootstrap test of a row against its backbone's best baseline, and the unit it
-    resampled (as :class:`benchmarks.tables.summary.Cell` says it)."""
+    resampled (as :class:`benchmarks.metrics.aggregate.Cell` says it)."""
 
     p_value: float
     baseline: str
@@ -146,7 +146,7 @@ def score_cells(
     ``names`` (default: the run's own), the intervals resampling ``unit``.
 
     ``all_evidence``: the overall questions whose evidence all reached the reader
-    (:func:`benchmarks.tables.summary.cells_by_scope`, as ``metrics.json``'s cells are computed).
+    (:func:`benchmarks.metrics.aggregate.cells_by_scope`, as ``metrics.json``'s cells are computed).
     """
     return cells_by_scope(
         run.records,

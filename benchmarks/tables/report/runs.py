@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.metrics.aggregate import dataset_name as named_dataset
 from benchmarks.pipeline.harness import failed
 from benchmarks.pipeline.provenance import recorded_method_source
 from benchmarks.pipeline.runlog import (
@@ -28,8 +29,8 @@ from benchmarks.pipeline.runlog import (
     read_question_set,
     summarize_invocations,
 )
+from benchmarks.tables.notes import note
 from benchmarks.tables.report.naming import row_key
-from benchmarks.tables.summary import dataset_name as named_dataset
 
 _MISSING = object()
 
@@ -65,7 +66,7 @@ def lookup(config: dict[str, Any], dotted: str, default: Any = _MISSING) -> Any:
 
 def dataset_name(config: dict[str, Any]) -> str:
     """The dataset of a run's config as ``metrics.json`` names it
-    (:func:`benchmarks.tables.summary.dataset_name`)."""
+    (:func:`benchmarks.metrics.aggregate.dataset_name`)."""
     dataset = config.get("dataset", {})
     return named_dataset(dataset.get("name", "?"), dataset.get("variant"))
 
@@ -223,7 +224,7 @@ def unfinished_runs_line(
         unfinished.append(f"{label} ({logged} questions logged, run {directory.name})")
     if not unfinished:
         return None
-    return f"Not in the table, unfinished (a rerun resumes them): {'; '.join(unfinished)}"
+    return note("report.unfinished", runs="; ".join(unfinished))
 
 
 def no_match_message(

@@ -1,4 +1,4 @@
-"""A report's tables as :class:`~benchmarks.tables.render.Table` values (overall, per category,
+"""A report's tables as :class:`~benchmarks.render.Table` values (overall, per category,
 retrieval only, LongMemEval's accuracy and retrieval, the published key beside the audited one,
 costs), and how each kind of cell is formatted.
 
@@ -11,20 +11,21 @@ costs and run ids have their own tables.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.tables.render import Table
+from benchmarks.metrics.aggregate import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell
+from benchmarks.render import Table
 from benchmarks.tables.report.build import Report
 from benchmarks.tables.report.header import STALE_MARK, one_value, short_label
 from benchmarks.tables.report.rows import (
     AUDITED_SCORES,
     LONGMEMEVAL_RANKING,
     LONGMEMEVAL_TYPES,
-    STAGES,
     Row,
 )
-from benchmarks.tables.summary import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell
 
 DASH = "—"
 
@@ -147,42 +148,96 @@ def score_cell(row: Row, scope: str, name: str) -> str:
     return fmt_cell(row.scores[scope][name])
 
 
-def answer_header(report: Report, judges: Sequence[str]) -> list[str]:
-    """The answer-score columns of an Overall table: F1, BLEU-1, each judge, the p-value."""
-    mark = report.notes.mark
-    return [
-        f"F1{mark('f1')}",
-        f"BLEU-1{mark('bleu')}",
-        *(f"{judge_label(name)}{mark('judge')}" for name in judges),
-        f"p{mark('p')}",
+@dataclass(frozen=True)
+class Column:
+    """One column of a report table: its header, the key of the note its header marks (none:
+    unmarked), and its cell for a row."""
+
+    label: str
+    cell: Callable[[Row], str]
+    note: str = ""
+
+    def marked(self, note: str) -> Column:
+        """The same column, its header marking ``note``."""
+        return dataclasses.replace(self, note=note)
+
+
+def layout(
+    report: Report, title: str, rows: Sequence[Row], columns: Sequence[Column], **text: Any
+) -> Table:
+    """The one table layout: the rows' identifying columns, then ``columns``, each header with
+    the marker of its note; every table of a report (and of Table 1's main job) is a title, a
+    selection of rows and a list of columns."""
+    identity = identity_columns(report, rows)
+    header = [f"{column.label}{report.notes.mark(column.note)}" for column in columns]
+    body = [
+        [*identity_cells(report, row, identity), *(column.cell(row) for column in columns)]
+        for row in rows
     ]
+    return section(title, identity, header, body, **text)
 
 
-def answer_cells(report: Report, row: Row, judges: Sequence[str]) -> list[str]:
-    """One row's cells under :func:`answer_header`."""
+def stage_calls(stage: str, label: str) -> Column:
+    """LLM calls of one stage (construction's starred: this run's memories only)."""
+    if stage == "construction":
+        return Column(label, lambda row: starred(str(row.costs[stage]["calls"]), row))
+    return Column(label, lambda row: str(row.costs[stage]["calls"]))
+
+
+def stage_tokens(stage: str, label: str) -> Column:
+    """Prompt and completion tokens of one stage, in thousands above 10,000."""
+
+    def cell(row: Row) -> str:
+        spent = row.costs[stage]
+        text = fmt_tokens(spent["prompt_tokens"] + spent["completion_tokens"])
+        return starred(text, row) if stage == "construction" else text
+
+    return Column(label, cell)
+
+
+CONSTRUCTION_S = Column(
+    "Construction (s)",
+    lambda row: starred(fmt_number(row.invocations.get("construction_s"), 0), row),
+)
+WALL = Column("Wall (s)", lambda row: starred(fmt_wall(row.invocations), row))
+EMBEDDED = Column(
+    "Texts embedded / asked",
+    lambda row: starred(fmt_work(row.invocations.get("embedding"), "encoded"), row),
+)
+PARSED = Column(
+    "Texts parsed / asked",
+    lambda row: starred(fmt_work(row.invocations.get("parsing"), "parsed"), row),
+)
+RUN = Column("Run", run_cell)
+#: What the reader was shown (Overall's first columns, the retrieval table's all).
+RETRIEVAL_COLUMNS = (
+    Column("Ev. recall", lambda row: fmt_cell(row.evidence_recall), "evidence"),
+    Column("All ev.", lambda row: fmt_number(row.all_evidence_share), "evidence"),
+    Column("Ans. cov.", lambda row: fmt_cell(row.answer_coverage["overall"]), "coverage"),
+    Column("Ctx tok", lambda row: fmt_number(row.context_tokens, 0), "tokens"),
+)
+
+
+def judge_column(name: str) -> Column:
+    """One judge's overall column (a dash where the judge does not discriminate)."""
+    return Column(judge_label(name), lambda row: score_cell(row, "overall", name), "judge")
+
+
+def answer_columns(report: Report, judges: Sequence[str]) -> list[Column]:
+    """How a row answered: F1, BLEU-1, each judge (of ``judges``), the p-value."""
+    metric = report.metric
     return [
-        fmt_cell(row.scores["overall"][report.metric]),
-        fmt_cell(row.scores["overall"]["bleu1"]),
-        *(score_cell(row, "overall", name) for name in judges),
-        fmt_p(row, report.metric),
+        Column("F1", lambda row: fmt_cell(row.scores["overall"][metric]), "f1"),
+        Column("BLEU-1", lambda row: fmt_cell(row.scores["overall"]["bleu1"]), "bleu"),
+        *(judge_column(name) for name in judges),
+        Column("p", lambda row: fmt_p(row, metric), "p"),
     ]
 
 
 def overall_table(report: Report) -> Table:
     """Answered rows: what the reader was shown, then how it answered, and the p-value."""
-    rows = report.answered
-    identity = identity_columns(report, rows)
-    judges = judge_scores(report)
-    header = [*retrieval_header(report), *answer_header(report, judges)]
-    body = [
-        [
-            *identity_cells(report, row, identity),
-            *retrieval_cells(row),
-            *answer_cells(report, row, judges),
-        ]
-        for row in rows
-    ]
-    return section("Overall", identity, header, body)
+    columns = [*RETRIEVAL_COLUMNS, *answer_columns(report, judge_scores(report))]
+    return layout(report, "Overall", report.answered, columns)
 
 
 def questions_per_category(report: Report) -> dict[str, int]:
@@ -243,98 +298,38 @@ def category_tables(report: Report) -> list[Table]:
 
 def costs_table(report: Report) -> Table:
     """Answered rows: LLM calls and tokens per stage, construction time, answer latency, run."""
-    rows = report.answered
-    identity = identity_columns(report, rows)
-    header = [
-        f"Constr. calls{report.notes.mark('costs')}",
-        "Answer calls",
-        "Judge calls",
-        "Constr. tokens",
-        "Answer tokens",
-        "Judge tokens",
-        "Construction (s)",
-        "Answer latency (s)",
-        "Run",
+    columns = [
+        stage_calls("construction", "Constr. calls").marked("costs"),
+        stage_calls("answering", "Answer calls"),
+        stage_calls("judging", "Judge calls"),
+        stage_tokens("construction", "Constr. tokens"),
+        stage_tokens("answering", "Answer tokens"),
+        stage_tokens("judging", "Judge tokens"),
+        CONSTRUCTION_S,
+        Column("Answer latency (s)", lambda row: fmt_number(row.answer_latency_s)),
+        RUN,
     ]
-    body = []
-    for row in rows:
-        calls = [str(row.costs[stage]["calls"]) for stage in STAGES]
-        tokens = [
-            fmt_tokens(row.costs[stage]["prompt_tokens"] + row.costs[stage]["completion_tokens"])
-            for stage in STAGES
-        ]
-        calls[0], tokens[0] = starred(calls[0], row), starred(tokens[0], row)
-        body.append(
-            [
-                *identity_cells(report, row, identity),
-                *calls,
-                *tokens,
-                starred(fmt_number(row.invocations.get("construction_s"), 0), row),
-                fmt_number(row.answer_latency_s),
-                run_cell(row),
-            ]
-        )
-    return section("Costs", identity, header, body)
-
-
-def retrieval_header(report: Report) -> list[str]:
-    """The columns of what the reader was shown (Overall's first, the retrieval table's all)."""
-    mark = report.notes.mark
-    return [
-        f"Ev. recall{mark('evidence')}",
-        f"All ev.{mark('evidence')}",
-        f"Ans. cov.{mark('coverage')}",
-        f"Ctx tok{mark('tokens')}",
-    ]
-
-
-def retrieval_cells(row: Row) -> list[str]:
-    """A row's cells under :func:`retrieval_header`."""
-    return [
-        fmt_cell(row.evidence_recall),
-        fmt_number(row.all_evidence_share),
-        fmt_cell(row.answer_coverage["overall"]),
-        fmt_number(row.context_tokens, 0),
-    ]
+    return layout(report, "Costs", report.answered, columns)
 
 
 def retrieval_table(report: Report) -> Table:
     """Retrieval-only rows: what the reader would have been shown."""
-    rows = report.retrieval_only
-    identity = identity_columns(report, rows)
-    body = [[*identity_cells(report, row, identity), *retrieval_cells(row)] for row in rows]
-    return section("Retrieval only (answer=none)", identity, retrieval_header(report), body)
+    return layout(report, "Retrieval only (answer=none)", report.retrieval_only, RETRIEVAL_COLUMNS)
 
 
 def retrieval_costs_table(report: Report) -> Table:
     """Retrieval-only rows: what building and searching their memories cost, and the run."""
-    rows = report.retrieval_only
-    identity = identity_columns(report, rows)
-    header = [
-        f"Construction LLM calls{report.notes.mark('costs')}",
-        "Construction (s)",
-        "Texts embedded / asked",
-        "Texts parsed / asked",
-        "Retrieve latency (s)",
-        "Wall (s)",
-        "Peak RSS (MB)",
-        "Run",
+    columns = [
+        stage_calls("construction", "Construction LLM calls").marked("costs"),
+        CONSTRUCTION_S,
+        EMBEDDED,
+        PARSED,
+        Column("Retrieve latency (s)", lambda row: fmt_number(row.retrieve_latency_s)),
+        WALL,
+        Column("Peak RSS (MB)", lambda row: fmt_number(row.invocations.get("peak_rss_mb"), 0)),
+        RUN,
     ]
-    body = [
-        [
-            *identity_cells(report, row, identity),
-            starred(str(row.costs["construction"]["calls"]), row),
-            starred(fmt_number(row.invocations.get("construction_s"), 0), row),
-            starred(fmt_work(row.invocations.get("embedding"), "encoded"), row),
-            starred(fmt_work(row.invocations.get("parsing"), "parsed"), row),
-            fmt_number(row.retrieve_latency_s),
-            starred(fmt_wall(row.invocations), row),
-            fmt_number(row.invocations.get("peak_rss_mb"), 0),
-            run_cell(row),
-        ]
-        for row in rows
-    ]
-    return section("Retrieval costs", identity, header, body)
+    return layout(report, "Retrieval costs", report.retrieval_only, columns)
 
 
 #: The audited table's scores: its column label, and the row's published value where no

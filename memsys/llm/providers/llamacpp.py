@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from memsys.files import available_cores
-from memsys.gguf import BUILD_HINT, locate_gguf
+from memsys.gguf import BUILD_HINT, ModelFileError, locate_gguf
 from memsys.llm.errors import ProviderError, ProviderUnavailableError
 from memsys.llm.pool import Cancelled
 from memsys.llm.types import Completion, LLMRequest, SamplingParams
@@ -59,7 +59,11 @@ class LlamaCppConfig:
 
     def build(self) -> LlamaCppProvider:
         """Load the model (well under a second for SmolLM2-135M)."""
-        return LlamaCppProvider(self, locate_gguf(self.model_path, self.package))
+        try:
+            gguf = locate_gguf(self.model_path, self.package)
+        except ModelFileError as error:
+            raise ProviderUnavailableError(str(error)) from error
+        return LlamaCppProvider(self, gguf)
 
 
 class LlamaCppProvider:

@@ -2,12 +2,13 @@
 
 from .episodic import Scene, SceneRule, View, aggregate_scenes, build_scenes, build_views
 from .extraction import canonical_person
-from .fusion import combine, fuse, insert_at_slot, union
-from .method import CAST, CastMemory
-from .query import QueryAnalysis
+from .memory import CastMemory
+from .method import CAST, CASTOptions
+from .retrieval import QueryAnalysis, combine, fuse, insert_at_slot, union
 
 __all__ = [
     "CAST",
+    "CASTOptions",
     "CastMemory",
     "QueryAnalysis",
     "Scene",

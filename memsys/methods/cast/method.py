@@ -6,9 +6,10 @@ scene aggregation), §3.2 (semantic index the HippoRAG2 way: OpenIE triples, phr
 nodes, query-to-triple linking, personalized PageRank, dense fallback; episodic index: scene
 summaries embedded, kNN filtered by the question's persons, times and places), §3.3.3 and
 Algorithm 2 (fusion), and the ablations of §4.3.2. The pieces live beside this orchestration:
-:mod:`.episodic` (views → streams → scenes, scene search), :mod:`.fusion`, :mod:`.query`,
-:mod:`.prompts`, :mod:`.extraction`, :mod:`.hipporag`. ``extraction: lite`` replaces the LLM's NER,
-OpenIE and place extraction by spaCy (:mod:`memsys.propositions`) and scene summaries by an
+:mod:`.memory` (the memory), :mod:`.episodic` (views → streams → scenes, scene search),
+:mod:`.retrieval` (reading the question, fusion), :mod:`.prompts`, :mod:`.extraction`,
+:mod:`.hipporag`; its options are :class:`CASTOptions`. ``extraction: lite`` replaces the LLM's
+NER, OpenIE and place extraction by spaCy (:mod:`memsys.propositions`) and scene summaries by an
 extractive one; ``query_analysis: lite`` reads the question with spaCy and skips HippoRAG2's LLM
 recognition filter (HippoRAG2's own "w/o filter" setting).
 
@@ -20,15 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
-from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
-from memsys.graph_store import count_kinds, graph_from_json, graph_to_json
+from memsys.base import EXTRACTION_MODES, MemorySystem, MethodOptions, Services, check_choices
 from memsys.llm.backbone import Backbone
 from memsys.llm.structured import ExtractionReport, PendingJSON
 from memsys.nlp import PLACE_LABELS, resolve_time
@@ -40,6 +39,7 @@ from memsys.propositions import (
     triples,
 )
 from memsys.types import Conversation, MemoryItem, Question, Retrieval
+from memsys.usage import PARSER
 
 from .episodic import (
     MENTION_SCOPES,
@@ -54,7 +54,6 @@ from .episodic import (
     search_scenes,
 )
 from .extraction import canonical_person, chosen_summaries, openie_accept
-from .fusion import FUSIONS, combine
 from .hipporag import (
     PassageFacts,
     PassageGraphIndex,
@@ -63,67 +62,57 @@ from .hipporag import (
     build_graph,
     distinct_facts,
 )
+from .memory import CastMemory
 from .prompts import OPENIE_PROMPT, OPENIE_SCHEMA, SUMMARY_PROMPT, SUMMARY_SCHEMA
-from .query import QueryAnalysis, analyse_lite, analyse_llm, recognition_filter
+from .retrieval import (
+    FUSIONS,
+    QueryAnalysis,
+    analyse_lite,
+    analyse_llm,
+    combine,
+    recognition_filter,
+)
 
 QUERY_LINKING = ("triples", "entities")
 
 
-class CastMemory:
-    """Messages, scenes (all characters' profiles), the semantic graph, its distinct facts and
-    the construction report."""
+@dataclass(frozen=True, kw_only=True)
+class CASTOptions(MethodOptions):
+    """CAST's options, the keys of ``conf/method/cast.yaml`` (each explained there; the paper's
+    values and the readings in ``docs/methods/cast.md``)."""
 
-    def __init__(
-        self,
-        messages: list[dict[str, Any]],
-        scenes: list[Scene],
-        graph: nx.Graph,
-        facts: list[Triple],
-        report: dict[str, Any],
-    ) -> None:
-        self.messages = messages
-        self.scenes = scenes
-        self.graph = graph
-        self.facts = facts
-        self.report = report
-        self._cache: dict[str, Any] = {}
+    query_analysis: str = "lite"
+    window: int = 1
+    participants: str = "all"
+    mention_scope: str = "window"
+    max_gap_days: float = 1.0
+    topic_threshold: float = 0.7
+    missing_location: str = "unmet"
+    summary_messages: int = 3
+    synonym_threshold: float = 0.8
+    top_k: int = 5
+    fusion: str = "rerank"
+    query_linking: str = "entities"
+    link_top_k: int = 5
+    link_threshold: float = 0.7
+    passage_node_weight: float = 0.05
+    damping: float = 0.5
+    date_slack_days: float = 1.0
+    openie_max_tokens: int = 320
+    summary_max_tokens: int = 200
+    summary_max_chars: int = 3000
 
-    def vectors(self, name: str, system: MemorySystem[Any]) -> np.ndarray:
-        """Embeddings of the ``passages`` (messages) or ``scenes`` (summaries), built once."""
-        if name not in self._cache:
-            if name == "passages":
-                texts = [message["text"] for message in self.messages]
-            else:
-                texts = [scene.summary for scene in self.scenes]
-            self._cache[name] = system.services.embedder.encode(texts)
-        return self._cache[name]
-
-    def semantic_index(self, system: MemorySystem[Any]) -> PassageGraphIndex:
-        """The semantic graph ready for search (phrase and fact vectors, PageRank matrix)."""
-        if "index" not in self._cache:
-            passages = self.vectors("passages", system)
-            self._cache["index"] = PassageGraphIndex(
-                self.graph, passages, system.services.embedder, self.facts
-            )
-        return self._cache["index"]
-
-    def characters(self) -> dict[str, dict[str, int]]:
-        """Scenes per character and role (the character profiles' sizes)."""
-        profile: dict[str, dict[str, int]] = {}
-        for scene in self.scenes:
-            counts = profile.setdefault(scene.character, {})
-            counts[scene.role] = counts.get(scene.role, 0) + 1
-        return {name: dict(sorted(c.items())) for name, c in sorted(profile.items())}
-
-    def statistics(self) -> dict[str, Any]:
-        located = sum(1 for m in self.messages if m.get("location"))
-        return {
-            **count_kinds(self.graph),
-            "facts": len(self.facts),
-            "located_messages": located,
-            "characters": self.characters(),
-            "report": self.report,
-        }
+    def check(self) -> None:
+        check_choices(
+            ("query_analysis", self.query_analysis, EXTRACTION_MODES),
+            ("participants", self.participants, STREAM_MEMBERS),
+            ("mention_scope", self.mention_scope, MENTION_SCOPES),
+            ("missing_location", self.missing_location, MISSING_LOCATION),
+            ("fusion", self.fusion, FUSIONS),
+            ("query_linking", self.query_linking, QUERY_LINKING),
+        )
+        if self.window < 0 or min(self.top_k, self.summary_messages, self.link_top_k) < 1:
+            raise ValueError("window must be >= 0; top_k, summary_messages, link_top_k >= 1")
 
 
 class CAST(MemorySystem[CastMemory]):
@@ -134,86 +123,50 @@ class CAST(MemorySystem[CastMemory]):
     #: gets the fused list best first; shown oldest first, the promotion would be sorted away.
     context_order = "rank"
 
-    def __init__(
-        self,
-        services: Services,
-        *,
-        extraction: str = "lite",
-        query_analysis: str = "lite",
-        window: int = 1,
-        participants: str = "all",
-        mention_scope: str = "window",
-        max_gap_days: float = 1.0,
-        topic_threshold: float = 0.7,
-        missing_location: str = "unmet",
-        summary_messages: int = 3,
-        synonym_threshold: float = 0.8,
-        top_k: int = 5,
-        fusion: str = "rerank",
-        query_linking: str = "entities",
-        link_top_k: int = 5,
-        link_threshold: float = 0.7,
-        passage_node_weight: float = 0.05,
-        damping: float = 0.5,
-        date_slack_days: float = 1.0,
-        openie_max_tokens: int = 320,
-        summary_max_tokens: int = 200,
-        summary_max_chars: int = 3000,
-    ) -> None:
-        super().__init__(services)
-        check_choices(
-            ("extraction", extraction, EXTRACTION_MODES),
-            ("query_analysis", query_analysis, EXTRACTION_MODES),
-            ("participants", participants, STREAM_MEMBERS),
-            ("mention_scope", mention_scope, MENTION_SCOPES),
-            ("missing_location", missing_location, MISSING_LOCATION),
-            ("fusion", fusion, FUSIONS),
-            ("query_linking", query_linking, QUERY_LINKING),
+    options_type = CASTOptions
+    options: CASTOptions
+
+    def __init__(self, services: Services, **options: Any) -> None:
+        super().__init__(services, CASTOptions(**options))
+        self.rule = SceneRule(
+            timedelta(days=self.options.max_gap_days),
+            self.options.topic_threshold,
+            self.options.missing_location,
         )
-        if window < 0 or min(top_k, summary_messages, link_top_k) < 1:
-            raise ValueError("window must be >= 0; top_k, summary_messages, link_top_k >= 1")
-        self.extraction = extraction
-        self.uses_llm = extraction == "llm"
-        self.query_analysis = query_analysis
-        self.window = window
-        self.participants = participants
-        self.mention_scope = mention_scope
-        self.rule = SceneRule(timedelta(days=max_gap_days), topic_threshold, missing_location)
-        self.summary_messages = summary_messages
-        self.synonym_threshold = synonym_threshold
-        self.top_k = top_k
-        self.fusion = fusion
-        self.query_linking = query_linking
         self.search = SearchSettings(
-            top_k, link_threshold, link_top_k, passage_node_weight, damping
+            self.options.top_k,
+            self.options.link_threshold,
+            self.options.link_top_k,
+            self.options.passage_node_weight,
+            self.options.damping,
         )
-        self.date_slack = timedelta(days=date_slack_days)
-        self.openie_max_tokens = openie_max_tokens
-        self.summary_max_tokens = summary_max_tokens
-        self.summary_max_chars = summary_max_chars
+        self.date_slack = timedelta(days=self.options.date_slack_days)
         self.extractor = PropositionExtractor(services.nlp)
         self.query_report = ExtractionReport()
         self.filter_report = ExtractionReport()
         self._queries: dict[str, QueryAnalysis] = {}
         self._kept_facts: dict[tuple[str, tuple[Triple, ...]], list[int] | None] = {}
 
+    def construction_services(self) -> frozenset[str]:
+        """The parser too: spaCy's NER, places and triples, and the time expressions."""
+        return super().construction_services() | {PARSER}
+
     def construction_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {
-            "extraction": self.extraction,
-            "window": self.window,
-            "participants": self.participants,
-            "mention_scope": self.mention_scope,
+            "extraction": self.options.extraction,
+            "window": self.options.window,
+            "participants": self.options.participants,
+            "mention_scope": self.options.mention_scope,
             "max_gap_s": self.rule.max_gap.total_seconds(),
             "topic_threshold": self.rule.topic_threshold,
             "missing_location": self.rule.missing_location,
-            "summary_messages": self.summary_messages,
-            "synonym_threshold": self.synonym_threshold,
-            "nlp": self.services.nlp.identity,
+            "summary_messages": self.options.summary_messages,
+            "synonym_threshold": self.options.synonym_threshold,
         }
-        if self.extraction == "llm":
+        if self.options.extraction == "llm":
             config["prompts"] = [OPENIE_PROMPT, SUMMARY_PROMPT]
-            config["max_tokens"] = [self.openie_max_tokens, self.summary_max_tokens]
-            config["summary_max_chars"] = self.summary_max_chars
+            config["max_tokens"] = [self.options.openie_max_tokens, self.options.summary_max_tokens]
+            config["summary_max_chars"] = self.options.summary_max_chars
         return config
 
     # -- Construction ----------------------------------------------------------------------------
@@ -238,8 +191,8 @@ class CAST(MemorySystem[CastMemory]):
             for i, t in enumerate(turns)
         ]
         views = build_views(
-            conversation, persons, locations,
-            window=self.window, members=self.participants, mention_scope=self.mention_scope,
+            conversation, persons, locations, window=self.options.window,
+            members=self.options.participants, mention_scope=self.options.mention_scope,
         )  # fmt: skip
         texts = ["\n".join(messages[i]["text"] for i in v.window) for v in views]
         topics = self.services.embedder.encode(texts) if texts else np.zeros((0, 1))
@@ -249,7 +202,7 @@ class CAST(MemorySystem[CastMemory]):
         # semantic graph, which need no summary, are embedded while the LLM writes them.
         with self._summary_requests(scenes, lines, reports["summaries"]) as pending:
             extractive = self.extractive_summaries(scenes, lines)
-            graph = build_graph(facts, self.services.embedder, self.synonym_threshold)
+            graph = build_graph(facts, self.services.embedder, self.options.synonym_threshold)
             summaries = chosen_summaries(pending, extractive)
         scenes = [
             replace(s, summary=text, summary_source=source)
@@ -290,7 +243,7 @@ class CAST(MemorySystem[CastMemory]):
     ) -> AbstractContextManager[PendingJSON | None]:
         """The LLM's persons, place and triples of every message, asked now (each message on
         its own); nothing in lite mode."""
-        if self.extraction != "llm":
+        if self.options.extraction != "llm":
             return nullcontext()
         prompts = [
             [{"role": "user", "content": OPENIE_PROMPT.format(speaker=u.speaker, text=u.text)}]
@@ -298,21 +251,23 @@ class CAST(MemorySystem[CastMemory]):
         ]
         return PendingJSON(
             self._backbone(), prompts, schema=OPENIE_SCHEMA,
-            max_tokens=self.openie_max_tokens, report=report,
+            max_tokens=self.options.openie_max_tokens, report=report,
         )  # fmt: skip
 
     def extractive_summaries(self, scenes: Sequence[Scene], lines: Sequence[str]) -> list[str]:
         """Each scene's extractive φ(s) over the conversation's ``speaker: text`` lines: the
         lite summary, and the LLM's fallback."""
         vectors = self.services.embedder.encode(list(lines))
-        return [extractive_summary(s, lines, vectors, self.summary_messages) for s in scenes]
+        return [
+            extractive_summary(s, lines, vectors, self.options.summary_messages) for s in scenes
+        ]
 
     def _summary_requests(
         self, scenes: Sequence[Scene], lines: Sequence[str], report: ExtractionReport
     ) -> AbstractContextManager[PendingJSON | None]:
         """The LLM's φ(s) of every scene, asked now (each scene on its own); nothing in lite
         mode or without scenes."""
-        if self.extraction != "llm" or not scenes:
+        if self.options.extraction != "llm" or not scenes:
             return nullcontext()
         prompts = [
             [
@@ -321,7 +276,9 @@ class CAST(MemorySystem[CastMemory]):
                     "content": SUMMARY_PROMPT.format(
                         character=s.character,
                         role=s.role,
-                        messages="\n".join(lines[i] for i in s.positions)[: self.summary_max_chars],
+                        messages="\n".join(lines[i] for i in s.positions)[
+                            : self.options.summary_max_chars
+                        ],
                     ),
                 }
             ]
@@ -329,7 +286,7 @@ class CAST(MemorySystem[CastMemory]):
         ]
         return PendingJSON(
             self._backbone(), prompts, schema=SUMMARY_SCHEMA,
-            max_tokens=self.summary_max_tokens, report=report,
+            max_tokens=self.options.summary_max_tokens, report=report,
         )  # fmt: skip
 
     # -- Retrieval -------------------------------------------------------------------------------
@@ -343,19 +300,21 @@ class CAST(MemorySystem[CastMemory]):
         if not texts:
             return
         analyses = analyse_lite(self.extractor, texts)
-        if self.query_analysis == "llm":
+        if self.options.query_analysis == "llm":
             backbone = self._backbone().with_stage("retrieval")
             analyses = analyse_llm(backbone, texts, analyses, self.query_report)
         self._queries.update(zip(texts, analyses, strict=True))
         entities = (
-            [e for a in analyses for e in a.entities] if self.query_linking == "entities" else []
+            [e for a in analyses for e in a.entities]
+            if self.options.query_linking == "entities"
+            else []
         )
         self.services.embedder.encode(texts + entities)
 
     def prepare_retrieval(self, memory: CastMemory, questions: Sequence[Question]) -> None:
         """HippoRAG2's recognition filter for a batch, in one LLM batch (``query_analysis: llm``
         with query-to-triple linking); a no-op otherwise."""
-        if self.query_analysis != "llm" or self.query_linking != "triples":
+        if self.options.query_analysis != "llm" or self.options.query_linking != "triples":
             return
         self.prepare_queries(questions)
         index = memory.semantic_index(self)
@@ -387,10 +346,10 @@ class CAST(MemorySystem[CastMemory]):
         ranked = [position for position, _ in semantic]
         episodic = (
             []
-            if self.fusion == "none"
+            if self.options.fusion == "none"
             else self.episodic_search(memory, question, query, query_vector)
         )
-        order = combine(self.fusion, ranked, episodic, self.top_k)
+        order = combine(self.options.fusion, ranked, episodic, self.options.top_k)
         scores = dict(semantic)
         items = []
         for position in order:
@@ -416,10 +375,10 @@ class CAST(MemorySystem[CastMemory]):
     ) -> dict[str, float]:
         """PageRank seeds: query-to-triple linking (HippoRAG2; facts kept by the recognition
         filter in ``query_analysis: llm``, the top ``link_top_k`` otherwise) or entity linking."""
-        if self.query_linking == "entities":
+        if self.options.query_linking == "entities":
             return index.entity_seeds(query.entities, self.search.link_threshold)
         candidates = index.candidate_facts(query_vector, self.search.link_top_k)
-        if self.query_analysis == "llm":
+        if self.options.query_analysis == "llm":
             key = (question.question, tuple(index.facts[i] for i, _ in candidates))
             if key not in self._kept_facts:
                 self.prepare_retrieval(memory, [question])
@@ -445,28 +404,16 @@ class CAST(MemorySystem[CastMemory]):
         )
         return search_scenes(
             memory.scenes, memory.vectors("scenes", self), memory.vectors("passages", self),
-            query_vector, episodic_query, top_k=self.top_k, date_slack=self.date_slack,
+            query_vector, episodic_query, top_k=self.options.top_k, date_slack=self.date_slack,
         )  # fmt: skip
 
     # -- Serialization ---------------------------------------------------------------------------
 
     def dump_memory(self, memory: CastMemory) -> dict[str, Any]:
-        return {
-            "messages": memory.messages,
-            "scenes": [s.to_json() for s in memory.scenes],
-            "graph": graph_to_json(memory.graph),
-            "facts": [list(f) for f in memory.facts],
-            "report": memory.report,
-        }
+        return memory.to_json()
 
     def load_memory(self, payload: dict[str, Any]) -> CastMemory:
-        return CastMemory(
-            list(payload["messages"]),
-            [Scene.from_json(s) for s in payload["scenes"]],
-            graph_from_json(payload["graph"]),
-            [tuple(f) for f in payload["facts"]],  # type: ignore[misc]
-            dict(payload["report"]),
-        )
+        return CastMemory.from_json(payload)
 
     def _backbone(self) -> Backbone:
         if self.services.backbone is None:

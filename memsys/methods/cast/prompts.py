@@ -24,6 +24,9 @@ _TRIPLE = {
 }
 
 #: NER + OpenIE + place for one message (HippoRAG's two prompts and CAST's ℓ_i in one call).
+# From: §3.2 "Offline Index Construction" (OpenIE triples) and §4.1 "Configurations" (NER and
+# OpenIE by the LLM); the paper prints no extraction prompt (Appendix B.1 has only the judge's and
+# the answer's).
 OPENIE_PROMPT = """Here is one message from a conversation, written by {speaker}:
 {text}
 
@@ -46,6 +49,7 @@ OPENIE_SCHEMA: dict[str, Any] = {
 }
 
 #: The scene summary φ(s) of §3.1 / Algorithm 1 line 18.
+# From: §3.1 "Scene", §3.3.2 and Appendix A, Algorithm 1 line 18 (SUMMARIZE, no prompt printed).
 SUMMARY_PROMPT = """Here is a scene from a conversation: consecutive messages close in time and \
 about one topic, seen as part of {character}'s story ({character} is a {role} character here).
 {messages}
@@ -61,6 +65,7 @@ SUMMARY_SCHEMA: dict[str, Any] = {
 }
 
 #: §3.2: the question's named entities, time expressions and locations (episodic filters).
+# From: §3.2 "Online Query Processing" (no prompt printed).
 QUERY_PROMPT = """Here is a question about a past conversation:
 {question}
 
@@ -76,6 +81,8 @@ QUERY_SCHEMA: dict[str, Any] = {
 }
 
 #: HippoRAG2's recognition memory: keep the candidate facts that help answer the question.
+# From: not CAST's paper but HippoRAG2's online step (Gutiérrez et al., 2025), which CAST's
+# semantic retrieval follows (§3.2 "Online Query Processing").
 FILTER_PROMPT = """You filter facts for a question-answering system. Here is a question and \
 candidate facts retrieved for it, as (subject, predicate, object) triples:
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from memsys.embed import Embedder
 
-from .events import Event
+from .memory import Event
 
 #: Where a template's raw boundary turns begin (:func:`render`).
 CONTEXT_FIELD = "Context: "

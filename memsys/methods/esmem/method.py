@@ -7,7 +7,7 @@ hyper-parameters, and §4.4's four ablations as config values. §3.1's segmentat
 :class:`.segmenter.ESMemSegmenter`, run on all sessions of a conversation together.
 
 Memory. Each session is segmented into events; event i is a unit (b_i, s_i, r_i, t_i)
-(:class:`.events.Event`): r_i = its turns as ``speaker: text`` lines, t_i = its session's date,
+(:class:`.memory.Event`): r_i = its turns as ``speaker: text`` lines, t_i = its session's date,
 s_i = its summary (:mod:`.summary`), b_i = a description of how the conversation moves from event
 i - 1 (possibly in the previous session: events are ordered in time across sessions) to event i.
 ``extraction: llm`` asks the backbone for b_i with Figure 8's instructions (:mod:`.prompts`),
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from hashlib import sha256
 from typing import Any
 
-from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
+from memsys.base import MemorySystem, MethodOptions, Services, check_choices
 from memsys.llm.backbone import Backbone
 from memsys.llm.structured import Rejected, ask_many
 from memsys.llm.types import SamplingParams
@@ -50,9 +50,9 @@ from memsys.segment.base import (
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
 
 from .boundary import EmbedderWindow, opening_boundary, shown_without_raw, template_boundary
-from .events import ESMemMemory, Event
+from .memory import ESMemMemory, Event
 from .prompts import BOUNDARY_SYSTEM_PROMPT, boundary_messages, boundary_user_prompt, clean_boundary
-from .retrieval import RetrievalOptions, rank_events, rank_flat
+from .retrieval import ANCHOR_MODES, CONTEXT_KINDS, RetrievalOptions, rank_events, rank_flat
 from .segmenter import ESMemSegmenter, lite_annotation
 from .summary import distinctive_words, llm_summary, summary_without_raw
 
@@ -62,7 +62,7 @@ SEGMENTATION_MODES = ("dynamic", "turn", "session")
 @dataclass(frozen=True)
 class ConstructionOptions:
     """What changes the memory: event granularity, the segmenter's settings, summaries,
-    boundary context."""
+    boundary context (the YAML's ``construction`` group)."""
 
     segmentation: str = "dynamic"
     segmenter: dict[str, Any] = field(default_factory=dict)
@@ -71,74 +71,91 @@ class ConstructionOptions:
     boundary_context: int = 4
     boundary_max_tokens: int = 128
 
-    def __post_init__(self) -> None:
-        check_choices(("segmentation", self.segmentation, SEGMENTATION_MODES))
-        if min(self.boundary_context, self.boundary_max_tokens, self.summary_keywords) < 1:
+
+@dataclass(frozen=True, kw_only=True)
+class ESMemOptions(MethodOptions):
+    """ES-Mem's options, the keys of ``conf/method/esmem.yaml``: ``extraction`` and the
+    ``construction`` and ``retrieval`` groups (readings: ``docs/methods/esmem.md``)."""
+
+    construction: ConstructionOptions = field(default_factory=ConstructionOptions)
+    retrieval: RetrievalOptions = field(default_factory=RetrievalOptions)
+
+    def check(self) -> None:
+        construction, retrieval = self.construction, self.retrieval
+        check_choices(("segmentation", construction.segmentation, SEGMENTATION_MODES))
+        sizes = (
+            construction.boundary_context,
+            construction.boundary_max_tokens,
+            construction.summary_keywords,
+        )
+        if min(sizes) < 1:
             raise ValueError(
                 "boundary_context, boundary_max_tokens and summary_keywords must be at least 1"
             )
+        if retrieval.anchors not in ANCHOR_MODES:
+            raise ValueError(f"anchors must be one of {ANCHOR_MODES}, got {retrieval.anchors!r}")
+        if retrieval.context not in CONTEXT_KINDS:
+            raise ValueError(f"context must be one of {CONTEXT_KINDS}, got {retrieval.context!r}")
+        if not 0.0 <= retrieval.alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {retrieval.alpha}")
+        if retrieval.anchors == "none" and retrieval.alpha != 1.0:
+            raise ValueError("anchors: none ranks by summary similarity alone: alpha must be 1")
+        if retrieval.anchor_k < 1 or retrieval.top_events < 1 or retrieval.window < 0:
+            raise ValueError("anchor_k and top_events must be >= 1 and window >= 0")
+        if not construction.summaries:
+            if retrieval.context == "boundary_summary":
+                raise ValueError(
+                    "w/o raw needs summaries: a template boundary is then all raw turns"
+                )
+            if retrieval.anchors == "none":
+                raise ValueError("without summaries and boundary anchors nothing ranks events")
+            if retrieval.alpha != 0.0:
+                raise ValueError("without summaries Score(j) = S_ctx(j): alpha must be 0")
+
+    @property
+    def needs_boundaries(self) -> bool:
+        """Whether b_i is read: by boundary anchors, or as the context's boundary text (without
+        either it is never built)."""
+        return self.retrieval.anchors == "boundary" or self.retrieval.context == "boundary_summary"
 
 
 class ESMem(MemorySystem[ESMemMemory]):
     """Event-segmented layered memory with boundary-anchored retrieval (module docstring)."""
 
     construction_version = 2
+    options_type = ESMemOptions
+    options: ESMemOptions
 
-    def __init__(
-        self,
-        services: Services,
-        *,
-        extraction: str = "lite",
-        construction: dict[str, Any] | None = None,
-        retrieval: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(services)
-        check_choices(("extraction", extraction, EXTRACTION_MODES))
-        self.extraction = extraction
-        self.uses_llm = extraction == "llm"
-        self.construction = ConstructionOptions(**dict(construction or {}))
-        self.retrieval = RetrievalOptions(**dict(retrieval or {}))
-        if not self.construction.summaries:
-            if self.retrieval.context == "boundary_summary":
-                raise ValueError(
-                    "w/o raw needs summaries: a template boundary is then all raw turns"
-                )
-            if self.retrieval.anchors == "none":
-                raise ValueError("without summaries and boundary anchors nothing ranks events")
-            if self.retrieval.alpha != 0.0:
-                raise ValueError("without summaries Score(j) = S_ctx(j): alpha must be 0")
-        # Without boundary anchors and boundary text in the context, b_i is never read: skip it.
-        self.needs_boundaries = (
-            self.retrieval.anchors == "boundary" or self.retrieval.context == "boundary_summary"
-        )
+    def __init__(self, services: Services, **options: Any) -> None:
+        super().__init__(services, ESMemOptions(**options))
 
     # --- construction -------------------------------------------------------------------------
 
     def construction_config(self) -> dict[str, Any]:
-        options = self.construction
+        construction = self.options.construction
         config: dict[str, Any] = {
-            "extraction": self.extraction,
-            "segmentation": options.segmentation,
-            "segmenter": {"version": ESMemSegmenter.version, **options.segmenter},
-            "summaries": options.summaries,
-            "boundaries": self.needs_boundaries,
-            "boundary_context": options.boundary_context,
+            "extraction": self.options.extraction,
+            "segmentation": construction.segmentation,
+            "segmenter": {"version": ESMemSegmenter.version, **construction.segmenter},
+            "summaries": construction.summaries,
+            "boundaries": self.options.needs_boundaries,
+            "boundary_context": construction.boundary_context,
         }
-        if options.summaries and not self.uses_llm:
-            config["summary_keywords"] = options.summary_keywords
-        if self.uses_llm and self.needs_boundaries:
-            prompt = BOUNDARY_SYSTEM_PROMPT + boundary_user_prompt(options.summaries)
-            config["boundary_max_tokens"] = options.boundary_max_tokens
+        if construction.summaries and not self.uses_llm:
+            config["summary_keywords"] = construction.summary_keywords
+        if self.uses_llm and self.options.needs_boundaries:
+            prompt = BOUNDARY_SYSTEM_PROMPT + boundary_user_prompt(construction.summaries)
+            config["boundary_max_tokens"] = construction.boundary_max_tokens
             config["boundary_prompt_sha256"] = sha256(prompt.encode()).hexdigest()[:16]
         return config
 
     def construct(self, conversation: Conversation) -> ESMemMemory:
         sessions = [session for session in conversation.sessions if session.turns]
         segmenter = ESMemSegmenter(
-            extraction=self.extraction,  # type: ignore[arg-type]
+            extraction=self.options.extraction,  # type: ignore[arg-type]
             embedder=self.services.embedder,
             backbone=self._backbone() if self.uses_llm else None,
-            **self.construction.segmenter,
+            **self.options.construction.segmenter,
         )
         segmenter.prepare([[turn.text for turn in session.turns] for session in sessions])
         meter = CostMeter(self.services.embedder)
@@ -153,7 +170,7 @@ class ESMem(MemorySystem[ESMemMemory]):
         for session, decided in zip(sessions, decisions, strict=True):
             events += self._events(session, position, decided, segmenter.keyword_limit)
             position += len(session.turns)
-        if self.construction.summaries and not self.uses_llm:
+        if self.options.construction.summaries and not self.uses_llm:
             events = self._lite_summaries(events, conversation)
         report: dict[str, Any] = {
             "sessions": len(sessions),
@@ -163,12 +180,12 @@ class ESMem(MemorySystem[ESMemMemory]):
                 "single_turn_sessions": sum(len(session.turns) == 1 for session in sessions),
             },
         }
-        if self.needs_boundaries:
+        if self.options.needs_boundaries:
             events, report["boundaries"] = self._describe_boundaries(events)
         memory = ESMemMemory(events, report)
         if events:
             memory.vectors(
-                "boundary" if self.needs_boundaries else "summary", self.services.embedder
+                "boundary" if self.options.needs_boundaries else "summary", self.services.embedder
             )
         return memory
 
@@ -179,13 +196,13 @@ class ESMem(MemorySystem[ESMemMemory]):
         ``llm`` mode with their summaries (the turns' annotations; the lite annotation of a
         one-turn session's turn, which is not segmented)."""
         turns = session.turns
-        if self.construction.segmentation == "dynamic":
+        if self.options.construction.segmentation == "dynamic":
             spans = segments_from_labels(labels_from_gaps(len(turns), set(decided.gaps)))
-        elif self.construction.segmentation == "turn":
+        elif self.options.construction.segmentation == "turn":
             spans = [(index, index) for index in range(len(turns))]
         else:
             spans = [(0, len(turns) - 1)]
-        summarize = self.construction.summaries and self.uses_llm
+        summarize = self.options.construction.summaries and self.uses_llm
         notes = decided.annotations
         if summarize and not notes:
             notes = tuple(lite_annotation(turn.text, keyword_limit) for turn in turns)
@@ -214,7 +231,7 @@ class ESMem(MemorySystem[ESMemMemory]):
         without a content word is summarized by its own text)."""
         text_of = {turn.turn_id: turn.text for turn in conversation.turns}
         texts = [[text_of[turn_id] for turn_id in event.turn_ids] for event in events]
-        words = distinctive_words(texts, self.construction.summary_keywords)
+        words = distinctive_words(texts, self.options.construction.summary_keywords)
         return [
             replace(event, keywords=chosen, summary=", ".join(chosen) or " ".join(event.lines))
             for event, chosen in zip(events, words, strict=True)
@@ -222,21 +239,21 @@ class ESMem(MemorySystem[ESMemMemory]):
 
     def _describe_boundaries(self, events: list[Event]) -> tuple[list[Event], dict[str, Any]]:
         """b_i for every event: opening template, then LLM descriptions (one batch) or templates."""
-        context = self.construction.boundary_context
+        context = self.options.construction.boundary_context
         window = EmbedderWindow.of(self.services.embedder)
         meter = CostMeter()
         sources: Counter[str] = Counter()
         described: list[Event] = []
         replies: list[str | None] = [None] * len(events)
         if self.uses_llm and len(events) > 1:
-            summaries = self.construction.summaries
+            summaries = self.options.construction.summaries
             replies[1:] = ask_many(
                 self._backbone(),
                 [
                     boundary_messages(events[i - 1], events[i], context, summaries)
                     for i in range(1, len(events))
                 ],
-                params=SamplingParams(max_tokens=self.construction.boundary_max_tokens),
+                params=SamplingParams(max_tokens=self.options.construction.boundary_max_tokens),
                 read=_usable_boundary,
                 report=meter.report("boundary"),
             )
@@ -271,11 +288,13 @@ class ESMem(MemorySystem[ESMemMemory]):
         """``(event index, Score)`` of the top events for ``question``, best first."""
         if not memory.events:
             return []
-        options = self.retrieval
+        options = self.options.retrieval
         embedder = self.services.embedder
         query = embedder.encode([question.question])[0]
         summary_scores = (
-            memory.vectors("summary", embedder) @ query if self.construction.summaries else None
+            memory.vectors("summary", embedder) @ query
+            if self.options.construction.summaries
+            else None
         )
         if options.anchors == "none":
             assert summary_scores is not None  # checked in __init__
@@ -295,7 +314,7 @@ class ESMem(MemorySystem[ESMemMemory]):
         )
 
     def _item(self, event: Event, score: float) -> MemoryItem:
-        if self.retrieval.context == "raw":
+        if self.options.retrieval.context == "raw":
             text, kind = "\n".join(event.lines), "event"
         else:  # w/o raw: levels 1-2 with no verbatim turn in them
             shown = {"Boundary": shown_without_raw(event), "Summary": summary_without_raw(event)}
@@ -306,11 +325,10 @@ class ESMem(MemorySystem[ESMemMemory]):
     # --- serialization ------------------------------------------------------------------------
 
     def dump_memory(self, memory: ESMemMemory) -> dict[str, Any]:
-        return {"events": [event.to_json() for event in memory.events], "report": memory.report}
+        return memory.to_json()
 
     def load_memory(self, payload: dict[str, Any]) -> ESMemMemory:
-        events = [Event.from_json(event) for event in payload["events"]]
-        return ESMemMemory(events, dict(payload["report"]))
+        return ESMemMemory.from_json(payload)
 
 
 def _usable_boundary(index: int, text: str) -> str | Rejected:

@@ -21,13 +21,14 @@ from typing import Any
 
 from memsys.llm.types import Message
 
-from .events import Event
+from .memory import Event
 
 # Segmentation (Figures 6-7).
 SHIFT_LABELS = ("Topic_Intro", "Topic_Shift")
 CONTINUE_LABELS = ("Detail_Elaborate", "Direct_Resp")
 INTENT_LABELS = SHIFT_LABELS + CONTINUE_LABELS
 
+# From: Appendix E, Figure 6 (its SYSTEM_PROMPT): a turn's topic and keywords, stage 1 of §3.1.
 TOPIC_SYSTEM_PROMPT = """\
 You label what a conversation turn is about. You are given the previous turn together with the \
 topic and keywords found for it, and then the current turn.
@@ -49,6 +50,7 @@ more clearly.
 ### Output format
 {"topic": "main topic", "keywords": ["keyword1", "keyword2", "keyword3"]}"""
 
+# From: Appendix E, Figure 6 (its USER_PROMPT).
 TOPIC_USER_PROMPT = """\
 [Previous turn]
 {previous_text}
@@ -73,6 +75,7 @@ TOPIC_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+# From: Appendix E, Figure 7 (its SYSTEM_PROMPT): the intent labels, stage 2 of §3.1.
 INTENT_SYSTEM_PROMPT = """\
 You judge the intent of a conversation at a possible cut. You see the PRIOR context (the turns \
 to the left of the cut) and the FOLLOWING context (the turns to the right of it). From the fixed \
@@ -100,6 +103,7 @@ else; no explanations.
 ### Example (illustration only)
 {"labels": [{"name": "Topic_Shift", "prob": 0.87}, {"name": "Direct_Resp", "prob": 0.13}]}"""
 
+# From: Appendix E, Figure 7 (its USER_PROMPT).
 INTENT_USER_PROMPT = """\
 [PRIOR CONTEXT (left of the cut)]
 {left_context}
@@ -129,11 +133,13 @@ INTENT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+#: Figure 6's previous turn where there is none (the harness's filler).
 FIRST_TURN = "(none: this is the first turn)"
 
 # Boundary descriptions (Figure 8).
 
 #: Figure 8's instructions in the project's words.
+# From: Appendix E, Figure 8 (its SYSTEM_PROMPT): the boundary description b_i of §3.2.
 BOUNDARY_SYSTEM_PROMPT = """\
 You study long conversations and the boundaries between their events. In human memory an event \
 boundary is a retrieval anchor: it marks where the topic, the task or the focus of a \
@@ -152,6 +158,7 @@ segue).
 - Do not explain your reasoning.
 - Reply with the boundary description text only."""
 
+# From: Appendix E, Figure 8 (its USER_PROMPT).
 BOUNDARY_USER_PROMPT = """\
 Event A (the previous event):
 - Topic summary: {previous_topics}
@@ -169,6 +176,7 @@ Describe how the conversation moves from Event A to Event B. Reply with the boun
 description text only."""
 
 #: Figure 8 for the "w/o sum" ablation: the summary fields removed, the snippets kept.
+# From: Appendix E, Figure 8 (its USER_PROMPT), cut for §4.4's "w/o sum".
 BOUNDARY_USER_PROMPT_WITHOUT_SUMMARIES = """\
 Event A (the previous event):
 - Dialogue snippet:

@@ -15,7 +15,8 @@ CONTEXT_KINDS = ("raw", "boundary_summary")
 
 @dataclass(frozen=True)
 class RetrievalOptions:
-    """Coarse-to-fine retrieval settings (Appendix B) and the ablation switches."""
+    """Coarse-to-fine retrieval settings (Appendix B) and the ablation switches: the YAML's
+    ``retrieval`` group (checked by :meth:`memsys.methods.esmem.ESMemOptions.check`)."""
 
     anchors: str = "boundary"
     anchor_k: int = 10
@@ -23,18 +24,6 @@ class RetrievalOptions:
     alpha: float = 0.7
     top_events: int = 5
     context: str = "raw"
-
-    def __post_init__(self) -> None:
-        if self.anchors not in ANCHOR_MODES:
-            raise ValueError(f"anchors must be one of {ANCHOR_MODES}, got {self.anchors!r}")
-        if self.context not in CONTEXT_KINDS:
-            raise ValueError(f"context must be one of {CONTEXT_KINDS}, got {self.context!r}")
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
-        if self.anchors == "none" and self.alpha != 1.0:
-            raise ValueError("anchors: none ranks by summary similarity alone: alpha must be 1")
-        if self.anchor_k < 1 or self.top_events < 1 or self.window < 0:
-            raise ValueError("anchor_k and top_events must be >= 1 and window >= 0")
 
 
 def rank_events(

@@ -21,7 +21,7 @@ from typing import Any
 
 from memsys.segment.lexical import content_words
 
-from .events import Event, distinct
+from .memory import Event, distinct
 
 
 def llm_summary(

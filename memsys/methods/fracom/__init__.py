@@ -1,16 +1,16 @@
 """FraCom (Ke et al., ``papers/fracom.txt``): Fragment-then-Compose memory.
 
 One module per step of the paper: :mod:`.prompts` (Figure 9 and its reply schema),
-:mod:`.fragment` (§3.1), :mod:`.graph` (§3.2, Algorithm 1, memory retention), :mod:`.retrieval`
+:mod:`.fragment` (§3.1), :mod:`.memory` (§3.2, Algorithm 1, memory retention), :mod:`.retrieval`
 (§3.3 plausible retrieval, the §5 predicate filter, the harness's ranking) and :mod:`.method` (the
-:class:`FraCom` memory system, whose docstring lists the readings taken where the paper is
-vague). ``docs/methods/fracom.md`` maps the paper to this code; the configs are
-``conf/method/fracom*.yaml``.
+:class:`FraCom` memory system and its options, :class:`FraComOptions`; its docstring lists the
+readings taken where the paper is vague). ``docs/methods/fracom.md`` maps the paper to this code;
+the configs are ``conf/method/fracom*.yaml``.
 """
 
 from memsys.methods.fracom.fragment import fragment_with_llm, parse_fragments
-from memsys.methods.fracom.graph import FraComMemory, StoredProposition, compose, retained
-from memsys.methods.fracom.method import CONTEXT_MODES, FraCom
+from memsys.methods.fracom.memory import FraComMemory, StoredProposition, compose, retained
+from memsys.methods.fracom.method import CONTEXT_MODES, FraCom, FraComOptions
 from memsys.methods.fracom.prompts import FRAGMENT_MAX_TOKENS, FRAGMENT_PROMPT, FRAGMENT_SCHEMA
 from memsys.methods.fracom.retrieval import (
     LIGHT_PREDICATES,
@@ -35,6 +35,7 @@ __all__ = [
     "SPEAKER_ARGUMENTS",
     "FraCom",
     "FraComMemory",
+    "FraComOptions",
     "RetrievalOptions",
     "StoredProposition",
     "ThetaSet",

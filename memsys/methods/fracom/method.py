@@ -2,12 +2,13 @@
 
 Implements §3.1 (Fragment: each utterance → propositions ``{Predicate, Argument: [...]}``, the
 prompt of Appendix K / Figure 9; :mod:`.fragment`, :mod:`.prompts`), §3.2 (Compose: Eqs. 1–4
-and Algorithm 1; :mod:`.graph`), §3.3 (plausible retrieval, Eq. 5 with threshold θ;
+and Algorithm 1; :mod:`.memory`), §3.3 (plausible retrieval, Eq. 5 with threshold θ;
 :mod:`.retrieval`), the §5 add-on "w/ Predicate" (Table 6; ``predicate_filter``, off in the main
 method) and the two ablations of Table 3: "w/o Plausible Retrieval" (``plausible: false``) and
 "w/o Memory Retention" (``retained_sessions``). ``extraction: lite`` replaces the LLM of §3.1 by
 the dependency-parse extractor of :mod:`memsys.propositions` (its own readings are listed
-there). ``docs/methods/fracom.md`` maps each part of the paper to the code.
+there). ``docs/methods/fracom.md`` maps each part of the paper to the code; :mod:`.memory` holds the
+memory and :class:`FraComOptions` the options.
 
 Readings taken where the paper is vague (each a config value where it can vary):
 
@@ -55,16 +56,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
-from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
-from memsys.graph_store import graph_from_json, graph_to_json
+from memsys.base import EXTRACTION_MODES, MemorySystem, MethodOptions, Services, check_choices
 from memsys.llm.backbone import Backbone
 from memsys.llm.structured import ExtractionReport, PendingJSON
 from memsys.methods.fracom.fragment import fragment_requests, fragment_with_llm, read_fragments
-from memsys.methods.fracom.graph import (
+from memsys.methods.fracom.memory import (
     EMBEDDED_KINDS,
     FraComMemory,
     StoredProposition,
@@ -72,7 +73,13 @@ from memsys.methods.fracom.graph import (
     retained,
 )
 from memsys.methods.fracom.prompts import FRAGMENT_PROMPT
-from memsys.methods.fracom.retrieval import RetrievalOptions, order, plausible_retrieval
+from memsys.methods.fracom.retrieval import (
+    RANKINGS,
+    SPEAKER_ARGUMENTS,
+    RetrievalOptions,
+    order,
+    plausible_retrieval,
+)
 from memsys.propositions import (
     Proposition,
     PropositionExtractor,
@@ -81,8 +88,38 @@ from memsys.propositions import (
     time_notes,
 )
 from memsys.types import Conversation, MemoryItem, Question, Retrieval
+from memsys.usage import PARSER
 
 CONTEXT_MODES = ("propositions", "turns")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FraComOptions(RetrievalOptions, MethodOptions):
+    """FraCom's options, the keys of ``conf/method/fracom.yaml``: the retrieval settings
+    (:class:`.retrieval.RetrievalOptions`, which retrieval reads) and the construction's and the
+    reader's (readings: the module docstring and ``docs/methods/fracom.md``)."""
+
+    retained_sessions: int | None = None
+    context: str = "propositions"
+    query_extraction: str = "lite"
+
+    def check(self) -> None:
+        check_choices(
+            ("query_extraction", self.query_extraction, EXTRACTION_MODES),
+            ("context", self.context, CONTEXT_MODES),
+        )
+        if self.retained_sessions is not None and self.retained_sessions < 1:
+            raise ValueError(
+                f"retained_sessions must be null or at least 1, got {self.retained_sessions}"
+            )
+        for name in ("theta", "predicate_threshold"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
+        check_choices(
+            ("ranking", self.ranking, RANKINGS),
+            ("speaker_arguments", self.speaker_arguments, SPEAKER_ARGUMENTS),
+        )
 
 
 class FraCom(MemorySystem[FraComMemory]):
@@ -90,63 +127,33 @@ class FraCom(MemorySystem[FraComMemory]):
 
     #: 2: the memory keeps its speakers' names (``speaker_arguments``, the trace).
     construction_version = 2
+    options_type = FraComOptions
+    options: FraComOptions
 
-    def __init__(
-        self,
-        services: Services,
-        *,
-        extraction: str = "lite",
-        theta: float = 0.7,
-        plausible: bool = True,
-        predicate_filter: bool = False,
-        predicate_threshold: float = 0.5,
-        predicate_skip_light_verbs: bool = True,
-        retained_sessions: int | None = None,
-        context: str = "propositions",
-        query_extraction: str = "lite",
-        ranking: str = "idf",
-        speaker_arguments: str = "keep",
-    ) -> None:
-        super().__init__(services)
-        check_choices(
-            ("extraction", extraction, EXTRACTION_MODES),
-            ("query_extraction", query_extraction, EXTRACTION_MODES),
-            ("context", context, CONTEXT_MODES),
-        )
-        if retained_sessions is not None and retained_sessions < 1:
-            raise ValueError(
-                f"retained_sessions must be null or at least 1, got {retained_sessions}"
-            )
-        self.extraction = extraction
-        self.uses_llm = extraction == "llm"
-        self.retrieval = RetrievalOptions(
-            theta,
-            plausible,
-            predicate_filter,
-            predicate_threshold,
-            predicate_skip_light_verbs,
-            ranking,
-            speaker_arguments,
-        )
-        self.retained_sessions = retained_sessions
-        self.context = context
-        self.query_extraction = query_extraction
+    def __init__(self, services: Services, **options: Any) -> None:
+        super().__init__(services, FraComOptions(**options))
         self.extractor = PropositionExtractor(services.nlp)
         self.query_report = ExtractionReport()
         self._queries: dict[str, tuple[list[str], list[str]]] = {}
 
+    def construction_services(self) -> frozenset[str]:
+        """The parser too: the propositions' spaCy parses and the turns' time notes."""
+        return super().construction_services() | {PARSER}
+
     def construction_config(self) -> dict[str, Any]:
-        config: dict[str, Any] = {"extraction": self.extraction, "nlp": self.services.nlp.identity}
-        if self.extraction == "llm":
+        config: dict[str, Any] = {"extraction": self.options.extraction}
+        if self.options.extraction == "llm":
             config["prompt"] = FRAGMENT_PROMPT
-        if self.retained_sessions is not None:  # absent for the main method: its key is as before
-            config["retained_sessions"] = self.retained_sessions
+        if (
+            self.options.retained_sessions is not None
+        ):  # absent for the main method: its key is as before
+            config["retained_sessions"] = self.options.retained_sessions
         return config
 
     # -- Fragment and Compose ------------------------------------------------------------------
 
     def construct(self, conversation: Conversation) -> FraComMemory:
-        kept = retained(conversation.sessions, self.retained_sessions)
+        kept = retained(conversation.sessions, self.options.retained_sessions)
         turns = conversation.turns
         first = len(turns) - sum(len(session.turns) for session in kept)  # kept: a suffix
         utterances = dialogue_utterances(turns)[first:]  # addressees seen in the whole history
@@ -193,7 +200,7 @@ class FraCom(MemorySystem[FraComMemory]):
         self, utterances: Sequence[Utterance], report: ExtractionReport
     ) -> AbstractContextManager[PendingJSON | None]:
         """The LLM's fragment requests, sent now; nothing in lite mode."""
-        if self.extraction != "llm":
+        if self.options.extraction != "llm":
             return nullcontext()
         return fragment_requests(self._llm(), utterances, report)
 
@@ -215,7 +222,7 @@ class FraCom(MemorySystem[FraComMemory]):
         utterances = [Utterance(text) for text in texts]
         lite_propositions = self.extractor.extract(utterances)
         llm: list[list[Proposition] | None] = [None] * len(texts)
-        if self.query_extraction == "llm" and self.services.backbone is not None:
+        if self.options.query_extraction == "llm" and self.services.backbone is not None:
             empty_ok = [False] * len(texts)  # a question always has something to look for
             llm = fragment_with_llm(self._llm("retrieval"), utterances, empty_ok, self.query_report)
         for i, text in enumerate(texts):
@@ -237,9 +244,9 @@ class FraCom(MemorySystem[FraComMemory]):
             self.prepare_queries([question])
         arguments, predicates = self._queries[question.question]
         found = plausible_retrieval(
-            memory, arguments, predicates, self.services.embedder, self.retrieval
+            memory, arguments, predicates, self.services.embedder, self.options
         )
-        ranked = order(memory, found.scores, self.retrieval.ranking)
+        ranked = order(memory, found.scores, self.options.ranking)
         return Retrieval(self.render(memory, ranked), found.trace(len(memory.propositions)))
 
     def render(
@@ -250,7 +257,7 @@ class FraCom(MemorySystem[FraComMemory]):
         seen: set[str] = set()
         for index, score in ranked:
             stored = memory.propositions[index]
-            if self.context == "propositions":
+            if self.options.context == "propositions":
                 text, kind = stored.text(), "proposition"
             elif stored.turn_id in seen:
                 continue
@@ -265,19 +272,7 @@ class FraCom(MemorySystem[FraComMemory]):
     # -- Serialization ---------------------------------------------------------------------------
 
     def dump_memory(self, memory: FraComMemory) -> dict[str, Any]:
-        return {
-            "graph": graph_to_json(memory.graph),
-            "propositions": [p.to_json() for p in memory.propositions],
-            "turns": memory.turns,
-            "report": memory.report,
-            "speakers": list(memory.speakers),
-        }
+        return memory.to_json()
 
     def load_memory(self, payload: dict[str, Any]) -> FraComMemory:
-        return FraComMemory(
-            graph_from_json(payload["graph"]),
-            [StoredProposition.from_json(p) for p in payload["propositions"]],
-            dict(payload["turns"]),
-            dict(payload["report"]),
-            tuple(payload["speakers"]),
-        )
+        return FraComMemory.from_json(payload)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 #: Figure 9's instruction in the project's words; ``{speaker}`` and ``{utterance}`` are filled in.
+# From: Appendix K, Figure 9 ("Prompt for Propositional Representation"), also quoted in §3.1.
 FRAGMENT_PROMPT = """Here is one utterance from a conversation.
 {speaker}: {utterance}
 

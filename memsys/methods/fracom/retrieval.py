@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from memsys.base import check_choices
 from memsys.embed import Embedder
-from memsys.methods.fracom.graph import FraComMemory
+from memsys.methods.fracom.memory import FraComMemory
 from memsys.propositions import phrase_key
 
 # fmt: off
@@ -62,7 +61,8 @@ class RetrievalOptions:
     ``predicate_skip_light_verbs`` is the harness's reading where §5 says nothing: a query
     predicate that is a form of be/have/do (:data:`LIGHT_PREDICATES`) is not used to filter,
     and a query without any other predicate is not filtered at all. ``ranking`` and
-    ``speaker_arguments`` are the harness's (module docstring).
+    ``speaker_arguments`` are the harness's (module docstring). FraCom's options extend these
+    (:class:`memsys.methods.fracom.FraComOptions`, which checks them).
     """
 
     theta: float = 0.7
@@ -72,16 +72,6 @@ class RetrievalOptions:
     predicate_skip_light_verbs: bool = True
     ranking: str = "idf"
     speaker_arguments: str = "keep"
-
-    def __post_init__(self) -> None:
-        for name in ("theta", "predicate_threshold"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {value}")
-        check_choices(
-            ("ranking", self.ranking, RANKINGS),
-            ("speaker_arguments", self.speaker_arguments, SPEAKER_ARGUMENTS),
-        )
 
     def filtering_predicates(self, predicates: Sequence[str]) -> list[str]:
         """The query predicates the §5 filter compares with (none: no filtering)."""

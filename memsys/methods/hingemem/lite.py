@@ -20,7 +20,7 @@ from memsys.embed import Embedder
 from memsys.nlp import NLP, PERSON_LABELS, PLACE_LABELS, TIME_LABELS, resolve_time
 from memsys.types import Session
 
-from .graph import (
+from .memory import (
     ConstructionOptions,
     Hyperedge,
     Node,

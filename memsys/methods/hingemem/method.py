@@ -3,42 +3,37 @@
 Paper: Zhong, Gao and Wang, "HingeMem: Boundary Guided Long-Term Memory with Query Adaptive
 Retrieval for Scalable Dialogues", WWW '26 (papers/hingemem.txt). The fidelity card,
 ``docs/methods/hingemem.md``, maps every section, equation and prompt to code and states each
-reading taken where the paper is vague. Modules: :mod:`.graph` (the memory: nodes, hyperedges,
-salience, Jaccard merging; Eq. 2-5), :mod:`.extract` (the boundary-extraction and
-topic-clustering prompts; Eq. 1), :mod:`.lite` (the extractor that makes no LLM call),
-:mod:`.query` (retrieval plans), :mod:`.routing` (candidates: semantic ∪ routed by default),
-:mod:`.rerank` (Eq. 6) and :mod:`.stop` (the adaptive stop). This module builds memories and runs retrieval:
-plan → candidates (semantic ∪ routed) → score (ξ = description cosine, + Q_S + Q_T) → sort →
-adaptive stop.
+reading taken where the paper is vague. Modules: :mod:`.memory` (the memory: nodes, hyperedges,
+salience, Jaccard merging; Eq. 2-5), :mod:`.prompts` (Appendix A.1's three prompts and their
+schemas), :mod:`.extract` (the boundary extraction's reply read into memory; Eq. 1),
+:mod:`.lite` (the extractor that makes no LLM call), :mod:`.retrieval` (plans, candidates:
+semantic ∪ routed by default, and the adaptive stop) and :mod:`.rerank` (Eq. 6). This module
+holds the options (:class:`HingeMemOptions`), builds memories and runs retrieval: plan →
+candidates (semantic ∪ routed) → score (ξ = description cosine, + Q_S + Q_T) → sort → adaptive
+stop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from hashlib import sha256
 from typing import Any
 
 import numpy as np
 
-from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
+from memsys.base import MemorySystem, MethodOptions, Services, check_choices
 from memsys.llm.backbone import Backbone
 from memsys.llm.structured import ExtractionReport, Rejected, ask_json_many
 from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
+from memsys.usage import PARSER
 
-from .extract import (
-    BOUNDARY_PROMPT,
-    BOUNDARY_SCHEMA,
-    TOPIC_PROMPT,
-    TOPIC_SCHEMA,
-    boundary_messages,
-    constrained,
-    reply_to_memory,
-    topic_messages,
-)
-from .graph import (
+from .extract import reply_to_memory
+from .lite import LiteExtractor
+from .memory import (
     ELEMENTS,
+    PERSON_READINGS,
     ConstructionOptions,
     Hyperedge,
     LongTermMemory,
@@ -48,85 +43,68 @@ from .graph import (
     merge_hyperedges,
     merge_nodes,
 )
-from .lite import LiteExtractor
-from .query import QUERY_SCHEMA, QueryPlan, analyse_rules, plan_from_reply, query_messages
+from .prompts import (
+    BOUNDARY_PROMPT,
+    BOUNDARY_SCHEMA,
+    QUERY_SCHEMA,
+    TOPIC_PROMPT,
+    TOPIC_SCHEMA,
+    boundary_messages,
+    constrained,
+    query_messages,
+    topic_messages,
+)
 from .rerank import TOPIC_TERMS, priority_weights, salience_scores
-from .routing import CANDIDATE_RULES, RetrievalIndex, candidate_set
-from .stop import adaptive_stop
+from .retrieval import (
+    CANDIDATE_RULES,
+    QueryPlan,
+    RetrievalIndex,
+    RetrievalOptions,
+    RetrievalTrace,
+    adaptive_stop,
+    analyse_rules,
+    candidate_set,
+    plan_from_reply,
+)
 
 MEMORY_KINDS = ("boundary", "text")
 
 
-@dataclass(frozen=True)
-class RetrievalOptions:
-    """Query-adaptive retrieval settings (docs/methods/hingemem.md, "Named values").
+@dataclass(frozen=True, kw_only=True)
+class HingeMemOptions(MethodOptions):
+    """HingeMem's options, the keys of ``conf/method/hingemem.yaml``: ``extraction``, ``memory``
+    (``text``: one item per turn, Table 3 row 1) and the ``construction`` and ``retrieval`` groups
+    (readings: docs/methods/hingemem.md, "Named values")."""
 
-    ``node_indexing``, ``rerank`` and ``adaptive_stop`` are the Table 3 ablation switches; the
-    Eq. 6 weights default to the paper's (1, 1); ``candidate_rule`` is how node indexing joins
-    semantic retrieval (:mod:`.routing`); ``node_match_weight`` (read by the ``bonus`` rule only)
-    and ``max_items`` are harness additions.
-    """
+    memory: str = "boundary"
+    construction: ConstructionOptions = field(default_factory=ConstructionOptions)
+    retrieval: RetrievalOptions = field(default_factory=RetrievalOptions)
 
-    node_indexing: bool = True
-    rerank: bool = True
-    adaptive_stop: bool = True
-    candidate_rule: str = "semantic_union"
-    top_k: int = 10
-    semantic_top_k: int = 50
-    max_items: int | None = None
-    node_match_threshold: float = 0.7
-    node_match_weight: float = 1.0
-    salience_weight: float = 1.0
-    topic_weight: float = 1.0
-    topic_term: str = "query"
-    topic_temperature: float = 0.1
-    recall_delta: float = 0.1
-    recall_ratio: float = 0.5
-    precision_ratio: float = 0.8
-    judgement_ratio: float = 0.8
-    judgement_temperature: float = 1.0
-    query_analysis: str | None = None  # llm | rules; None follows ``extraction``
-    analysis_max_tokens: int = 256
-
-    def __post_init__(self) -> None:
+    def check(self) -> None:
+        check_choices(("memory", self.memory, MEMORY_KINDS))
+        if self.construction.persons not in PERSON_READINGS:
+            raise ValueError(
+                f"construction.persons must be one of {PERSON_READINGS}, "
+                f"got {self.construction.persons!r}"
+            )
         check_choices(
-            ("retrieval.candidate_rule", self.candidate_rule, CANDIDATE_RULES),
-            ("retrieval.topic_term", self.topic_term, TOPIC_TERMS),
+            ("retrieval.candidate_rule", self.retrieval.candidate_rule, CANDIDATE_RULES),
+            ("retrieval.topic_term", self.retrieval.topic_term, TOPIC_TERMS),
         )
+        if self.query_analysis not in ("llm", "rules"):
+            raise ValueError(
+                f"retrieval.query_analysis must be llm or rules, got {self.query_analysis!r}"
+            )
 
+    @property
+    def uses_llm(self) -> bool:
+        """An LLM builds boundary memories only (the ``text`` memory is the turns themselves)."""
+        return self.extraction == "llm" and self.memory == "boundary"
 
-@dataclass(frozen=True)
-class RetrievalTrace:
-    """One retrieval explained: the plan, the ranked candidates with scores, how many were kept,
-    how many hyperedges element routing reached, whether the stop rules (not the end of the
-    candidate list) set the depth, and whether the top candidate is not the most similar one."""
-
-    plan: QueryPlan
-    ranked: tuple[int, ...]
-    scores: tuple[float, ...]
-    kept: int
-    items: tuple[MemoryItem, ...]
-    structural: int = 0
-    hyperedges: int = 0
-    stop_decided: bool = False
-    top_moved: bool = False
-
-    def share(self, count: int) -> float:
-        """``count`` as a share of the memory's hyperedges."""
-        return round(count / self.hyperedges, 4) if self.hyperedges else 0.0
-
-    def summary(self) -> dict[str, Any]:
-        """What the run records per question (the ablation table's depth distributions)."""
-        return {
-            "group": self.plan.query_type,
-            "routed": self.structural > 0,
-            "candidates": len(self.ranked),
-            "candidate_fraction": self.share(len(self.ranked)),
-            "routed_fraction": self.share(self.structural),
-            "kept": self.kept,
-            "stop_decided": self.stop_decided,
-            "top_moved": self.top_moved,
-        }
+    @property
+    def query_analysis(self) -> str:
+        """Who plans a retrieval: ``retrieval.query_analysis``, else the LLM where it extracts."""
+        return self.retrieval.query_analysis or ("llm" if self.extraction == "llm" else "rules")
 
 
 class HingeMem(MemorySystem[LongTermMemory]):
@@ -136,28 +114,11 @@ class HingeMem(MemorySystem[LongTermMemory]):
     #: with the rejected reply and a note), failed requests retried too; stats from its report.
     construction_version = 3
 
-    def __init__(
-        self,
-        services: Services,
-        *,
-        extraction: str = "lite",
-        memory: str = "boundary",
-        construction: dict[str, Any] | None = None,
-        retrieval: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(services)
-        check_choices(
-            ("extraction", extraction, EXTRACTION_MODES), ("memory", memory, MEMORY_KINDS)
-        )
-        self.extraction = extraction
-        self.memory_kind = memory
-        self.construction = ConstructionOptions(**dict(construction or {}))
-        self.retrieval = RetrievalOptions(**dict(retrieval or {}))
-        analysis = self.retrieval.query_analysis or ("llm" if extraction == "llm" else "rules")
-        if analysis not in ("llm", "rules"):
-            raise ValueError(f"retrieval.query_analysis must be llm or rules, got {analysis!r}")
-        self.query_analysis = analysis
-        self.uses_llm = extraction == "llm" and memory == "boundary"
+    options_type = HingeMemOptions
+    options: HingeMemOptions
+
+    def __init__(self, services: Services, **options: Any) -> None:
+        super().__init__(services, HingeMemOptions(**options))
         #: The LLM query analysis's cost and fallbacks (to the rules' plan), over every question.
         self.query_report = ExtractionReport()
         self._plans: dict[tuple[str, datetime | None], QueryPlan] = {}
@@ -165,14 +126,19 @@ class HingeMem(MemorySystem[LongTermMemory]):
 
     # --- construction -------------------------------------------------------------------------
 
+    def construction_services(self) -> frozenset[str]:
+        """The parser too, for the boundary memory: spaCy finds its nodes (the text memory
+        parses nothing)."""
+        declared = super().construction_services()
+        return declared | {PARSER} if self.options.memory == "boundary" else declared
+
     def construction_config(self) -> dict[str, Any]:
-        config: dict[str, Any] = {"memory": self.memory_kind}
-        if self.memory_kind == "boundary":
+        config: dict[str, Any] = {"memory": self.options.memory}
+        if self.options.memory == "boundary":
             prompts = BOUNDARY_PROMPT + TOPIC_PROMPT if self.uses_llm else ""
             config |= {
-                "extraction": self.extraction,
-                "options": asdict(self.construction),
-                "nlp": self.services.nlp.identity,
+                "extraction": self.options.extraction,
+                "options": asdict(self.options.construction),
                 "prompts_sha256": sha256(prompts.encode()).hexdigest()[:16],
             }
         return config
@@ -181,7 +147,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
         positions = {turn.turn_id: i for i, turn in enumerate(conversation.turns)}
         sessions = [session for session in conversation.sessions if session.turns]
         anchor = max((s.timestamp for s in sessions if s.timestamp), default=None)
-        if self.memory_kind == "text":
+        if self.options.memory == "text":
             edges = [
                 Hyperedge(
                     {e: [] for e in ELEMENTS},
@@ -199,7 +165,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
         for edge in edges:
             edge.position = min(positions[turn_id] for turn_id in edge.turn_ids)
         merged_nodes = merge_nodes(nodes)
-        merged_edges = merge_hyperedges(edges, self.construction.merge_jaccard)
+        merged_edges = merge_hyperedges(edges, self.options.construction.merge_jaccard)
         for uid, salience in compute_salience(merged_nodes, merged_edges).items():
             merged_nodes[uid].salience = salience
         common, rare, topic_stats = self._topics(merged_nodes, merged_edges)
@@ -209,17 +175,17 @@ class HingeMem(MemorySystem[LongTermMemory]):
     def _extract(
         self, sessions: Sequence[Session]
     ) -> tuple[list[Node], list[Hyperedge], dict[str, Any]]:
-        lite = LiteExtractor(self.services.nlp, self.services.embedder, self.construction)
+        lite = LiteExtractor(self.services.nlp, self.services.embedder, self.options.construction)
         nodes: list[Node] = []
         edges: list[Hyperedge] = []
-        stats: dict[str, Any] = {"mode": self.extraction, "sessions": len(sessions)}
-        if self.extraction == "lite":
+        stats: dict[str, Any] = {"mode": self.options.extraction, "sessions": len(sessions)}
+        if self.options.extraction == "lite":
             for session in sessions:
                 session_nodes, session_edges = lite.extract(session)
                 nodes += session_nodes
                 edges += session_edges
             return nodes, edges, {"extraction": stats}
-        options = self.construction
+        options = self.options.construction
         report = ExtractionReport()
 
         def accept(index: int, value: Any) -> tuple[list[Node], list[Hyperedge], int] | Rejected:
@@ -252,12 +218,12 @@ class HingeMem(MemorySystem[LongTermMemory]):
     def _topics(
         self, nodes: dict[str, Node], edges: Sequence[Hyperedge]
     ) -> tuple[list[str], list[str], dict[str, Any]]:
-        k = self.construction.topics_per_list
+        k = self.options.construction.topics_per_list
         common, rare = frequency_topics(nodes, edges, k)
         topics = [node.name for node in nodes.values() if node.element == "topic"]
-        if self.extraction == "lite" or len(topics) < 6:
+        if self.options.extraction == "lite" or len(topics) < 6:
             return common, rare, {"source": "frequency"}
-        ranked = frequency_topics(nodes, edges, self.construction.max_clustering_topics)[0]
+        ranked = frequency_topics(nodes, edges, self.options.construction.max_clustering_topics)[0]
         by_lower = {name.lower(): name for name in ranked}
 
         def pick(names: Any) -> list[str]:
@@ -276,9 +242,9 @@ class HingeMem(MemorySystem[LongTermMemory]):
             self._backbone(),
             [topic_messages(ranked)],
             schema=TOPIC_SCHEMA,
-            grammar=constrained(TOPIC_SCHEMA, self.construction.grammar_max_items),
+            grammar=constrained(TOPIC_SCHEMA, self.options.construction.grammar_max_items),
             accept=accept,
-            max_tokens=self.construction.topic_max_tokens,
+            max_tokens=self.options.construction.topic_max_tokens,
             report=report,
         )
         if reply is None:
@@ -297,7 +263,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
     def prepare_queries(self, questions: Sequence[Question]) -> None:
         """Embed the batch's questions; parse them (rules) or ask the LLM for their plans."""
         self.services.embedder.encode([question.question for question in questions])
-        if self.query_analysis == "rules":
+        if self.options.query_analysis == "rules":
             self.services.nlp.parse([question.question for question in questions])
             return
         self._plan_with_llm(questions)
@@ -325,7 +291,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
             schema=QUERY_SCHEMA,
             grammar=constrained(QUERY_SCHEMA),
             accept=accept,
-            max_tokens=self.retrieval.analysis_max_tokens,
+            max_tokens=self.options.retrieval.analysis_max_tokens,
             report=self.query_report,
         )
         for question, plan in zip(todo, plans, strict=True):
@@ -338,7 +304,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
     def plan(self, memory: LongTermMemory, question: Question) -> QueryPlan:
         """The retrieval plan of ``question`` (LLM answers are made in :meth:`prepare_queries`)."""
         key = (question.question, question.question_date)
-        if self.query_analysis == "llm":
+        if self.options.query_analysis == "llm":
             self._plan_with_llm([question])
         if key in self._plans:
             return self._plans[key]
@@ -346,7 +312,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
         (doc,) = self.services.nlp.parse([question.question])
         persons = [node.key for node in memory.nodes.values() if node.element == "person"]
         plan = analyse_rules(question.question, doc, anchor, persons)
-        if self.query_analysis == "llm":
+        if self.options.query_analysis == "llm":
             return QueryPlan(
                 plan.query_type, plan.names, plan.times, plan.priority, "rules_fallback"
             )
@@ -363,7 +329,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
     ) -> tuple[set[int], set[int], np.ndarray]:
         """What to retrieve: the candidates under ``candidate_rule``, the structural hyperedges
         element routing reached, and the score bonus (nonzero under the ``bonus`` rule only)."""
-        options = self.retrieval
+        options = self.options.retrieval
         nearest = set(np.argsort(-similarity, kind="stable")[: options.semantic_top_k].tolist())
         bonus = np.zeros(len(similarity))
         if not options.node_indexing:
@@ -378,7 +344,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
 
     def rerank(self, memory: LongTermMemory, plan: QueryPlan, query: np.ndarray) -> np.ndarray:
         """Eq. 6's Q_S + Q_T per hyperedge, with their named weights."""
-        options = self.retrieval
+        options = self.options.retrieval
         index = self.index(memory)
         weights = priority_weights(plan.ranked_elements())
         salience = salience_scores(memory, weights, index.mean_salience)
@@ -393,7 +359,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
     def depth(self, ranked_scores: Sequence[float], query_type: str) -> tuple[int, bool]:
         """How many ranked candidates to keep, and whether the stop rules set that depth (they
         cut the list before its end and no cap cut further)."""
-        options = self.retrieval
+        options = self.options.retrieval
         cap = min(options.max_items or len(ranked_scores), len(ranked_scores))
         if not options.adaptive_stop:
             return min(options.top_k, cap), False
@@ -419,7 +385,7 @@ class HingeMem(MemorySystem[LongTermMemory]):
         similarity = index.descriptions @ query  # ξ, the initial score
         candidates, structural, scores = self.candidates(index, plan, similarity)
         scores = scores + similarity
-        if self.retrieval.rerank:
+        if self.options.retrieval.rerank:
             scores = scores + self.rerank(memory, plan, query)
         ranked = sorted(candidates, key=lambda i: (-scores[i], edges[i].position))
         most_similar = min(candidates, key=lambda i: (-similarity[i], edges[i].position))

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .graph import LongTermMemory
+from .memory import LongTermMemory
 
 TOPIC_TERMS = ("query", "hyperedge")
 
@@ -50,7 +50,7 @@ def salience_scores(
     """Q_S per hyperedge: Σ_e w_e·(mean salience of its nodes of element e, 0 when it has none).
 
     ``means`` gives :func:`mean_salience` per element, computed once per memory by a caller
-    that retrieves often (:class:`~memsys.methods.hingemem.routing.RetrievalIndex`).
+    that retrieves often (:class:`~memsys.methods.hingemem.retrieval.RetrievalIndex`).
     """
     scores = np.zeros(len(memory.hyperedges))
     for element, weight in weights.items():

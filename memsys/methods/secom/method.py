@@ -7,7 +7,8 @@ conversation segmentation model: the configured segmenter, SeCom's own one-call 
 :mod:`.segmenter` under ``extraction: llm``, zero-shot as the paper runs it on QA benchmarks;
 :mod:`.segmentation`) and §2.3 (Eq. 2, ``f_R(u*, f_Comp(M), N)``: every segment is
 compressed before indexing, retrieval ranks the compressed texts, the reader gets the original
-segment text; :mod:`.denoising`), with BM25 or dense retrieval (§3, implementation details).
+segment text; :mod:`.denoising`, :mod:`.memory`, :mod:`.retrieval`), with BM25 or dense
+retrieval (§3, implementation details). The options are :class:`SeComOptions`.
 ``docs/methods/secom.md`` maps every section to the code.
 
 Readings taken where the paper is vague (each a config value):
@@ -50,9 +51,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from memsys.base import EXTRACTION_MODES, MemorySystem, Services, check_choices
+from memsys.base import MemorySystem, MethodOptions, Services, check_choices
 from memsys.compression import (
     LLMLINGUA2_MODEL,
     Compressor,
@@ -61,6 +63,7 @@ from memsys.compression import (
 )
 from memsys.methods.secom.denoising import denoise
 from memsys.methods.secom.memory import SeComMemory, Segment
+from memsys.methods.secom.retrieval import rank_segments
 from memsys.methods.secom.segmentation import segment_sessions
 from memsys.retrievers import RETRIEVER_KINDS
 from memsys.segment.base import Segmenter
@@ -68,54 +71,52 @@ from memsys.segment.build import segmenter_from_config
 from memsys.types import Conversation, Question, Retrieval
 
 
+@dataclass(frozen=True, kw_only=True)
+class SeComOptions(MethodOptions):
+    """SeCom's options, the keys of ``conf/method/secom.yaml`` (readings: the module docstring and
+    ``docs/methods/secom.md``); ``segmenter`` is a segmenter's config (``conf/segmenter/``)."""
+
+    segmenter: Mapping[str, Any]
+    turns_per_exchange: int = 2
+    compression: str = "self_info"
+    compression_rate: float = 0.75
+    llmlingua2_model: str = LLMLINGUA2_MODEL
+    compression_device: str = "cpu"
+    compression_threads: int | None = 1
+    retriever: str = "dense"
+    top_k: int | None = None
+
+    def check(self) -> None:
+        check_choices(("retriever", self.retriever, RETRIEVER_KINDS))
+        segmenter_extraction = self.segmenter.get("extraction", "lite")
+        if segmenter_extraction != self.extraction:
+            raise ValueError(
+                f"extraction: {self.extraction} needs a segmenter with extraction "
+                f"{self.extraction}, but {self.segmenter.get('_target_')} has extraction "
+                f"{segmenter_extraction} (a segmenter config without the key is lite; "
+                "method=secom_llm runs SeCom's LLM segmenter)"
+            )
+        if self.turns_per_exchange < 1 or (self.top_k is not None and self.top_k < 1):
+            raise ValueError("turns_per_exchange and top_k must be >= 1")
+
+
 class SeCom(MemorySystem[SeComMemory]):
     """Segments per session, indexed by their compressed text, returned as the original."""
 
     #: 2: index texts are compressed exchange by exchange, speaker labels kept.
     construction_version = 2
+    options_type = SeComOptions
+    options: SeComOptions
 
-    def __init__(
-        self,
-        services: Services,
-        *,
-        segmenter: Mapping[str, Any],
-        extraction: str = "lite",
-        turns_per_exchange: int = 2,
-        compression: str = "self_info",
-        compression_rate: float = 0.75,
-        llmlingua2_model: str = LLMLINGUA2_MODEL,
-        compression_device: str = "cpu",
-        compression_threads: int | None = 1,
-        retriever: str = "dense",
-        top_k: int | None = None,
-    ) -> None:
-        super().__init__(services)
-        check_choices(
-            ("extraction", extraction, EXTRACTION_MODES),
-            ("retriever", retriever, RETRIEVER_KINDS),
-        )
-        segmenter_extraction = segmenter.get("extraction", "lite")
-        if segmenter_extraction != extraction:
-            raise ValueError(
-                f"extraction: {extraction} needs a segmenter with extraction {extraction}, but "
-                f"{segmenter.get('_target_')} has extraction {segmenter_extraction} (a segmenter "
-                "config without the key is lite; method=secom_llm runs SeCom's LLM segmenter)"
-            )
-        if turns_per_exchange < 1 or (top_k is not None and top_k < 1):
-            raise ValueError("turns_per_exchange and top_k must be >= 1")
-        self.extraction = extraction
-        self.uses_llm = extraction == "llm"
-        self.segmenter_config = segmenter
-        self.turns_per_exchange = turns_per_exchange
-        self.retriever = retriever
-        self.top_k = top_k
+    def __init__(self, services: Services, **options: Any) -> None:
+        super().__init__(services, SeComOptions(**options))
         self.compressor: Compressor = build_compressor(
-            compression,
-            rate=compression_rate,
+            self.options.compression,
+            rate=self.options.compression_rate,
             cache_dir=services.cache_dir,
-            llmlingua2_model=llmlingua2_model,
-            device=compression_device,
-            n_threads=compression_threads,
+            llmlingua2_model=self.options.llmlingua2_model,
+            device=self.options.compression_device,
+            n_threads=self.options.compression_threads,
         )
 
     @functools.cached_property
@@ -124,7 +125,7 @@ class SeCom(MemorySystem[SeComMemory]):
         can be instantiated without the backbone an LLM segmenter needs)."""
         backbone = self.services.backbone if self.uses_llm else None
         segmenter = segmenter_from_config(
-            self.segmenter_config, embedder=self.services.embedder, backbone=backbone
+            self.options.segmenter, embedder=self.services.embedder, backbone=backbone
         )
         if segmenter.training_request() is not None:
             raise ValueError("SeCom segments zero-shot on QA data; disable the reflection")
@@ -132,15 +133,17 @@ class SeCom(MemorySystem[SeComMemory]):
 
     def construction_config(self) -> dict[str, Any]:
         return {
-            "extraction": self.extraction,
+            "extraction": self.options.extraction,
             "segmenter": self.segmenter.identity(),
-            "turns_per_exchange": self.turns_per_exchange,
+            "turns_per_exchange": self.options.turns_per_exchange,
             "compression": self.compressor.identity(),
         }
 
     def construct(self, conversation: Conversation) -> SeComMemory:
         sessions = [session for session in conversation.sessions if session.turns]
-        spans, segmentation = segment_sessions(self.segmenter, sessions, self.turns_per_exchange)
+        spans, segmentation = segment_sessions(
+            self.segmenter, sessions, self.options.turns_per_exchange
+        )
         texts = [render_turns(span.turns) for span in spans]
         index_texts, compression = denoise(
             self.compressor, spans, texts, self.services.tokens.count
@@ -166,13 +169,16 @@ class SeCom(MemorySystem[SeComMemory]):
 
     def prepare_queries(self, questions: Sequence[Question]) -> None:
         """Embed a batch's questions in one model call (the cache then serves ``retrieve``)."""
-        if self.retriever == "dense":
+        if self.options.retriever == "dense":
             self.services.embedder.encode([question.question for question in questions])
 
     def retrieve(self, memory: SeComMemory, question: Question) -> Retrieval:
-        k = len(memory.segments) if self.top_k is None else self.top_k
-        hits = memory.retriever(self.retriever, self.services).search(question.question, k)
-        return Retrieval(tuple(memory.segments[index].item(score) for index, score in hits))
+        options = self.options
+        return Retrieval(
+            rank_segments(
+                memory, question.question, options.retriever, self.services, options.top_k
+            )
+        )
 
     def dump_memory(self, memory: SeComMemory) -> dict[str, Any]:
         return memory.to_json()

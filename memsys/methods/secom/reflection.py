@@ -3,8 +3,9 @@
 With a few annotated dialogues, SeCom segments them zero-shot, picks the "hard examples" with the
 largest WindowDiff, splits them into mini-batches, and for each batch asks the LLM to compare its
 predictions with the ground truth, revise the existing rubric and add at most one new item, and
-pick the most representative example with a reflection on it. The rubric items and examples
-(the guidance G) are then added to the segmentation prompt (Figure 7). Appendix A.1's numbers
+pick the most representative example with a reflection on it
+(:data:`memsys.methods.secom.prompts.REFLECTION_PROMPT`). The rubric items and examples (the
+guidance G) are then added to the segmentation prompt (Figure 7). Appendix A.1's numbers
 are :class:`ReflectionConfig`'s defaults: the whole training split segmented zero-shot, the top
 ``hard_examples`` = 100 by WindowDiff, in mini-batches of ``batch_size`` = 10, so 10 reflection
 rounds of one new item each and ``max_rubric_items`` = 10. Smaller samples are config overlays
@@ -46,52 +47,9 @@ from memsys.kvstore import SQLiteKV
 from memsys.llm.backbone import Backbone
 from memsys.llm.structured import ExtractionReport, Rejected, ask_many
 from memsys.llm.types import SamplingParams
+from memsys.methods.secom.prompts import REFLECTION_PROMPT
 from memsys.segment.base import WindowDiff, segments_from_labels
 from memsys.types import SegmentationDialogue
-
-REFLECTION_PROMPT = """\
-# Instruction
-## Context
-**Goal**: Compare a language model's predicted segmentation with the ground-truth segmentation \
-made by expert annotators, for several human-bot conversations. Study the differences, reflect \
-on what the prediction got wrong, and write one concise rubric item that will make future \
-segmentations better. You also receive the rubric items learned from earlier examples.
-1. Start by reading the existing rubric items and copying them.
-2. Change, update or replace existing items where they do not explain the current errors.
-3. Write only one new rubric item that would avoid the errors in these examples.
-4. Choose the most representative example from the data and reflect on it.
-
-**Data**: Each example shows one conversation twice, as predicted and as the ground truth; each \
-segment starts with "Segment segment_id:". The existing rubric items come from earlier examples: \
-change, update or even replace them if they do not explain the current mistakes.
-
-## Requirements
-- Add at most one new rubric item per reply, even though several examples are given.
-- Keep the rubric user-centric and concise, with items that do not overlap.
-- You may change, update or replace existing items when they do not cover the current errors.
-- Put the rubric items between '<rubric></rubric>', one per line starting with "- ".
-- Put the most representative example, with your reflection on it, between '<example></example>'.
-
-An example of the expected output:
-'''
-<reflection>
-Your reflection on the prediction errors, example by example.
-</reflection>
-<rubric>
-- [the rubric items, with one and only one new item]
-</rubric>
-<example>
-The most representative example, with your reflection on it.
-</example>
-'''
-
-# Existing Rubric:
-{rubric}
-
-# Examples:
-{examples}
-
-# Output"""
 
 _RUBRIC = re.compile(r"<rubric>(.*?)(?:</rubric>|$)", re.DOTALL)
 _EXAMPLE = re.compile(r"<example>(.*?)(?:</example>|$)", re.DOTALL)

@@ -1,7 +1,8 @@
 """SeCom's zero-shot conversation segmentation (papers/secom.txt §2.2, Appendix A.1, Fig. 6).
 
-One LLM call per dialogue: the exchanges are numbered (``[Exchange i]: ...``, separated by blank
-lines) and the model returns one JSON line per segment,
+One LLM call per dialogue (:data:`memsys.methods.secom.prompts.SEGMENTATION_PROMPT`): the
+exchanges are numbered (``[Exchange i]: ...``, separated by blank lines) and the model returns
+one JSON line per segment,
 ``{"segment_id", "start_exchange_number", "end_exchange_number", "num_exchanges"}``, between
 ``<segmentation>`` tags. The reply is checked for coverage: the segments, ordered by start, must
 begin at the first exchange, end at the last, and meet without gaps or overlaps. A reply that
@@ -44,6 +45,7 @@ from memsys.kvstore import SQLiteKV
 from memsys.llm.backbone import Backbone
 from memsys.llm.structured import Rejected, StructuredFlow
 from memsys.llm.types import SamplingParams
+from memsys.methods.secom.prompts import SEGMENTATION_PROMPT
 from memsys.methods.secom.reflection import (
     Guidance,
     Prediction,
@@ -59,46 +61,6 @@ from memsys.segment.base import (
     WindowDiff,
 )
 from memsys.types import SegmentationDialogue
-
-SEGMENTATION_PROMPT = """\
-# Instruction
-## Context
-- **Goal**: Split a multi-turn conversation between a user and a chatbot into units that are \
-each about one topic. Consecutive user-bot exchanges on the same topic belong to the same \
-segment; start a new segment where the topic changes.
-- **Data**: The input is a sequence of user-bot exchanges separated by "\\n\\n". Each exchange \
-is one turn of the conversation and begins with "[Exchange (Exchange Number)]: ".
-
-### Output Format
-- Write the segmentation in **JSONL (JSON Lines)** format: one dictionary per segment, where a \
-segment is one or more consecutive exchanges on the same topic. Every dictionary has these keys:
-  - **segment_id**: the index of the segment, counting from 0.
-  - **start_exchange_number**: the number of the **first** exchange of the segment.
-  - **end_exchange_number**: the number of the **last** exchange of the segment.
-  - **num_exchanges**: how many exchanges the segment holds, i.e. \
-**end_exchange_number** - **start_exchange_number** + 1.
-
-An example of the expected output:
-'''
-<segmentation>
-{{"segment_id": 0, "start_exchange_number": 0, "end_exchange_number": 5, "num_exchanges": 6}}
-{{"segment_id": 1, "start_exchange_number": 6, "end_exchange_number": 8, "num_exchanges": 3}}
-...
-</segmentation>
-'''
-{guidance}
-# Data
-{exchanges}
-
-# Question
-## Produce a segmentation of the data above that satisfies all of these requirements:
-- **No Missing Exchanges**: together, the segments cover every exchange of the conversation.
-- **No Overlapping Exchanges**: consecutive segments share no exchange.
-- **Accurate Counting**: the num_exchanges of all segments add up to the number of exchanges.
-- Put the segmentation between the tags <segmentation></segmentation>.
-
-# Output
-Now give the segmentation, following the instructions above."""
 
 OPEN_TAG, CLOSE_TAG = "<segmentation>", "</segmentation>"
 _BLOCK = re.compile(re.escape(OPEN_TAG) + r"(.*?)(?:" + re.escape(CLOSE_TAG) + r"|$)", re.DOTALL)

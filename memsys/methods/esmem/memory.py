@@ -1,4 +1,5 @@
-"""ES-Mem's memory units M_i = (b_i, s_i, r_i, t_i) (Eq. 5) and a conversation's memory of them."""
+"""ES-Mem's memory (papers/es-mem.txt §3.2): the units M_i = (b_i, s_i, r_i, t_i) (Eq. 5) and a
+conversation's memory of them, stored as JSON and back."""
 
 from __future__ import annotations
 
@@ -81,6 +82,14 @@ class ESMemMemory:
             for offset, name in enumerate(levels):
                 self._vectors[name] = vectors[offset * rows : (offset + 1) * rows]
         return self._vectors[level]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"events": [event.to_json() for event in self.events], "report": self.report}
+
+    @classmethod
+    def from_json(cls, payload: dict[str, Any]) -> ESMemMemory:
+        events = [Event.from_json(event) for event in payload["events"]]
+        return cls(events, dict(payload["report"]))
 
 
 def distinct(values: Sequence[str]) -> tuple[str, ...]:

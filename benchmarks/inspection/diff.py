@@ -6,9 +6,9 @@ ablation or a config change moved a number; this says on which questions, and th
 A side is a run folder (``results/runs/<id>``: its own records, :func:`benchmarks.tables.report.
 runs.own_records`) or an ablation record file (``results/ablations/<config>.jsonl.gz``,
 :func:`benchmarks.tables.ablations.read_records`: contexts and evidence recall only, no answers).
-The inspector (:mod:`benchmarks.tables.inspect`) shows the same :func:`compare` for any two runs.
+The inspector (:mod:`benchmarks.inspection.inspect`) shows the same :func:`compare` for any two runs.
 
-    python -m benchmarks.tables.diff RUN_A RUN_B [--top N] [--metric f1_set]
+    python -m benchmarks.inspection.diff RUN_A RUN_B [--top N] [--metric f1_set]
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
+from benchmarks.render import Table
 from benchmarks.tables import ablations
-from benchmarks.tables.render import Table
 from benchmarks.tables.report.build import PRIMARY_METRICS
 from benchmarks.tables.report.naming import row_key
 from benchmarks.tables.report.runs import own_records
@@ -336,7 +336,7 @@ def as_data(comparison: Comparison) -> dict[str, Any]:
 
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.tables.diff", description=__doc__.split("\n\n")[0]
+        prog="python -m benchmarks.inspection.diff", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("run_a", type=Path, help="a run folder or an ablation .jsonl.gz")
     parser.add_argument("run_b", type=Path, help="the same, read as the change from A")

@@ -26,8 +26,8 @@ from benchmarks.data.errors import DataMissingError, DatasetError
 from benchmarks.data.locomo_audit import Erratum, load_errata
 from benchmarks.data.paths import resolve_data_dir
 from benchmarks.data.specs import named_spec, spec_of
+from benchmarks.inspection import diff
 from benchmarks.metrics.judge import judgings
-from benchmarks.tables import diff
 from benchmarks.tables.report.naming import row_key
 from benchmarks.tables.report.runs import Run, dataset_name, is_finished, lookup, own_records
 from memsys.compression.passages import render_turns
@@ -273,7 +273,7 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 def pair_diffs(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
-    """:func:`benchmarks.tables.diff.compare` of every two runs sharing questions, keyed
+    """:func:`benchmarks.inspection.diff.compare` of every two runs sharing questions, keyed
     ``"<a>|<b>"`` by run folder names in the runs' order."""
     sides = [
         diff.run_side(run.directory, run.config, run.records, diff.DEFAULT_METRIC) for run in runs

@@ -1,7 +1,8 @@
 """HingeMem's long-term memory: element nodes, boundary hyperedges, salience, merging.
 
 Part of :mod:`memsys.methods.hingemem` (papers/hingemem.txt §3.2.2, Eq. 2-5); no LLM here.
-:class:`ConstructionOptions` holds every setting that shapes a memory.
+:class:`ConstructionOptions` holds every setting that shapes a memory (the YAML's
+``construction`` group, checked by :meth:`memsys.methods.hingemem.HingeMemOptions.check`).
 
 * Nodes (Eq. 2) are identified per element by a normalized identifier: lowercased names without
   punctuation, possessives and honorifics for persons, locations and topics; for times the
@@ -171,12 +172,6 @@ class ConstructionOptions:
     max_tokens: int = 2048
     topic_max_tokens: int = 256
     grammar_max_items: int = 8
-
-    def __post_init__(self) -> None:
-        if self.persons not in PERSON_READINGS:
-            raise ValueError(
-                f"construction.persons must be one of {PERSON_READINGS}, got {self.persons!r}"
-            )
 
 
 @dataclass

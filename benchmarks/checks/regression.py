@@ -1,14 +1,18 @@
 """The CI regression: small subsets through every method and segmenter, compared with expectations.
 
-    python -m benchmarks.tables.regression check      # replay the committed LLM replies, compare metrics
-    python -m benchmarks.tables.regression refresh    # re-record replies and rewrite the expectations
-    python -m benchmarks.tables.regression refresh --case 'locomo_qa/method=cast*'   # only these cases
+    python -m benchmarks.checks.regression check      # replay the committed LLM replies, compare metrics
+    python -m benchmarks.checks.regression refresh    # re-record replies and rewrite the expectations
+    python -m benchmarks.checks.regression refresh --case 'locomo_qa/method=cast*'   # only these cases
+    python -m benchmarks.checks.regression refresh --method last_sessions   # one method's cases
 
 Cases come from ``conf/regression.yaml``. ``check`` runs each in a fresh temporary cache seeded
 only with ``results/regression/replay.jsonl`` and ``llm_cache_mode=replay``: any request that
 was not recorded (a changed prompt, a changed retrieval feeding a prompt) stops the case with the
 request named, and every metric must match ``results/regression/expected.json`` (exactly for
-counts and strings, within the stated tolerance for floats). ``refresh`` runs the same cases
+counts and strings, within the stated tolerance for floats). A case with no expectation (a
+method config whose registry block has just joined a group) is not run: ``check`` names it as
+new, with the refresh that records it, and fails until that is recorded, so a new method never
+passes unmeasured. ``refresh`` runs the same cases
 against a copy of the working LLM cache (so replies already computed are reused, and memories
 are always rebuilt so that construction calls are recorded too), then rewrites both files; their
 git diff shows which prompts and which numbers moved.
@@ -43,8 +47,8 @@ import yaml
 from omegaconf import DictConfig
 
 from benchmarks import registry
+from benchmarks.config.compose import CONF, compose_config
 from benchmarks.data.paths import REPO_ROOT
-from benchmarks.pipeline.settings import CONF, compose_config
 from memsys.embed import EmbeddingCache
 from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import CacheMissError
@@ -90,6 +94,18 @@ def sweep_values(group: str, body: dict[str, Any], key: str) -> list[Any]:
     if key == "method" and values == "registry":
         return registry.members(group)
     return values
+
+
+def method_of(case: Case) -> str | None:
+    """The method config a case runs (its ``method=`` sweep choice), or None (a segmenter's)."""
+    choices = dict(choice.split("=", 1) for choice in case.name.split("/", 1)[1].split(","))
+    return choices.get("method")
+
+
+def refresh_command(cases: Sequence[Case]) -> str:
+    """The refresh that records exactly ``cases`` and touches no other."""
+    named = " ".join(f"--case '{case.name}'" for case in cases)
+    return f"memsys-bench regression refresh {named}"
 
 
 def compose_case(case: Case, cache_dir: Path, results_dir: Path, mode: str, journal: Path | None):
@@ -191,9 +207,15 @@ def run_cases(
 
 
 def export_embeddings(cache_file: Path, out: Path) -> int:
-    """Every vector of an embedding cache file as ``keys`` and ``vectors`` arrays; the count."""
+    """Every vector of an embedding cache file as ``keys`` and ``vectors`` arrays; the count.
+    Cases that embedded nothing (a one-method refresh of a method with no embedder) leave no
+    cache table and ``out`` as it was: 0."""
     with sqlite3.connect(cache_file) as connection:
-        rows = sorted(connection.execute("SELECT key, value FROM embeddings"))
+        table = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embeddings'"
+        found = connection.execute(table).fetchone() is not None
+        rows = sorted(connection.execute("SELECT key, value FROM embeddings")) if found else []
+    if not rows:
+        return 0
     keys = np.array([key for key, _ in rows])
     vectors = np.stack([np.frombuffer(value, dtype=np.float32) for _, value in rows])
     with out.open("wb") as handle:
@@ -210,8 +232,18 @@ def seed_embeddings(cache_file: Path, source: Path) -> int:
 
 
 def check(cases: Sequence[Case], tolerance: float) -> int:
-    """Replay and compare; 0 when every case matches, 1 otherwise."""
+    """Replay and compare; 0 when every case matches, 1 otherwise. A case with no expectation
+    recorded is new: named with the command that records it, not run, and a failure."""
     expected = json.loads(EXPECTED_FILE.read_text(encoding="utf-8"))
+    new = [case for case in cases if case.name not in expected]
+    cases = [case for case in cases if case.name in expected]
+    for case in new:
+        print(f"NEW {case.name}: no expectation recorded")
+    if new:
+        print(f"record them: {refresh_command(new)}; review and commit git diff results/regression")
+    if not cases:
+        print(f"0 cases run, {len(new)} new")
+        return 1
     with tempfile.TemporaryDirectory(prefix="regression-cache-") as folder:
         cache_dir = Path(folder)
         seeded = seed_cache(ResponseCache(cache_dir / "llm_responses.sqlite"), REPLAY_FILE)
@@ -230,16 +262,15 @@ def check(cases: Sequence[Case], tolerance: float) -> int:
     problems = [
         f"{case.name}: {line}"
         for case in cases
-        for line in (
-            differences(expected[case.name], actual[case.name], tolerance)
-            if case.name in expected
-            else ["no expectation recorded (run make regression-refresh)"]
-        )
+        for line in differences(expected[case.name], actual[case.name], tolerance)
     ]
     for line in problems:
         print(f"MISMATCH {line}")
-    print(f"{len(cases)} cases, {len(problems)} mismatches (float tolerance {tolerance:g})")
-    return 1 if problems else 0
+    print(
+        f"{len(cases)} cases, {len(problems)} mismatches (float tolerance {tolerance:g}), "
+        f"{len(new)} new"
+    )
+    return 1 if problems or new else 0
 
 
 def refresh(cases: Sequence[Case], source_cache: Path, *, partial: bool) -> None:
@@ -275,6 +306,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--case", action="append", help="only cases whose name matches this glob (repeatable)"
     )
     parser.add_argument(
+        "--method", action="append", help="only the cases of this method config (repeatable)"
+    )
+    parser.add_argument(
         "--source-cache", type=Path, default=REPO_ROOT / ".cache", help="refresh: LLM cache to copy"
     )
     args = parser.parse_args(argv)
@@ -283,11 +317,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         cases = [case for case in cases if case.name.split("/")[0] in args.group]
     if args.case:
         cases = [c for c in cases if any(fnmatch.fnmatchcase(c.name, p) for p in args.case)]
+    if args.method:
+        cases = [case for case in cases if method_of(case) in args.method]
     if not cases:
-        parser.error("no case matches --group/--case")
+        parser.error("no case matches --group/--case/--method")
     if args.command == "check":
         return check(cases, tolerance)
-    refresh(cases, args.source_cache, partial=bool(args.group or args.case))
+    refresh(cases, args.source_cache, partial=bool(args.group or args.case or args.method))
     return 0
 
 

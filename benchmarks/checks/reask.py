@@ -1,4 +1,4 @@
-"""``python -m benchmarks.tables.report.reask``: how far re-asking the model moves Table 1's QA runs.
+"""``python -m benchmarks.checks.reask``: how far re-asking the model moves Table 1's QA runs.
 
 ``make reproduce-table1`` answers from Table 1's recorded replies; with ``REASK=1`` it also runs
 the QA grid with every request asked again (``llm_cache_mode=off``) into a second runs folder.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.tables.render import Table
+from benchmarks.render import Table
 from benchmarks.tables.report.naming import row_key
 from benchmarks.tables.report.runs import ReportError, Run, in_repo, load_runs, parse_where
 
@@ -83,7 +83,7 @@ def changes_table(rows: Sequence[Changes], recorded_dir: Path, reasked_dir: Path
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Compare, print the table and write it to ``--out``."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.tables.report.reask")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.checks.reask")
     parser.add_argument("--recorded", type=Path, required=True)
     parser.add_argument("--reasked", type=Path, required=True)
     parser.add_argument("--dataset", default="locomo")

@@ -1,4 +1,4 @@
-"""``python -m benchmarks.tables.report.reproduced COMMITTED.csv REPRODUCED.csv``: did a table reproduce?
+"""``python -m benchmarks.checks.reproduced COMMITTED.csv REPRODUCED.csv``: did a table reproduce?
 
 A report's CSV holds two kinds of columns: what the runs measured (scores with their intervals
 and counts, p-values, the audited key's columns, context tokens, run ids) and what producing them

@@ -1,12 +1,12 @@
 """Why a method won or lost a question: a filterable question list, each question's gold answer
 and evidence beside every run's context (evidence highlighted, other turns dimmed), scores,
-verdicts and costs, and the diff of any two runs (:mod:`benchmarks.tables.diff`). Built from
+verdicts and costs, and the diff of any two runs (:mod:`benchmarks.inspection.diff`). Built from
 result files and the dataset only: one self-contained HTML page (``--out``) for a small set, or
 a local server (``--serve``) that reads the runs as they are asked for, for any size.
 
-    python -m benchmarks.tables.inspect RUN_DIR [RUN_DIR ...] --out FILE.html
-    python -m benchmarks.tables.inspect --table results/table1.csv --out results/table1_inspect.html
-    python -m benchmarks.tables.inspect --serve [--host H] [--port P] RUN_DIR ... | --table CSV
+    python -m benchmarks.inspection.inspect RUN_DIR [RUN_DIR ...] --out FILE.html
+    python -m benchmarks.inspection.inspect --table results/table1.csv --out results/table1_inspect.html
+    python -m benchmarks.inspection.inspect --serve [--host H] [--port P] RUN_DIR ... | --table CSV
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.tables.inspector.index import Index
-from benchmarks.tables.inspector.model import InspectError, build_model, load_dataset, read_run
-from benchmarks.tables.inspector.page import render_page
-from benchmarks.tables.inspector.server import serve
+from benchmarks.inspection.index import Index
+from benchmarks.inspection.model import InspectError, build_model, load_dataset, read_run
+from benchmarks.inspection.page import render_page
+from benchmarks.inspection.server import serve
 from benchmarks.tables.report.runs import in_repo
 
 #: The largest single-file page written (MB, estimated before it is built): past it a browser
@@ -55,7 +55,7 @@ def table_runs(table: Path, runs_dir: Path) -> list[Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.tables.inspect", description=__doc__.split("\n\n")[0]
+        prog="python -m benchmarks.inspection.inspect", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("runs", nargs="*", type=Path, help="run folders (results/runs/<id>)")
     parser.add_argument("--table", type=Path, help="also the runs of a report csv's run column")

@@ -1,4 +1,5 @@
-"""FraCom §3.2, Compose: the propositional graph (Eqs. 1–4, Algorithm 1) and memory retention.
+"""FraCom's memory, §3.2 Compose: the propositional graph (Eqs. 1–4, Algorithm 1), its propositions
+with their provenance, and memory retention; stored as JSON and back.
 
 One node per proposition (``prop:i`` is ``propositions[i]``), predicate and argument nodes shared
 by identity (:func:`memsys.propositions.phrase_key`), proposition–predicate and
@@ -19,7 +20,7 @@ import networkx as nx
 import numpy as np
 
 from memsys.embed import Embedder
-from memsys.graph_store import count_kinds
+from memsys.graph_store import count_kinds, graph_from_json, graph_to_json
 from memsys.propositions import Proposition, phrase_key
 from memsys.types import Session
 
@@ -103,6 +104,25 @@ class FraComMemory:
 
     def statistics(self) -> dict[str, Any]:
         return {**count_kinds(self.graph), "report": self.report}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "graph": graph_to_json(self.graph),
+            "propositions": [p.to_json() for p in self.propositions],
+            "turns": self.turns,
+            "report": self.report,
+            "speakers": list(self.speakers),
+        }
+
+    @classmethod
+    def from_json(cls, payload: dict[str, Any]) -> FraComMemory:
+        return cls(
+            graph_from_json(payload["graph"]),
+            [StoredProposition.from_json(p) for p in payload["propositions"]],
+            dict(payload["turns"]),
+            dict(payload["report"]),
+            tuple(payload["speakers"]),
+        )
 
 
 def compose(graph: nx.Graph, propositions: Sequence[StoredProposition], first: int) -> None:

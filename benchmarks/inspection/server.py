@@ -6,7 +6,7 @@ It serves the inspector's page without data and the JSON routes its script asks:
 questions and one compact cell per run and question),
 ``api/question?id=`` (one question, every run's context and verdicts, read from disk when asked)
 and ``api/diff?a=&b=`` (two runs compared when asked, as ``memsys-bench diff`` does), all from
-:class:`~benchmarks.tables.inspector.index.Index`. Nothing else is served.
+:class:`~benchmarks.inspection.index.Index`. Nothing else is served.
 
 Safe by default: it binds 127.0.0.1 unless told otherwise; it answers only requests whose
 ``Host`` names it (a loopback name, the address it binds, or one given with ``--allow-host``), so
@@ -23,8 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from benchmarks.tables.inspector.index import Index
-from benchmarks.tables.inspector.page import render_page
+from benchmarks.inspection.index import Index
+from benchmarks.inspection.page import render_page
 
 #: Names a local browser uses for this machine.
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")

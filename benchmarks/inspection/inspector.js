@@ -1,5 +1,5 @@
 // The inspector's page: reads the embedded model (a single file) or asks the server that sent it
-// (api/index, api/question, api/diff: benchmarks.tables.inspector.server), routes on the URL's
+// (api/index, api/question, api/diff: benchmarks.inspection.server), routes on the URL's
 // hash (so links work from file:// and can be shared), and builds every element with
 // textContent: data never becomes markup.
 "use strict";
@@ -8,7 +8,7 @@ const EMBEDDED = document.getElementById("data");
 let DATA = null;
 let RUNS = [];
 let RUN_BY_ID = {};
-let F1 = null; // the F1 the flags, the list and the diff read (benchmarks.tables.diff)
+let F1 = null; // the F1 the flags, the list and the diff read (benchmarks.inspection.diff)
 
 async function fetchJson(path) {
   const response = await fetch(path);

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -29,7 +29,6 @@ from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.metrics.longmemeval_official import GRANULARITIES, Corpus, metric_names
 from benchmarks.metrics.ranking import record_scores
 from benchmarks.metrics.stats import MIN_CLUSTERS, bootstrap_ci, resampling_unit
-from benchmarks.pipeline.settings import RunSettings
 
 SCORE_NAMES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
 #: The levels LongMemEval scores a record's stored ``ranking`` at.
@@ -200,9 +199,32 @@ def failure_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
+class SubsetFacts(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class RunFacts(Protocol):
+    """What the summary of a run names and seeds from: the run's settings
+    (:class:`benchmarks.pipeline.settings.RunSettings` has them all)."""
+
+    @property
+    def dataset(self) -> str: ...
+    @property
+    def variant(self) -> str | None: ...
+    @property
+    def subset(self) -> SubsetFacts: ...
+    @property
+    def template(self) -> str | None: ...
+    @property
+    def adversarial(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+
+
 def summarize_run(
     records: Sequence[dict[str, Any]],
-    settings: RunSettings,
+    settings: RunFacts,
     *,
     unit: str = "conversation",
     corpora: Mapping[str, Corpus] | None = None,

@@ -1,7 +1,7 @@
 """The inspector as one self-contained HTML file: the model as JSON in a ``<script
 type="application/json">`` tag, the page's script and style inline, nothing fetched, so it opens
 from ``file://`` offline and can be mailed as it is. The served inspector sends the same page
-without the data: its script asks the server (:mod:`benchmarks.tables.inspector.server`).
+without the data: its script asks the server (:mod:`benchmarks.inspection.server`).
 
 Every string of the model comes from run files and datasets, which are untrusted: the JSON is
 written with ``<``, ``>`` and ``&`` escaped (no ``</script>`` can close the data tag early), and
@@ -37,9 +37,9 @@ def script_json(data: Any) -> str:
 
 
 def render_page(model: dict[str, Any] | None, title: str | None = None) -> str:
-    """The whole page for ``model`` (:func:`benchmarks.tables.inspector.model.build_model`);
+    """The whole page for ``model`` (:func:`benchmarks.inspection.model.build_model`);
     with no model, the page a server sends, whose script asks the server for its data
-    (:mod:`benchmarks.tables.inspector.server`)."""
+    (:mod:`benchmarks.inspection.server`)."""
     style = (ASSETS / "inspector.css").read_text(encoding="utf-8")
     script = (ASSETS / "inspector.js").read_text(encoding="utf-8")
     heading = model["title"] if model is not None else title or "memsys-bench inspector"

@@ -21,6 +21,9 @@ Readings taken:
   key so that a column header carries its number as a superscript marker (``Ev. recall¹``):
   what a column means, how its cells were computed, what a dash in it says, kept out of the
   header row so the table stays narrow.
+* **Documents** (:class:`Document`) are what a table file from runs is: a title, the setting
+  under it, tables and other blocks, the numbered notes; as markdown, as tex (tables only,
+  setting and notes as comments) and, given one record per row, as csv.
 """
 
 from __future__ import annotations
@@ -200,3 +203,56 @@ class Footnotes:
 
 def _latex_row(cells: Iterable[Any]) -> str:
     return " & ".join(latex_escape(cell) for cell in cells) + r" \\"
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document of tables, as every table file from runs is laid out: a ``#`` title, the
+    setting paragraphs under it, its blocks (a :class:`Table`, written without alignment
+    marks, or markdown lines written as they are: a sub-heading, a table at another level, a
+    list), then the numbered notes the headers mark."""
+
+    title: str
+    setting: Sequence[str]
+    blocks: Sequence[Table | Sequence[str]]
+    notes: Footnotes = Footnotes()
+
+    @property
+    def tables(self) -> list[Table]:
+        """The blocks that are tables."""
+        return [block for block in self.blocks if isinstance(block, Table)]
+
+    @property
+    def header(self) -> list[str]:
+        """The setting and the numbered notes: the csv's and the tex's comment lines."""
+        return [*self.setting, *self.notes.lines()]
+
+    def to_markdown(self) -> str:
+        """Title, setting paragraphs, the blocks, the notes; blocks a blank line apart."""
+        lines = [f"# {self.title}"]
+        for paragraph in self.setting:
+            lines += ["", paragraph]
+        for block in self.blocks:
+            shown = block.markdown_lines(marks=False) if isinstance(block, Table) else block
+            lines += ["", *shown]
+        lines += ["", *self.notes.markdown_lines()]
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self) -> str:
+        """One booktabs float per table, captioned with the title; setting and notes as
+        comments."""
+        lines = [
+            f"% {self.title}",
+            *(f"% {line}" for line in self.header),
+            r"% needs \usepackage{booktabs,graphicx}",
+        ]
+        for table in self.tables:
+            lines += ["", *table.latex_lines(caption=f"{self.title}: {table.title}")]
+        return "\n".join(lines) + "\n"
+
+    def records_csv(self, records: Sequence[Mapping[str, Any]], **options: Any) -> str:
+        """``records`` as csv (the union of their fields, in order of appearance), under the
+        title and :attr:`header` as comment lines."""
+        fields = list(dict.fromkeys(key for record in records for key in record))
+        table = Table.from_records(records, fields, title=self.title, caption=self.header)
+        return table.to_csv(**options)

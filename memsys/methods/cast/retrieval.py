@@ -1,12 +1,22 @@
-"""How CAST reads a question: entities for the semantic graph, and the persons, time expressions
-and places that filter the episodic index (§3.2), by spaCy (``lite``) or by the LLM (``llm``,
-with HippoRAG2's recognition-memory filter over the question's candidate facts)."""
+"""CAST's retrieval (papers/cast.txt §3.2, §3.3.3, Algorithm 2, §4.3.2): how a question is read,
+and how the semantic and episodic top-k lists are combined.
+
+Reading a question: entities for the semantic graph, and the persons, time expressions and
+places that filter the episodic index (§3.2), by spaCy (``lite``) or by the LLM (``llm``, with
+HippoRAG2's recognition-memory filter over the question's candidate facts). The searches
+themselves are :meth:`.hipporag.PassageGraphIndex.search` and :func:`.episodic.search_scenes`.
+
+Fusion (``fusion``): ``rerank`` is the paper's method; ``slot3`` its fusion ablation; ``union``
+the reading of §3.2's "combine E_sem(q) and E_epi(q) into a single evidence set"; ``none`` the
+semantic half alone (a control the paper does not report, to measure what the episodic half
+adds).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from memsys.llm.backbone import Backbone
 from memsys.llm.structured import ExtractionReport, ask_json_many
@@ -16,10 +26,14 @@ from memsys.propositions import PropositionExtractor, grounded, phrase_key
 from .hipporag import Triple, fact_text
 from .prompts import FILTER_PROMPT, FILTER_SCHEMA, QUERY_PROMPT, QUERY_SCHEMA
 
+T = TypeVar("T")
+
 QUERY_MAX_TOKENS = 120
 #: HippoRAG2's filter keeps "up to 4" of its candidate facts.
 FILTER_KEEP = 4
 FILTER_MAX_TOKENS = 200
+#: How the semantic and episodic lists are combined (module docstring).
+FUSIONS = ("rerank", "slot3", "union", "none")
 
 
 @dataclass(frozen=True)
@@ -124,3 +138,53 @@ def recognition_filter(
 
 def _key(triple: Sequence[str]) -> str:
     return phrase_key(fact_text(tuple(triple)))  # type: ignore[arg-type]
+
+
+# -- Fusion --------------------------------------------------------------------------------------
+
+
+def fuse(semantic: Sequence[T], episodic: Collection[T]) -> list[T]:
+    """Algorithm 2: semantic items also found episodically first, each block in semantic order;
+    no item is added.
+
+    >>> fuse(["a", "b", "c", "d"], {"d", "b", "x"})
+    ['b', 'd', 'a', 'c']
+    """
+    found = set(episodic)
+    return [m for m in semantic if m in found] + [m for m in semantic if m not in found]
+
+
+def insert_at_slot(semantic: Sequence[T], episodic: Sequence[T], k: int, slot: int = 3) -> list[T]:
+    """The slot-3 ablation: the best episodic item not yet listed goes to position ``slot``, and
+    the list is cut back to ``k`` (both fusions hand the reader the same number of items).
+
+    >>> insert_at_slot(["a", "b", "c", "d", "e"], ["b", "x"], k=5)
+    ['a', 'b', 'x', 'c', 'd']
+    """
+    fused = list(semantic)
+    extra = next((m for m in episodic if m not in set(semantic)), None)
+    if extra is not None:
+        fused.insert(min(slot - 1, len(fused)), extra)
+    return fused[:k]
+
+
+def union(semantic: Sequence[T], episodic: Sequence[T]) -> list[T]:
+    """E_sem ∪ E_epi: Algorithm 2's order, then the episodic items not in the semantic list.
+
+    >>> union(["a", "b", "c"], ["c", "x", "a", "y"])
+    ['a', 'c', 'b', 'x', 'y']
+    """
+    fused = fuse(semantic, episodic)
+    listed = set(semantic)
+    return fused + [m for m in dict.fromkeys(episodic) if m not in listed]
+
+
+def combine(fusion: str, semantic: Sequence[T], episodic: Sequence[T], k: int) -> list[T]:
+    """The fused ranked list for the configured ``fusion`` (one of :data:`FUSIONS`)."""
+    if fusion == "rerank":
+        return fuse(semantic, episodic)
+    if fusion == "slot3":
+        return insert_at_slot(semantic, episodic, k)
+    if fusion == "union":
+        return union(semantic, episodic)
+    return list(semantic)

@@ -1,12 +1,12 @@
 """The served inspector's index: what the question list needs of every run (one compact cell per
-question, :func:`~benchmarks.tables.inspector.model.result_summary`) and where each question's
+question, :func:`~benchmarks.inspection.model.result_summary`) and where each question's
 record lies in each run's log, so that a question page reads just its records from disk.
 
 Built once, when the server starts, one run at a time: the runs' full records (contexts of
 thousands of tokens) are never held in memory together. A run still being written is read up to
 its last complete record; when its log grows, the next request for the question list indexes
 it again. The diff of two runs is computed when asked, from each run's outcomes
-(:func:`benchmarks.tables.diff.compare`, the definition ``memsys-bench diff`` prints).
+(:func:`benchmarks.inspection.diff.compare`, the definition ``memsys-bench diff`` prints).
 
 Only the files a run folder is known by are read (``config.yaml``, ``metrics.json``,
 ``predictions.jsonl``, ``questions.json``), and only when they lie inside it: a link out of the
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.data.specs import spec_of
-from benchmarks.tables import diff
-from benchmarks.tables.inspector.model import (
+from benchmarks.inspection import diff
+from benchmarks.inspection.model import (
     Dataset,
     InspectError,
     load_dataset,

@@ -1,0 +1,275 @@
+"""The judge at work: :class:`Judge` asks a backbone for each answer's verdict under a protocol of
+:mod:`benchmarks.metrics.judge` and reads the reply as that protocol's evaluator reads it.
+
+A reply that can fail to parse (mem0's, the project's JSON) and does is asked again, up a ladder
+of new requests (so the cache cannot hand back the same bad reply): the prompt, the prompt with a
+reminder after the bad reply, then the prompt sampled with seeds 3, 4, ...
+(:data:`RESAMPLE_TEMPERATURE`). This is the harness's, not an evaluator's: mem0's script stops on
+such a reply. One run sends at most :data:`ATTEMPTS_PER_RUN` of them to the model; a rung whose
+reply is cached and unparseable is passed over at no cost, so a rerun asks new rungs instead of
+failing on the old replies. When that fails too, or the call itself fails, the verdict is a
+counted failure (``correct is None``), never a silent 0 or 1; the next run asks again, until
+:data:`MAX_ATTEMPTS` rungs have been tried and the failure is final.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.metrics.judge import (
+    CALL_FAILED,
+    LABEL_JSON_REPLY,
+    LOCOMO_SCHEMA,
+    LONGMEMEVAL_REPLY,
+    MEM0_REPLY,
+    PROTOCOLS,
+    YES_NO_JSON_REPLY,
+    YES_NO_SCHEMA,
+    JudgePrompt,
+    Verdict,
+    check_protocols,
+    judge_prompt,
+)
+from memsys.llm.backbone import Backbone
+from memsys.llm.errors import LLMError
+from memsys.llm.jsonout import JSONReplyParser
+from memsys.llm.types import LLMRequest, LLMResponse, Message, SamplingParams
+from memsys.types import Question
+
+RETRY_REMINDER = "Your reply was not the JSON asked for. Reply with the JSON object only."
+#: Requests one run sends to the model for one verdict (cached rungs are not counted).
+ATTEMPTS_PER_RUN = 2
+#: Rungs of the ladder in all; a verdict still unparseable after them is a final failure.
+MAX_ATTEMPTS = 6
+#: Sampling temperature of rungs 3 and up (rung ``n`` has seed ``n``): greedy decoding would
+#: repeat the reply that could not be parsed.
+RESAMPLE_TEMPERATURE = 0.7
+#: mem0's ``extract_json`` (``mem0/memory/utils.py``): the reply stripped, then the content of
+#: its first code fence (optionally tagged ``json``) if it has one, else all of it.
+MEM0_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
+
+
+def ladder_request(prompt: JudgePrompt, rung: int, last_reply: str, max_tokens: int) -> LLMRequest:
+    """Rung ``rung`` of the ladder (see the module docstring); ``last_reply`` is the reply of
+    the rung below (rung 2 quotes rung 1's); ``max_tokens`` caps a reply whose format sets no
+    cap of its own."""
+    messages: list[Message] = [{"role": "user", "content": prompt.text}]
+    reply = prompt.reply
+    params = SamplingParams(max_tokens=reply.max_tokens or max_tokens, json_schema=reply.schema)
+    if rung == 2:
+        messages += [
+            {"role": "assistant", "content": last_reply},
+            {"role": "user", "content": RETRY_REMINDER},
+        ]
+    elif rung > 2:
+        params = dataclasses.replace(params, temperature=RESAMPLE_TEMPERATURE, seed=rung)
+    return LLMRequest(tuple(messages), params, shared_prefix=prompt.prefix)
+
+
+class YesNoReader:
+    """LongMemEval's reading: ``'yes' in reply.strip().lower()``; every reply is a verdict."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = {"yes": 0, "no": 0}
+
+    def read(self, text: str) -> tuple[bool | None, str | None]:
+        """The verdict of one reply and, when there is none, why."""
+        verdict = "yes" in text.strip().lower()
+        with self._lock:
+            self._counts["yes" if verdict else "no"] += 1
+        return verdict, None
+
+    def counts(self) -> dict[str, int]:
+        """Outcome counts so far (JSON-serializable)."""
+        with self._lock:
+            return dict(self._counts)
+
+
+class Mem0LabelReader:
+    """mem0's reading: ``json.loads(extract_json(reply))["label"] == "CORRECT"``
+    (:data:`MEM0_FENCE`). A reply mem0's script would stop on (no JSON, or JSON without a
+    ``label``) has no verdict: the ladder asks again."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = {"clean": 0, "unparseable": 0, "invalid": 0}
+
+    def read(self, text: str) -> tuple[bool | None, str | None]:
+        """The verdict of one reply and, when there is none, why."""
+        stripped = text.strip()
+        fenced = MEM0_FENCE.search(stripped)
+        try:
+            value = json.loads(fenced.group(1) if fenced else stripped)
+        except ValueError as error:
+            return self._count("unparseable", None, f"unparseable verdict: {error}")
+        if not isinstance(value, dict) or "label" not in value:
+            return self._count("invalid", None, f"unparseable verdict: no label in {text[:200]!r}")
+        return self._count("clean", value["label"] == "CORRECT", None)
+
+    def counts(self) -> dict[str, int]:
+        """Outcome counts so far (JSON-serializable)."""
+        with self._lock:
+            return dict(self._counts)
+
+    def _count(
+        self, outcome: str, verdict: bool | None, error: str | None
+    ) -> tuple[bool | None, str | None]:
+        with self._lock:
+            self._counts[outcome] += 1
+        return verdict, error
+
+
+class ProjectJSONReader:
+    """The project's JSON protocols: the reply repaired and checked against ``schema``
+    (:class:`~memsys.llm.jsonout.JSONReplyParser`); ``key`` holding ``accepted`` is a yes."""
+
+    def __init__(self, schema: Mapping[str, Any], key: str, accepted: str) -> None:
+        self.parser = JSONReplyParser(schema)
+        self.key, self.accepted = key, accepted
+
+    def read(self, text: str) -> tuple[bool | None, str | None]:
+        """The verdict of one reply and, when there is none, why."""
+        parsed = self.parser.parse(text)
+        if not parsed.ok:
+            return None, f"unparseable verdict: {parsed.error}"
+        return parsed.value[self.key] == self.accepted, None
+
+    def counts(self) -> dict[str, int]:
+        """Outcome counts so far (JSON-serializable)."""
+        return self.parser.counts()
+
+
+@dataclass
+class _Grading:
+    """One verdict on its way up the ladder."""
+
+    prompt: JudgePrompt
+    rung: int = 0
+    asked: int = 0
+    reply: str = ""
+    error: str | None = None
+    call_failed: bool = False
+    correct: bool | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+    def climbing(self) -> bool:
+        """Whether this verdict takes the next rung in this run."""
+        if self.correct is not None or self.call_failed:
+            return False  # a failed call is asked again by the next run, from the bottom rung
+        return self.asked < ATTEMPTS_PER_RUN and self.rung < MAX_ATTEMPTS
+
+    def next_request(self, max_tokens: int) -> LLMRequest:
+        return ladder_request(self.prompt, self.rung + 1, self.reply, max_tokens)
+
+    def verdict(self) -> Verdict:
+        final = self.correct is None and not self.call_failed and self.rung >= MAX_ATTEMPTS
+        return Verdict(
+            self.correct,
+            self.reply,
+            self.rung,
+            self.error,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.latency_s,
+            self.asked,
+            final,
+        )
+
+
+def _booked_once(grading: _Grading, booked: set[int]) -> Verdict:
+    """``grading``'s verdict; a grading shared by several protocols books its cost on the first
+    and is ``shared`` (no cost) on the others, so summed costs count each call once."""
+    verdict = grading.verdict()
+    if id(grading) not in booked:
+        booked.add(id(grading))
+        return verdict
+    return dataclasses.replace(
+        verdict,
+        attempts=0,
+        asked=0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        latency_s=0.0,
+        shared=True,
+    )
+
+
+class Judge:
+    """Grades answers through a backbone under one or more protocols; reply outcomes are
+    counted per reader (``parsers``) for the run summary.
+
+    Taking up a protocol named after an evaluator reads and verifies its source file: a missing
+    or altered one raises :class:`~benchmarks.metrics.official_prompts.EvaluatorFileError` here,
+    before any work, and only for the protocols that need it. ``max_tokens`` caps the replies of
+    the project's protocols (the evaluators' have their own caps)."""
+
+    def __init__(
+        self, backbone: Backbone, *, protocols: Sequence[str], max_tokens: int = 32
+    ) -> None:
+        check_protocols(protocols)
+        self.backbone = backbone
+        self.protocols = tuple(dict.fromkeys(protocols))
+        for name in self.protocols:
+            if PROTOCOLS[name].official_text is not None:
+                PROTOCOLS[name].official_text()
+        self.max_tokens = max_tokens
+        self.parsers: dict[str, YesNoReader | Mem0LabelReader | ProjectJSONReader] = {
+            LONGMEMEVAL_REPLY.reader: YesNoReader(),
+            MEM0_REPLY.reader: Mem0LabelReader(),
+            LABEL_JSON_REPLY.reader: ProjectJSONReader(LOCOMO_SCHEMA, "label", "CORRECT"),
+            YES_NO_JSON_REPLY.reader: ProjectJSONReader(YES_NO_SCHEMA, "answer", "yes"),
+        }
+
+    def grade_many(
+        self, items: Sequence[tuple[Question, str]], *, stage: str = "judging"
+    ) -> list[dict[str, Verdict]]:
+        """One verdict per protocol per (question, prediction), in order; failures are verdicts
+        too. Protocols that give the same prompt (abstention questions) share one grading;
+        ``stage`` names the calls in the accounting."""
+        by_prompt: dict[tuple[str, str], _Grading] = {}
+        per_item = []
+        for question, prediction in items:
+            gradings = {}
+            for protocol in self.protocols:
+                prompt = judge_prompt(question, prediction, protocol)
+                key = (prompt.text, prompt.reply.reader)
+                gradings[protocol] = by_prompt.setdefault(key, _Grading(prompt))
+            per_item.append(gradings)
+        pending = list(by_prompt.values())
+        # Same instruction, one after another: an in-process model evaluates it once per run of
+        # them (replies do not depend on the order; see LLMRequest.shared_prefix).
+        pending.sort(key=lambda grading: grading.prompt.text[: grading.prompt.prefix])
+        while climbing := [grading for grading in pending if grading.climbing()]:
+            requests = [grading.next_request(self.max_tokens) for grading in climbing]
+            replies = self.backbone.complete_many(requests, stage=stage, return_exceptions=True)
+            for grading, reply in zip(climbing, replies, strict=True):
+                self._take(grading, reply)
+        booked: set[int] = set()
+        return [
+            {protocol: _booked_once(grading, booked) for protocol, grading in gradings.items()}
+            for gradings in per_item
+        ]
+
+    def _take(self, grading: _Grading, reply: LLMResponse | LLMError) -> None:
+        """Record one rung's reply: a verdict, or why there is none."""
+        grading.rung += 1
+        if isinstance(reply, LLMError):
+            grading.asked += 1
+            grading.reply, grading.error = "", f"{CALL_FAILED} {reply}"
+            grading.call_failed = True
+            return
+        grading.asked += not reply.cached
+        grading.prompt_tokens += reply.prompt_tokens
+        grading.completion_tokens += reply.completion_tokens
+        grading.latency_s += reply.latency_s
+        grading.reply = reply.text
+        grading.correct, grading.error = self.parsers[grading.prompt.reply.reader].read(reply.text)
