@@ -3,7 +3,8 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
-# The console command (benchmarks/console): every target below runs through it.
+# The console command (benchmarks/console): the targets run through it (the re-ask report and the
+# reproduction check through python -m).
 BENCH := $(VENV)/bin/memsys-bench
 # Portable llama.cpp build (no -march=native), so a wheel built here runs on any x86-64 host.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF

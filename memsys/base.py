@@ -1,7 +1,7 @@
 """The plugin contract: a memory method is ``construct`` plus ``retrieve``, nothing else.
 
 The runner does batching, caching, resuming, answering and scoring without knowing a method's
-internals. A method receives its services (embedder, token counter, construction LLM) by
+internals. A method receives its services (embedder, token counter, parser, construction LLM) by
 injection, declares what its memory depends on (:meth:`MemorySystem.construction_config`) so
 that constructed memories can be cached and shared across answering backbones, and turns its
 memory into plain JSON and back (no pickle) so the cache is portable and inspectable.
@@ -120,7 +120,7 @@ class MemorySystem(ABC, Generic[MemoryT]):
             constructor = vars(cls).get("__init__")
             if constructor is None:
                 raise TypeError(
-                    f"{cls.__name__} has options: it defines __init__(self, services, **options)"
+                    f"{cls.__name__} has options: it must define __init__(self, services, **options)"
                 )
             _sign_with_options(constructor, options_type)
 
@@ -201,10 +201,11 @@ def undeclared_services(system: MemorySystem[Any], used: set[str]) -> None:
     missing = sorted(used - system.construction_services())
     if missing:
         name = f"{type(system).__module__}.{type(system).__qualname__}"
+        services = f"the {' and the '.join(missing)}"
         raise UndeclaredServiceError(
-            f"{name} used the {', '.join(missing)} while building a memory but does not declare "
-            f"it in construction_services(), so the memory's identity leaves it out; declare it "
-            f"(an LLM: set uses_llm)"
+            f"{name} used {services} while building a memory but its construction_services() "
+            f"does not declare {'them' if len(missing) > 1 else 'it'}, so the memory's identity "
+            "would leave it out: declare it there (an LLM: uses_llm, or the options' uses_llm)"
         )
 
 

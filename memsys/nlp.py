@@ -273,7 +273,7 @@ class NLP:
 
     @property
     def identity(self) -> str:
-        """``<name>-<version>`` of the loaded pipeline (part of a lite memory's cache key)."""
+        """``<name>-<version>`` of the loaded pipeline (part of the memory identity of a method that declares the parser)."""
         return pipeline_identity(self.pipeline)
 
     def parse(self, texts: Sequence[str]) -> list[Any]:

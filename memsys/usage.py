@@ -8,7 +8,9 @@ and ``complete_many``), and the caller compares what was used with what was decl
 
 Recorded per thread of control (a :class:`contextvars.ContextVar`): memories built at once in
 threads, and questions retrieved meanwhile, do not see each other's use. Calls a service makes on
-its own worker threads are recorded once, at the entry the method called.
+its own worker threads are recorded once, at the entry the method called. A limit: a method that
+starts threads of its own and calls a service there is not seen (a new thread starts with an empty
+context); none of the methods here does.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def recording() -> Iterator[set[str]]:
 def record(service: str) -> None:
     """Note that ``service`` (one of :data:`SERVICES`) is being used; nothing outside a
     :func:`recording` block."""
+    if service not in SERVICES:
+        raise ValueError(f"unknown service {service!r}; expected one of {SERVICES}")
     used = _used.get()
     if used is not None:
         used.add(service)

@@ -51,7 +51,7 @@ def main() -> None:
     largest = None
     for conversation in load_locomo():
         _, _, facts, _ = cast.extract(dialogue_utterances(conversation.turns))
-        graph = build_graph(facts, embedder, cast.synonym_threshold)
+        graph = build_graph(facts, embedder, cast.options.synonym_threshold)
         size = graph.number_of_nodes() + graph.number_of_edges()
         print(
             f"{conversation.conversation_id}: {graph.number_of_nodes()} nodes, "

@@ -1,5 +1,6 @@
-"""The import graph of ``memsys/`` and ``benchmarks/`` as the layering rules want it (DESIGN.md):
-no import cycle between modules, the library (``memsys``) never importing the harness above it
+"""The import graph of ``memsys/`` and ``benchmarks/`` as the layering rules want it: every import
+going down the layer map of ``docs/architecture.md``, no module over :data:`MAX_MODULE_LINES`
+lines, no import cycle between modules, the library (``memsys``) never importing the harness above it
 (``benchmarks``), the library free of the config framework (Hydra, OmegaConf), which is the
 harness's business, and the library's shared building blocks (everything outside
 ``memsys/methods/`` and the LLM providers) importing no method and no concrete provider.
@@ -32,8 +33,6 @@ UPPER = ("memsys.methods", "memsys.llm.providers")
 PROVIDER_INTERFACE = "memsys.llm.providers.base"
 
 
-#: ``memsys`` modules that still import the config framework (removed on another branch);
-#: :func:`test_no_new_config_framework_import_in_memsys` keeps the list from growing.
 @dataclass(frozen=True)
 class Import:
     """One imported name: the module it resolves to, and where the statement is."""

@@ -47,10 +47,13 @@ def without_registry(cfg: DictConfig) -> DictConfig:
 
     The block says what a ``conf/method`` config is and which grids run it
     (:mod:`benchmarks.registry`, which reads it from each file's own YAML); Hydra composes it
-    into the method's node like any key. It is no option: taken out here, the one place, by
+    into the method's node like any key. It is no option: taken out here by
     :func:`compose_config` and at the runner's entry (:func:`benchmarks.pipeline.run.run`)
-    before anything reads the config, it reaches no run id, constructor, option check or saved
-    ``config.yaml``. A config without a method node (the segmentation runner's) is unchanged.
+    before anything reads the config, it reaches no constructor, option check or run's own
+    ``config.yaml`` (Hydra's copy under ``.hydra/``, saved before the runner starts, keeps it;
+    nothing reads that copy), and :func:`benchmarks.pipeline.settings.run_identity` leaves it out
+    of a run id however a config was composed. A config without a method node (the segmentation
+    runner's) is unchanged.
     """
     method = cfg.get("method") if isinstance(cfg, DictConfig) and "method" in cfg else None
     if isinstance(method, DictConfig) and KEY in method:

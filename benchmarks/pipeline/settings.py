@@ -327,7 +327,7 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
     identity = {key: value for key, value in resolved.items() if key not in LOCATION_KEYS}
     # However the config was composed (a raw Hydra compose keeps it): the registry block is no
     # option of the method (:func:`benchmarks.config.compose.without_registry`).
-    identity.get("method", {}).pop(REGISTRY_KEY, None)
+    (identity.get("method") or {}).pop(REGISTRY_KEY, None)
     record_context_order(identity, context_order(cfg))
     drop_embedder_default(identity)
     drop_server_locations(identity)

@@ -1,1 +1,1 @@
-"""Table producers: every table the harness writes, from run records to markdown, CSV and LaTeX."""
+"""Table producers: the tables built from run records (written by :mod:`benchmarks.render`)."""

@@ -144,9 +144,7 @@ class FraCom(MemorySystem[FraComMemory]):
         config: dict[str, Any] = {"extraction": self.options.extraction}
         if self.options.extraction == "llm":
             config["prompt"] = FRAGMENT_PROMPT
-        if (
-            self.options.retained_sessions is not None
-        ):  # absent for the main method: its key is as before
+        if self.options.retained_sessions is not None:  # absent for the main method's config
             config["retained_sessions"] = self.options.retained_sessions
         return config
 
