@@ -38,6 +38,7 @@ its method config and its published file: its entry in the paper grids is derive
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -242,6 +243,10 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+#: Where one sentence ends and another begins ("Eq. 6" and "e.g. a" do not).
+SENTENCE_BREAK = re.compile(r"\. [A-Z]")
+
+
 def entry(path: Path) -> Entry:
     """A method YAML's checked declaration; errors name the file."""
     declared = declaration(path)
@@ -249,7 +254,7 @@ def entry(path: Path) -> Entry:
         raise ValueError(f"{path}: registry block needs exactly {sorted(DECLARED)}")
     problems = []
     about = declared["about"]
-    if not isinstance(about, str) or not about.endswith(".") or ". " in about.rstrip("."):
+    if not isinstance(about, str) or not about.endswith(".") or SENTENCE_BREAK.search(about):
         problems.append(f"about must be one sentence ending in '.', not {about!r}")
     if declared["role"] not in ROLES:
         problems.append(f"role {declared['role']!r} not one of {ROLES}")

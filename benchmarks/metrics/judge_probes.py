@@ -34,7 +34,6 @@ from memsys.types import Conversation, Question
 
 #: A run's graded probes, in its directory.
 PROBES_FILE = "judge_probes.json"
-PROBE_KINDS = ("gold", "other_question", "distractor")
 #: What each probe's verdict should be: the gold answer accepted, the others rejected.
 EXPECTED = {"gold": True, "other_question": False, "distractor": False}
 MIN_WORDS, MAX_WORDS = 4, 40
