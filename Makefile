@@ -159,7 +159,7 @@ bench:  ## performance report -> results/bench.md (every scripts/bench_*.py, wit
 	$(PY) scripts/bench.py
 
 # A value of the runner's config as an experiment composes it: $(call config_value,KEY,OVERRIDES).
-config_value = $(shell $(PY) -m benchmarks.pipeline.config_value $(1) $(2))
+config_value = $(shell $(PY) -m benchmarks.config.print_value $(1) $(2))
 
 # A sweep whose runs may end incomplete (questions or judge probes failed: the command exits 2
 # and names the rerun) must not stop the report after it: $(call sweep,COMMAND) runs it and notes

@@ -151,8 +151,8 @@ def test_the_makefile_reads_the_tables_settings_from_their_experiments(
 ) -> None:
     """Table 1's budget and protocols and Table 2's budget are stated in their experiment configs
     only: the Makefile passes them to a run only when given (BUDGET=, PROTOCOLS=, LME_BUDGET=)
-    and reads the report's filter from the experiment (benchmarks.pipeline.config_value)."""
-    from benchmarks.pipeline.config_value import main as config_value
+    and reads the report's filter from the experiment (benchmarks.config.print_value)."""
+    from benchmarks.config.print_value import main as config_value
 
     makefile = (REPO_ROOT / "Makefile").read_text()
     for variable in ("BUDGET", "PROTOCOLS", "LME_BUDGET"):

@@ -1,10 +1,10 @@
-"""``python -m benchmarks.pipeline.config_value KEY [OVERRIDE ...]``: one value of the runner's
+"""``python -m benchmarks.config.print_value KEY [OVERRIDE ...]``: one value of the runner's
 config as the overrides compose it, printed as a Hydra override value (``512``, ``[]``,
 ``[mem0,strict]``, ``null``).
 
 So a setting has one home: the Makefile reads Table 1's context budget from
 ``conf/experiment/table1.yaml`` for the report's filter instead of repeating it
-(``python -m benchmarks.pipeline.config_value answer.context_budget +experiment=table1``).
+(``python -m benchmarks.config.print_value answer.context_budget +experiment=table1``).
 """
 
 from __future__ import annotations
@@ -49,9 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Print the value; exit 2 with a usage line, or naming a key the config lacks."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
-        print(
-            "usage: python -m benchmarks.pipeline.config_value KEY [OVERRIDE ...]", file=sys.stderr
-        )
+        print("usage: python -m benchmarks.config.print_value KEY [OVERRIDE ...]", file=sys.stderr)
         return 2
     try:
         value = config_value(args[0], args[1:])
