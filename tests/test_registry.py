@@ -295,36 +295,56 @@ def copy_method_dir(tmp_path: Path) -> Path:
     return folder
 
 
-def test_a_config_without_a_block_or_with_a_bad_value_is_named(tmp_path: Path) -> None:
-    folder = copy_method_dir(tmp_path)
-    (folder / "tiny.yaml").write_text("# A tiny method.\n_target_: memsys.methods.tiny.Tiny\n")
-    with pytest.raises(ValueError, match=r"tiny\.yaml: no top-level 'registry:' mapping"):
-        registry.entries(folder)
+TARGET = "_target_: memsys.methods.tiny.Tiny\n"
+#: A config file's text and the error that names it.
+BAD_DECLARATIONS = [
+    ("# A tiny method.\n", r"no top-level 'registry:' mapping"),
     # the old form, a comment, is no declaration
-    (folder / "tiny.yaml").write_text(
-        "# registry:\n#   role: baseline\n#   paper: none\n#   name: Tiny\n#   grids: []\n"
-        "_target_: memsys.methods.tiny.Tiny\n"
-    )
-    with pytest.raises(ValueError, match=r"tiny\.yaml: no top-level 'registry:' mapping"):
-        registry.entries(folder)
-    (folder / "tiny.yaml").write_text(
+    (
+        "# registry:\n#   role: baseline\n#   paper: none\n#   name: Tiny\n#   grids: []\n",
+        r"no top-level 'registry:' mapping",
+    ),
+    (
         "registry:\n  about: A tiny method.\n  role: methd\n  paper: none\n  name: Tiny\n"
-        "  grids: [table3]\n_target_: memsys.methods.tiny.Tiny\n"
-    )
-    with pytest.raises(ValueError, match=r"tiny\.yaml: role 'methd'.*unknown grids \['table3'\]"):
-        registry.entries(folder)
-    (folder / "tiny.yaml").write_text(
+        "  grids: [table3]\n",
+        r"role 'methd'.*unknown grids \['table3'\]",
+    ),
+    (
         "registry:\n  about: A tiny method. It is tiny\n  role: baseline\n  paper: none\n"
-        "  name: Tiny\n  grids: []\n_target_: memsys.methods.tiny.Tiny\n"
-    )
-    with pytest.raises(ValueError, match=r"tiny\.yaml: about must be one sentence"):
+        "  name: Tiny\n  grids: []\n",
+        r"about must be one sentence",
+    ),
+    (
+        "registry:\n  about: A tiny method. It is tiny.\n  role: baseline\n  paper: none\n"
+        "  name: Tiny\n  grids: []\n",
+        r"about must be one sentence",
+    ),
+    (
+        "registry:\n  role: baseline\n  paper: none\n  name: Tiny\n  grids: []\n",
+        r"registry block needs exactly \['about'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "error"), BAD_DECLARATIONS)
+def test_a_config_without_a_block_or_with_a_bad_value_is_named(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    folder = copy_method_dir(tmp_path)
+    (folder / "tiny.yaml").write_text(text + TARGET)
+    with pytest.raises(ValueError, match=r"tiny\.yaml: " + error):
         registry.entries(folder)
+
+
+def test_an_abbreviation_does_not_end_the_one_sentence(tmp_path: Path) -> None:
+    folder = copy_method_dir(tmp_path)
+    about = "A tiny method, scored as in Eq. 6 of its paper."
     (folder / "tiny.yaml").write_text(
-        "registry:\n  role: baseline\n  paper: none\n  name: Tiny\n  grids: []\n"
-        "_target_: memsys.methods.tiny.Tiny\n"
+        f"registry:\n  about: {about}\n  role: baseline\n  paper: none\n  name: Tiny\n"
+        "  grids: []\n" + TARGET
     )
-    with pytest.raises(ValueError, match=r"tiny\.yaml: registry block needs exactly \['about'"):
-        registry.entries(folder)
+    (tiny,) = [found for found in registry.entries(folder) if found.config == "tiny"]
+    assert tiny.about == about
 
 
 def test_a_variant_declares_itself_and_inherits_no_block(tmp_path: Path) -> None:

@@ -228,9 +228,9 @@ def summarize(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
             run=header["run"],
             overrides=header["overrides"],
             questions=len(records),
-            evidence_recall=mean_or_none(recalls),
+            evidence_recall=rounded_mean(recalls),
             # records written before the field was kept have none: "—", not a partial mean
-            evidence_recall_all_retrieved=mean_or_none(before_budget)
+            evidence_recall_all_retrieved=rounded_mean(before_budget)
             if len(before_budget) == len(recalls)
             else None,
             context_tokens=round(
@@ -263,7 +263,8 @@ def known(values: Iterable[float | None]) -> list[float]:
     return [value for value in values if value is not None]
 
 
-def mean_or_none(values: Sequence[float]) -> float | None:
+def rounded_mean(values: Sequence[float]) -> float | None:
+    """The mean to 4 places, as the ablation records keep it; None for no values."""
     return round(sum(values) / len(values), 4) if values else None
 
 
