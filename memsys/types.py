@@ -8,6 +8,7 @@ from them without any LLM.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -149,12 +150,30 @@ class MemoryItem:
 class Retrieval:
     """What ``retrieve`` returns: items best first, as the method ranked them, and optionally a
     flat JSON ``trace`` of how they were chosen (recorded with the question; ``group`` names the
-    bucket the ablation table reports it under, numbers are measures)."""
+    bucket the ablation table reports it under, numbers are measures).
+
+    ``ranking`` is for the ranking metrics only and never reaches the reader: the turns the
+    method ranks below its items, best first, as deep as its scores go (every unit of its
+    memory), so that a metric at a cut-off deeper than the items is the method's and not the
+    items' depth. ``None``: the method ranks no deeper than its items (the stored ranking then
+    ends with them and a metric past its depth is not computable).
+    """
 
     items: tuple[MemoryItem, ...]
     trace: dict[str, Any] | None = None
+    ranking: tuple[str, ...] | None = None
 
     @property
     def turn_ids(self) -> tuple[str, ...]:
         """Every source turn id, once, in rank order."""
-        return tuple(dict.fromkeys(turn_id for item in self.items for turn_id in item.turn_ids))
+        return ranking_of(self.items)
+
+    @property
+    def ranked_turn_ids(self) -> tuple[str, ...]:
+        """The items' turns, then :attr:`ranking`'s, each once: what the ranking metrics score."""
+        return tuple(dict.fromkeys((*self.turn_ids, *(self.ranking or ()))))
+
+
+def ranking_of(items: Iterable[MemoryItem]) -> tuple[str, ...]:
+    """The turn ids of ``items`` (a method's deeper ranking, best first), each once."""
+    return tuple(dict.fromkeys(turn_id for item in items for turn_id in item.turn_ids))

@@ -56,15 +56,18 @@ def haystacks(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 def lme_record(
     question_id: str, category: str, correct: float | None, *, found: bool = True
 ) -> dict:
-    """One LongMemEval line: a verdict (None = failed), and a stored ranking that puts the
-    answer turn first (``found``) or only the filler's turn."""
+    """One LongMemEval line: a verdict (None = failed), and a full-depth stored ranking of the
+    haystack's two user turns that puts the answer turn first (``found``) or second."""
+    turns = ["answer_1_1", "filler_1_1"] if found else ["filler_1_1", "answer_1_1"]
     line = record(0, category, None) | {
         "question_id": question_id,
         "conversation_id": question_id,
         "is_abstention": question_id.endswith("_abs"),
         "ranking": {
-            "turn": ["answer_1_1" if found else "filler_1_1"],
-            "session": ["answer_1" if found else "filler_1"],
+            "turn": turns,
+            "session": [turn.removesuffix("_1") for turn in turns],
+            "complete": True,
+            "method_turns": 2,
         },
     }
     line["scores"] = {"f1_set": 0.5, "f1_locomo": 0.5, "bleu1": 0.25, "judge_acc": correct}
@@ -103,7 +106,11 @@ def shown(values: list[float]) -> str:
 
 def test_longmemeval_table_2_by_hand(tmp_path: Path) -> None:
     write_run(tmp_path / "runs", "turn", lme_config(TURN_RAG), LME_RECORDS)
-    unanswered = [line | {"scores": {}} for line in LME_RECORDS]
+    # Logged before full-depth rankings: each stored ranking is its one item's turn, no deeper.
+    unanswered = [
+        line | {"scores": {}, "ranking": {"turn": line["ranking"]["turn"][:1], "session": []}}
+        for line in LME_RECORDS
+    ]
     write_run(tmp_path / "runs", "bm25", lme_config(TURN_RAG, template=None), unanswered)
     out = tmp_path / "table2"
     table = report_table2(tmp_path / "runs", out).set_index("run")
@@ -143,18 +150,25 @@ def test_longmemeval_table_2_by_hand(tmp_path: Path) -> None:
     assert header[:2] == ["Method", "Backbone"]  # answered and retrieval-only rows told apart
     assert header[2:9] == [*(f"Session {name}" for name in RANKING_NAMES), "Session n"]
     found = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0]  # every question but tr3_abs and ssu1
-    assert answered[2:16] == [*[shown(found)] * 6, "6"] * 2
-    assert retrieval_only[:2] == ["TurnRAG (dense)", "—"] and retrieval_only[2:16] == answered[2:16]
+    reciprocal = [1.0 if hit else 0.5 for hit in found]
+    # Two turns in two sessions, fully ranked: every recall at 5 and 10 is 1, nDCG too (rank 2
+    # is undiscounted); recall_any@1 and MRR tell the rankings apart.
+    levels = [*[shown([1.0] * 6)] * 4, shown(found), shown(reciprocal), "6"]
+    assert answered[2:16] == levels * 2
+    # One turn deep: recall_any@1 is decided, a cut-off deeper than it and a missed MRR are not.
+    assert retrieval_only[:2] == ["TurnRAG (dense)", "—"]
+    assert retrieval_only[2:16] == ["—", "—", "—", "—", shown(found), "—", "6"] * 2
 
     assert table.loc["turn", "task_averaged_judge_acc"] == round(2 / 3, 4)
     assert table.loc["turn", "overall_judge_acc_mean"] == round(5 / 7, 4)
     assert table.loc["turn", "knowledge_update_judge_acc_n"] == 1
     assert table.loc["turn", "abstention_judge_acc_mean"] == 1.0
     assert table.loc["turn", "abstention_judge_acc_n"] == 1
-    assert table.loc["turn", "session_recall_all@10_mean"] == 0.5
-    assert table.loc["turn", "turn_mrr_mean"] == 0.5
+    assert table.loc["turn", "session_recall_all@10_mean"] == 1.0
+    assert table.loc["turn", "turn_mrr_mean"] == 0.75
     assert table.loc["turn", "turn_ndcg_any@5_n"] == 6
-    assert table.loc["bm25", "session_recall_all@5_n"] == 6
+    assert table.loc["bm25", "session_recall_any@1_n"] == 6
+    assert pd.isna(table.loc["bm25", "session_recall_all@5_mean"])
     assert pd.isna(table.loc["bm25", "task_averaged_judge_acc"])
     assert r"Temporal (n=3)" in (tmp_path / "table2.tex").read_text()
 

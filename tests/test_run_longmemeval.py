@@ -53,9 +53,16 @@ def test_retrieval_metrics_per_question(
             json.loads, (Path(summary["run_dir"]) / "predictions.jsonl").read_text().splitlines()
         )
     }
-    # The ranking is stored in the official corpus's ids (user turns only), for every question.
-    assert records["q1"]["ranking"] == {"turn": ["answer_1_1"], "session": ["answer_1"]}
-    assert records["q2_abs"]["ranking"]["turn"] == ["answer_1_1"]
+    # The ranking is stored in the official corpus's ids (user turns only), for every question,
+    # at full depth: both sessions, although the reader got only the top 2 turns.
+    assert records["q1"]["ranking"] == {
+        "turn": ["answer_1_1", "filler_1_1"],
+        "session": ["answer_1", "filler_1"],
+        "complete": True,
+        "method_turns": 2,
+    }
+    assert records["q1"]["retrieved_items"] == 2  # the reader's items: top_k, unchanged
+    assert records["q2_abs"]["ranking"]["turn"] == ["answer_1_1", "filler_1_1"]
     retrieval = summary["longmemeval"]["retrieval"]
     assert summary["longmemeval"]["retrieval_definition"] == "official"
     assert retrieval["session"]["recall_all@5"] == {  # q2_abs is skipped by the definition

@@ -297,6 +297,8 @@ class LongMemEvalScores:
     overall: Scores
     abstention: Scores
     retrieval: dict[str, dict[str, Scores]]
+    #: Questions the ranking metrics score (their stored ranking decides some metric or none).
+    ranked: int = 0
 
     @property
     def task_averaged(self) -> float | None:
@@ -311,7 +313,9 @@ def longmemeval_scores(
     """Judge verdicts per question type, overall and on abstention questions, and each ranking
     metric per level (LongMemEval's official definition on the stored rankings, over the
     questions it scores and ``corpora`` holds), in record order (the order the bootstrap sees
-    them)."""
+    them). A metric some scored record's stored ranking does not decide (a cut-off deeper than
+    an incomplete ranking: :func:`~benchmarks.metrics.ranking.record_scores`) is left out of
+    its level, so it is not computable for the run rather than the depth's value."""
     judged = [r for r in records if r["scores"].get("judge_acc") is not None]
     verdict = score_of("judge_acc")
     categories = sorted({record["category"] for record in judged})
@@ -328,6 +332,7 @@ def longmemeval_scores(
                 [record["conversation_id"] for record, _ in ranked],
             )
             for name in metric_names()
+            if all(name in levels[level] for _, levels in ranked)
         }
         for level in RANKING_LEVELS
     }
@@ -339,6 +344,7 @@ def longmemeval_scores(
         overall=Scores.of(judged, verdict),
         abstention=Scores.of((r for r in judged if r["is_abstention"]), verdict),
         retrieval=retrieval,
+        ranked=len(ranked),
     )
 
 
@@ -352,6 +358,7 @@ class LongMemEvalCells:
     task_averaged: float | None
     abstention: Cell | None
     retrieval: dict[str, dict[str, Cell | None]]
+    ranked: int = 0
 
 
 def longmemeval_cells(
@@ -379,6 +386,7 @@ def longmemeval_cells(
             level: {name: cell(metrics.get(name, none)) for name in ranking or metrics}
             for level, metrics in scores.retrieval.items()
         },
+        ranked=scores.ranked,
     )
 
 

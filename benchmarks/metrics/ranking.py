@@ -1,11 +1,18 @@
 """LongMemEval rankings: what a run records, how records are scored, and a scorer for anyone's.
 
-A method returns items best first, each covering turns. A record keeps the ranking those items
-make, in the official corpus's ids (:mod:`benchmarks.metrics.longmemeval_official`): ``turn``,
+A method returns items best first, each covering turns, and for scoring its ranking of every
+turn it can rank below them (:attr:`memsys.types.Retrieval.ranking`, never shown to the reader).
+A record keeps that ranking in the official corpus's ids
+(:mod:`benchmarks.metrics.longmemeval_official`), closed by the turns the method's memory holds
+nothing of, in conversation order (the official evaluation ranks the whole corpus): ``turn``,
 the user turns ``<session_id>_<j>`` at their first mention, up to the turn before a 51st
-distinct session (enough for every metric at k <= 50, session level included), and
-``session``, the first 50 distinct sessions. Reports score the stored rankings against the
-dataset, so a definition can change without rebuilding a memory.
+distinct session (enough for every metric at k <= 50, session level included); ``session``,
+the first 50 distinct sessions; ``complete``, whether it is such a full-depth ranking; and
+``method_turns``, how many of ``turn`` the method ranked itself. A method that ranks no deeper
+than its items (and every record logged before full-depth rankings) stores an incomplete one:
+a metric it cannot decide (a cut-off deeper than it, or MRR with no gold in it) is left out,
+so a table shows it as not computable rather than as the depth's value. Reports score the
+stored rankings against the dataset, so a definition can change without rebuilding a memory.
 
 Bring your own rankings::
 
@@ -43,6 +50,7 @@ from benchmarks.metrics.longmemeval_official import (
     SessionTurns,
     metric_names,
     score,
+    session_of,
     turn_id,
 )
 from benchmarks.metrics.stats import bootstrap_ci
@@ -79,18 +87,25 @@ class OfficialIds:
 
     @classmethod
     def of(cls, conversation: Conversation) -> OfficialIds:
+        """``sessions`` lists every turn in conversation order (what closes a ranking)."""
         turns = conversation.turns
         return cls(
             {t.turn_id: official_turn_id(t) for t in turns if t.speaker == "user"},
             {t.turn_id: t.session_id for t in turns},
         )
 
-    def rankings(self, retrieval: Retrieval) -> dict[str, list[str]]:
-        """``{"turn": [...], "session": [...]}`` of ``retrieval`` (see the module docstring)."""
-        ranked = [turn for turn in retrieval.turn_ids if turn in self.sessions]
+    def rankings(self, retrieval: Retrieval) -> dict[str, Any]:
+        """The stored ranking of ``retrieval`` (see the module docstring)."""
+        ranked = [turn for turn in retrieval.ranked_turn_ids if turn in self.sessions]
+        method_turns = len(ranked)
+        complete = retrieval.ranking is not None
+        if complete:
+            listed = set(ranked)
+            ranked += [turn for turn in self.sessions if turn not in listed]
         turns: list[str] = []
         covered: set[str] = set()
-        for turn in ranked:
+        by_method = 0
+        for position, turn in enumerate(ranked):
             if turn not in self.user_turns:
                 continue
             session = dataset_session_id(self.sessions[turn])
@@ -98,10 +113,13 @@ class OfficialIds:
                 break
             covered.add(session)
             turns.append(self.user_turns[turn])
+            by_method += position < method_turns
         sessions = list(dict.fromkeys(self.sessions[turn] for turn in ranked))
         return {
             "turn": turns,
             "session": [dataset_session_id(s) for s in sessions[:STORED_SESSIONS]],
+            "complete": complete,
+            "method_turns": by_method,
         }
 
 
@@ -114,12 +132,34 @@ def stored_turn_ranking(record: Mapping[str, Any]) -> list[str] | None:
 
 
 def record_scores(record: Mapping[str, Any], corpus: Corpus) -> dict[str, dict[str, float]] | None:
-    """A run record's official metrics from its stored turn ranking; None where the definition
+    """A run record's official metrics from its stored turn ranking, each level holding only the
+    metrics that ranking decides (every one where it is complete); None where the definition
     skips the question or the record stored no ranking."""
     turns = stored_turn_ranking(record)
     if corpus.skipped or turns is None:
         return None
-    return score(corpus, "turn", turns)
+    levels = score(corpus, "turn", turns)
+    if record["ranking"].get("complete"):
+        return levels
+    depth = {"turn": len(turns), "session": len({session_of(turn) for turn in turns})}
+    return {
+        level: {
+            name: value for name, value in metrics.items() if decided(name, value, depth[level])
+        }
+        for level, metrics in levels.items()
+    }
+
+
+def decided(metric: str, value: float, depth: int) -> bool:
+    """Whether an incomplete ranking ``depth`` entries deep (turns, or distinct sessions at the
+    session level) decides ``metric``: a cut-off no deeper than it, or an MRR whose gold it holds.
+
+    >>> decided("recall_all@10", 0.0, 5), decided("ndcg_any@5", 0.3, 5), decided("mrr", 0.0, 50)
+    (False, True, False)
+    """
+    if metric == "mrr":
+        return value > 0
+    return int(metric.rsplit("@", 1)[1]) <= depth
 
 
 def load_corpora(

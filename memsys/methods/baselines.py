@@ -47,7 +47,15 @@ from memsys.compression import (
     render_turns,
 )
 from memsys.retrievers import RETRIEVER_KINDS, Retriever, build_retriever
-from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session, Turn
+from memsys.types import (
+    Conversation,
+    MemoryItem,
+    Question,
+    Retrieval,
+    Session,
+    Turn,
+    ranking_of,
+)
 
 #: TurnRAG's memory units: one utterance (the harness's turn), one exchange (the paper's turn).
 TURN_UNITS: tuple[str, ...] = ("utterance", "exchange")
@@ -132,7 +140,7 @@ class FullHistory(ItemMemorySystem):
 
     def retrieve(self, memory: ItemMemory, question: Question) -> Retrieval:
         newest_first = sorted(memory.items, key=lambda item: item.position, reverse=True)
-        return Retrieval(tuple(newest_first))
+        return Retrieval(tuple(newest_first), ranking=())
 
     def construction_config(self) -> dict[str, Any]:
         return {}
@@ -191,12 +199,15 @@ class _RankedItems(ItemMemorySystem):
             self.services.embedder.encode([question.question for question in questions])
 
     def retrieve(self, memory: ItemMemory, question: Question) -> Retrieval:
-        hits = memory.retriever(self.retriever, self).search(question.question, self.top_k)
+        """The ``top_k`` best items; for the ranking metrics, every item by the same search."""
+        retriever = memory.retriever(self.retriever, self)
+        hits = retriever.search(question.question, self.top_k)
         items = tuple(
             MemoryItem(item.text, item.turn_ids, item.timestamp, item.position, score, item.kind)
             for item, score in ((memory.items[index], score) for index, score in hits)
         )
-        return Retrieval(items)
+        every = retriever.search(question.question, len(memory.items))
+        return Retrieval(items, ranking=ranking_of(memory.items[index] for index, _ in every))
 
     def construction_config(self) -> dict[str, Any]:
         """Empty for the plain baselines (their cached memories keep their keys)."""

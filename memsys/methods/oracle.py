@@ -59,7 +59,7 @@ class OracleEvidence(MemorySystem[OracleMemory]):
                 for item, session in zip(memory.items, memory.sessions, strict=True)
                 if session in sessions
             ]
-        return Retrieval(tuple(kept))
+        return Retrieval(tuple(kept), ranking=())  # the rest: unranked, closing the ranking
 
     def construction_config(self) -> dict[str, Any]:
         return {}

@@ -430,9 +430,8 @@ def longmemeval_retrieval_table(report: Report) -> Table:
         cells = identity_cells(report, row, identity)
         for level in RANKING_LEVELS:
             found = row.longmemeval.retrieval[level]
-            first = found[LONGMEMEVAL_RANKING[0]]
             cells += [fmt_cell(found[name]) for name in LONGMEMEVAL_RANKING]
-            cells.append(str(first.n) if first else "0")
+            cells.append(str(row.longmemeval.ranked))
         body.append(cells)
     return section("LongMemEval retrieval", identity, header, body)
 

@@ -201,10 +201,16 @@ class PassageGraphIndex:
         return {node: weight for node, weight in heaviest if weight > 0}
 
     def search(
-        self, query_vector: np.ndarray, phrase_seeds: dict[str, float], settings: SearchSettings
+        self,
+        query_vector: np.ndarray,
+        phrase_seeds: dict[str, float],
+        settings: SearchSettings,
+        *,
+        every: bool = False,
     ) -> list[tuple[int, float]]:
         """Top-k ``(passage index, score)``: PageRank from the phrase seeds (plus every passage's
-        dense score × ``passage_node_weight``), else the dense ranking."""
+        dense score × ``passage_node_weight``), else the dense ranking; ``every``: all passages
+        (the top k first, the same ones)."""
         if len(self.passage_vectors) == 0:
             return []
         dense = self.passage_vectors @ query_vector
@@ -216,5 +222,5 @@ class PassageGraphIndex:
                     seeds[f"passage:{position}"] = float(score) * settings.passage_node_weight
             ranks = self.pagerank.personalized(seeds, alpha=settings.damping)
             scores = ranks[self._passage_rows]
-        top = np.argsort(-scores, kind="stable")[: settings.top_k]
+        top = np.argsort(-scores, kind="stable")[: None if every else settings.top_k]
         return [(int(i), float(scores[i])) for i in top]

@@ -336,13 +336,16 @@ class CAST(MemorySystem[CastMemory]):
             self._kept_facts.update(zip(pending, kept, strict=True))
 
     def retrieve(self, memory: CastMemory, question: Question) -> Retrieval:
+        """The fused top-k (Algorithm 2); for the ranking metrics, every message below them by
+        the semantic search's score (the same PageRank, not cut at k)."""
         if question.question not in self._queries:
             self.prepare_queries([question])
         query = self._queries[question.question]
         query_vector = self.services.embedder.encode([question.question])[0]
         index = memory.semantic_index(self)
         seeds = self.phrase_seeds(memory, index, question, query, query_vector)
-        semantic = index.search(query_vector, seeds, self.search)
+        every = index.search(query_vector, seeds, self.search, every=True)
+        semantic = every[: self.search.top_k]
         ranked = [position for position, _ in semantic]
         episodic = (
             []
@@ -363,7 +366,8 @@ class CAST(MemorySystem[CastMemory]):
                     scores.get(position, 0.0), "message",
                 )
             )  # fmt: skip
-        return Retrieval(tuple(items))
+        deeper = (memory.messages[position]["turn_id"] for position, _ in every)
+        return Retrieval(tuple(items), ranking=tuple(deeper))
 
     def phrase_seeds(
         self,

@@ -52,7 +52,14 @@ from memsys.types import Conversation, MemoryItem, Question, Retrieval, Session
 from .boundary import EmbedderWindow, opening_boundary, shown_without_raw, template_boundary
 from .memory import ESMemMemory, Event
 from .prompts import BOUNDARY_SYSTEM_PROMPT, boundary_messages, boundary_user_prompt, clean_boundary
-from .retrieval import ANCHOR_MODES, CONTEXT_KINDS, RetrievalOptions, rank_events, rank_flat
+from .retrieval import (
+    ANCHOR_MODES,
+    CONTEXT_KINDS,
+    RetrievalOptions,
+    rank_all,
+    rank_events,
+    rank_flat,
+)
 from .segmenter import ESMemSegmenter, lite_annotation
 from .summary import distinctive_words, llm_summary, summary_without_raw
 
@@ -284,8 +291,11 @@ class ESMem(MemorySystem[ESMemMemory]):
         """Embed the batch's questions in one model call (``retrieve`` then reads the cache)."""
         self.services.embedder.encode([question.question for question in questions])
 
-    def rank(self, memory: ESMemMemory, question: Question) -> list[tuple[int, float]]:
-        """``(event index, Score)`` of the top events for ``question``, best first."""
+    def rank(
+        self, memory: ESMemMemory, question: Question, *, every: bool = False
+    ) -> list[tuple[int, float]]:
+        """``(event index, Score)`` of the top events for ``question``, best first; ``every``:
+        all events, those no anchor activates after the others (:func:`.retrieval.rank_all`)."""
         if not memory.events:
             return []
         options = self.options.retrieval
@@ -296,22 +306,23 @@ class ESMem(MemorySystem[ESMemMemory]):
             if self.options.construction.summaries
             else None
         )
+        depth = len(memory.events) if every else options.top_events
         if options.anchors == "none":
             assert summary_scores is not None  # checked in __init__
-            return rank_flat(summary_scores, options.top_events)
-        return rank_events(
-            memory.vectors("boundary", embedder) @ query,
-            summary_scores,
-            anchor_k=options.anchor_k,
-            window=options.window,
-            alpha=options.alpha,
-            top_events=options.top_events,
-        )
+            return rank_flat(summary_scores, depth)
+        anchor_scores = memory.vectors("boundary", embedder) @ query
+        settings = {"anchor_k": options.anchor_k, "window": options.window, "alpha": options.alpha}
+        if every:
+            return rank_all(anchor_scores, summary_scores, **settings)
+        return rank_events(anchor_scores, summary_scores, **settings, top_events=depth)
 
     def retrieve(self, memory: ESMemMemory, question: Question) -> Retrieval:
-        return Retrieval(
-            tuple(self._item(memory.events[j], score) for j, score in self.rank(memory, question))
+        """The top events; for the ranking metrics, every event (:meth:`rank`'s ``every``)."""
+        items = tuple(
+            self._item(memory.events[j], score) for j, score in self.rank(memory, question)
         )
+        every = [memory.events[j] for j, _ in self.rank(memory, question, every=True)]
+        return Retrieval(items, ranking=tuple(t for event in every for t in event.turn_ids))
 
     def _item(self, event: Event, score: float) -> MemoryItem:
         if self.options.retrieval.context == "raw":

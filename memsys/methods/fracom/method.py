@@ -79,6 +79,7 @@ from memsys.methods.fracom.retrieval import (
     RetrievalOptions,
     order,
     plausible_retrieval,
+    rank_every,
 )
 from memsys.propositions import (
     Proposition,
@@ -245,7 +246,10 @@ class FraCom(MemorySystem[FraComMemory]):
             memory, arguments, predicates, self.services.embedder, self.options
         )
         ranked = order(memory, found.scores, self.options.ranking)
-        return Retrieval(self.render(memory, ranked), found.trace(len(memory.propositions)))
+        every = rank_every(memory, arguments, self.services.embedder, self.options)
+        deeper = tuple(memory.propositions[index].turn_id for index in every)
+        trace = found.trace(len(memory.propositions))
+        return Retrieval(self.render(memory, ranked), trace, ranking=deeper)
 
     def render(
         self, memory: FraComMemory, ranked: Sequence[tuple[int, float]]

@@ -139,10 +139,13 @@ def match_arguments(
     arguments: Sequence[str],
     embedder: Embedder,
     options: RetrievalOptions,
+    *,
+    cut: bool = True,
 ) -> ThetaSet:
     """Eq. 5 and θ: every proposition with an argument node of similarity ≥ θ to a query
     argument (or an equal key without plausible retrieval), scored Σ over query arguments of its
-    best such node's similarity × idf."""
+    best such node's similarity × idf. ``cut=False``: Eq. 5 with no θ, every node counting (the
+    ranking metrics' order past the θ-set, :func:`rank_every`)."""
     if not arguments or not memory.propositions:
         return ThetaSet({}, frozenset())
     nodes, vectors = memory.node_vectors("argument", embedder)
@@ -153,6 +156,8 @@ def match_arguments(
         keys = [f"arg:{phrase_key(a)}" for a in arguments]
         similarity = np.array([[float(node == key) for node in nodes] for key in keys])
         threshold = 1.0
+    if not cut:
+        threshold = -math.inf
     speakers = memory.speaker_nodes()
     allowed = np.array([options.speaker_arguments == "keep" or n not in speakers for n in nodes])
     total = len(memory.propositions)
@@ -171,6 +176,16 @@ def match_arguments(
         for index, value in best.items():
             scores[index] = scores.get(index, 0.0) + value
     return ThetaSet(scores, frozenset(scores.keys() - through_other))
+
+
+def rank_every(
+    memory: FraComMemory, arguments: Sequence[str], embedder: Embedder, options: RetrievalOptions
+) -> list[int]:
+    """For the ranking metrics only (never the reader's context): every proposition Eq. 5
+    reaches without the θ cut, best first, ties to the earlier one. The paper retrieves the
+    θ-set alone; ranking the rest by the same score is the harness's reading (fidelity card)."""
+    scores = match_arguments(memory, arguments, embedder, options, cut=False).scores
+    return [index for index, _ in order(memory, scores, "idf")]
 
 
 def filter_by_predicate(

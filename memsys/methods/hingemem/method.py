@@ -388,6 +388,10 @@ class HingeMem(MemorySystem[LongTermMemory]):
         if self.options.retrieval.rerank:
             scores = scores + self.rerank(memory, plan, query)
         ranked = sorted(candidates, key=lambda i: (-scores[i], edges[i].position))
+        rest = sorted(
+            (i for i in range(len(edges)) if i not in candidates),
+            key=lambda i: (-scores[i], edges[i].position),
+        )
         most_similar = min(candidates, key=lambda i: (-similarity[i], edges[i].position))
         ranked_scores = [float(scores[i]) for i in ranked]
         kept, stop_decided = self.depth(ranked_scores, plan.query_type)
@@ -405,11 +409,17 @@ class HingeMem(MemorySystem[LongTermMemory]):
             len(edges),
             stop_decided,
             ranked[0] != most_similar,
+            tuple(rest),
         )
 
     def retrieve(self, memory: LongTermMemory, question: Question) -> Retrieval:
+        """The candidates kept by the stop rule; for the ranking metrics, every candidate, then
+        every other hyperedge by the same score (the paper ranks the candidates alone; the rest
+        is the harness's reading, in the fidelity card)."""
         trace = self.explain(memory, question)
-        return Retrieval(trace.items, trace.summary())
+        edges = memory.hyperedges
+        deeper = (t for i in (*trace.ranked, *trace.rest) for t in edges[i].turn_ids)
+        return Retrieval(trace.items, trace.summary(), ranking=tuple(deeper))
 
     @staticmethod
     def _item(memory: LongTermMemory, edge: Hyperedge, score: float) -> MemoryItem:

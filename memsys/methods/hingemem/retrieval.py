@@ -434,7 +434,8 @@ def adaptive_stop(
 class RetrievalTrace:
     """One retrieval explained: the plan, the ranked candidates with scores, how many were kept,
     how many hyperedges element routing reached, whether the stop rules (not the end of the
-    candidate list) set the depth, and whether the top candidate is not the most similar one."""
+    candidate list) set the depth, whether the top candidate is not the most similar one, and
+    (``rest``) the order the ranking metrics score past the candidates."""
 
     plan: QueryPlan
     ranked: tuple[int, ...]
@@ -445,6 +446,8 @@ class RetrievalTrace:
     hyperedges: int = 0
     stop_decided: bool = False
     top_moved: bool = False
+    #: For the ranking metrics only: every hyperedge that is no candidate, by the same score.
+    rest: tuple[int, ...] = ()
 
     def share(self, count: int) -> float:
         """``count`` as a share of the memory's hyperedges."""

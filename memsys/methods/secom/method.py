@@ -68,7 +68,7 @@ from memsys.methods.secom.segmentation import segment_sessions
 from memsys.retrievers import RETRIEVER_KINDS
 from memsys.segment.base import Segmenter
 from memsys.segment.build import segmenter_from_config
-from memsys.types import Conversation, Question, Retrieval
+from memsys.types import Conversation, Question, Retrieval, ranking_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,12 +173,16 @@ class SeCom(MemorySystem[SeComMemory]):
             self.services.embedder.encode([question.question for question in questions])
 
     def retrieve(self, memory: SeComMemory, question: Question) -> Retrieval:
+        """The best ``top_k`` segments (every segment, best first, by default); for the ranking
+        metrics, every segment by the same search."""
         options = self.options
-        return Retrieval(
-            rank_segments(
-                memory, question.question, options.retriever, self.services, options.top_k
-            )
+        items = rank_segments(
+            memory, question.question, options.retriever, self.services, options.top_k
         )
+        if options.top_k is None:
+            return Retrieval(items, ranking=())
+        every = rank_segments(memory, question.question, options.retriever, self.services, None)
+        return Retrieval(items, ranking=ranking_of(every))
 
     def dump_memory(self, memory: SeComMemory) -> dict[str, Any]:
         return memory.to_json()
