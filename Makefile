@@ -130,10 +130,12 @@ test-full:  ## everything that runs on this machine, slow checks included
 # only interface is loopback (unshare --net, as root), so no traffic leaves 127.0.0.1.
 CLUSTER_PKGS ?= .cluster-packages
 
-test-cluster:  ## a sweep through submitit (local mode) and through a Ray cluster on 127.0.0.1, vs joblib
+test-cluster:  ## sweeps through submitit (local mode) and a Ray cluster on 127.0.0.1, vs joblib; one run over a Ray cluster (executor=ray) vs one process
 	test -d $(CLUSTER_PKGS)/hydra_plugins/hydra_ray_launcher || $(PY) -m pip install -q --target $(CLUSTER_PKGS) "hydra-ray-launcher>=1.2"
 	PATH="$(abspath $(CLUSTER_PKGS))/bin:$$PATH" PYTHONPATH="$(CURDIR):$(abspath $(CLUSTER_PKGS))" \
 		unshare --net sh -c 'ip link set lo up && $(PYTEST) -m cluster -q tests/test_cluster_sweeps.py'
+	$(PY) -c "import ray" 2>/dev/null || $(PY) -m pip install -q -e ".[distributed]"
+	unshare --net sh -c 'ip link set lo up && $(PYTEST) -m cluster -q tests/test_ray_executor.py'
 
 ci-regression:  ## every method/segmenter on small subsets, replayed LLM replies, vs results/regression/
 	$(BENCH) regression check

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cluster_helpers import ray_head
 from run_helpers import fixture_overrides, read_records, stable
 
 from benchmarks.data.paths import REPO_ROOT
@@ -67,30 +65,10 @@ def test_submitit_local_sweep_equals_the_joblib_sweep(
 
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A one-node Ray cluster on 127.0.0.1 (``ray start --head``), stopped afterwards.
-
-    Ray binds its services to the machine's interface address whatever ``--node-ip-address``
-    says, so the cluster starts only where loopback is the sole interface: ``make test-cluster``
-    runs these tests in a network namespace of their own (``unshare --net``).
-    """
+    """A one-node Ray cluster on 127.0.0.1 (:func:`cluster_helpers.ray_head`)."""
     pytest.importorskip("hydra_plugins.hydra_ray_launcher")
-    interfaces = sorted(name for _, name in socket.if_nameindex() if name != "lo")
-    if interfaces:
-        pytest.skip(f"interfaces besides loopback ({', '.join(interfaces)}): `make test-cluster`")
-    ray = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
-    if ray is None:
-        pytest.skip("the `ray` command is not installed (pip install -e '.[ray]')")
-    start = [ray, "start", "--head", "--node-ip-address=127.0.0.1", "--port=0"]
-    start += ["--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"]
-    start += [f"--temp-dir={tmp_path_factory.mktemp('ray')}"]
-    started = subprocess.run(start, capture_output=True, text=True, timeout=180)
-    assert started.returncode == 0, started.stderr[-3000:]
-    address = re.search(r"--address='(127\.0\.0\.1:\d+)'", started.stdout + started.stderr)
-    assert address, started.stderr[-3000:]
-    try:
-        yield address.group(1)
-    finally:
-        subprocess.run([ray, "stop", "--force"], capture_output=True, timeout=120)
+    with ray_head(tmp_path_factory.mktemp("ray")) as address:
+        yield address
 
 
 def test_ray_sweep_on_a_local_cluster_equals_the_joblib_sweep(

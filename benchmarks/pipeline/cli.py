@@ -32,6 +32,7 @@ from omegaconf import DictConfig
 
 from benchmarks.config.values import ConfigError
 from benchmarks.data.errors import DataMissingError, DatasetError
+from benchmarks.pipeline.ray_pool import ExecutorUnavailableError
 from benchmarks.pipeline.runlog import (
     DamagedLogError,
     ForeignRowsError,
@@ -78,6 +79,7 @@ CLEAR_ERRORS = (
     CompressorUnavailableError,
     UndeclaredServiceError,
     IncompleteRunError,
+    ExecutorUnavailableError,
 )
 
 

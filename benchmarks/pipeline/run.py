@@ -65,6 +65,7 @@ from benchmarks.pipeline.harness import (
 from benchmarks.pipeline.memories_ahead import MemoriesAhead
 from benchmarks.pipeline.progress import STAGES, QuestionBar, llm_calls_status, show_stage, ticking
 from benchmarks.pipeline.provenance import code_versions, provenance
+from benchmarks.pipeline.ray_pool import RayPool
 from benchmarks.pipeline.runlog import (
     QUESTIONS_FILE,
     RecordLog,
@@ -151,12 +152,14 @@ def answer_pending_in_workers(
     construction: ConstructionCounts,
     usage: WorkerUsage,
 ) -> None:
-    """:func:`answer_pending` with ``settings.workers`` processes constructing and answering,
-    one conversation each at a time; records are logged a conversation at a time, in order.
-    ``construction`` sums the workers' seconds (not wall time); ``usage`` takes the rest."""
+    """:func:`answer_pending` with ``settings.worker_count`` processes (here, or Ray actors with
+    ``executor=ray``) constructing and answering, one conversation each at a time; records are
+    logged a conversation at a time, in order. ``construction`` sums the workers' seconds (not
+    wall time); ``usage`` takes the rest."""
     done = log.done()
+    where = " on Ray" if settings.executor.name == "ray" else ""
     bar = tqdm(
-        desc=f"{run_dir.name} questions ({settings.workers} workers)",
+        desc=f"{run_dir.name} questions ({settings.worker_count} workers{where})",
         unit="q",
         disable=not settings.progress,
         file=sys.stderr,
@@ -169,13 +172,20 @@ def answer_pending_in_workers(
             if pending:
                 yield conversation, pending
 
-    with WorkerPool(settings.workers, settings, run_dir) as pool:
-        for outcome in pool.map_ordered(tasks(), window=2 * settings.workers):
+    with worker_pool(settings, run_dir) as pool:
+        for outcome in pool.map_ordered(tasks(), window=2 * settings.worker_count):
             log.append(outcome.records)
             construction.add(outcome.construction)
             usage.add(outcome)
             bar.update(len(outcome.records))
     bar.close()
+
+
+def worker_pool(settings: RunSettings, run_dir: Path) -> WorkerPool | RayPool:
+    """The processes that do a spread run's work: ``workers`` here, or Ray actors."""
+    if settings.executor.name == "ray":
+        return RayPool(settings.executor, settings, run_dir)
+    return WorkerPool(settings.workers, settings, run_dir)
 
 
 def grade_judge_probes(
@@ -275,7 +285,7 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
     usage = WorkerUsage()  # stays empty with one process
     invocations = RecordLog(run_dir / "invocations.jsonl", key="started")
     try:
-        if settings.workers == 1:
+        if not settings.spread:
             wanted = settings.judge_probes and not probes_settled(read_probes(run_dir))
             probe_set = ProbeSet(settings.seed) if wanted and harness.judge is not None else None
             if probe_set is not None:
@@ -298,7 +308,8 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
             "peak_rss_mb": peak_rss_mb() + usage.total_peak_rss_mb(),
             "construction_s": round(construction.seconds, 1),
             **usage.work_with(harness.work_counts()),
-            "workers": settings.workers,
+            "workers": settings.worker_count,
+            "executor": settings.executor.name,
             "provenance": provenance(settings.method.get("_target_")),
         }
         # on a full disk the line goes to stderr, and the error under way is not buried

@@ -51,6 +51,7 @@ LOCATION_KEYS = (
     "progress",
     "workers",
     "memories_at_once",
+    "executor",
     "hydra",
 )
 #: Where a backbone's server is, and which environment variables hold its URL and its key: not
@@ -82,6 +83,22 @@ class Paths:
     #: ``recorded`` mode's replies file (``llm_replies``, a replay file: a shipped table's
     #: replies), resolved; None for none.
     llm_replies: Path | None
+
+
+#: Where a run's work is done (``conf/executor/``): this machine, or a Ray cluster.
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Executor:
+    """``executor``: ``local`` (``workers`` processes here) or ``ray`` (``workers`` Ray actors
+    on the cluster at ``address``, a local one started for the run where it is None)."""
+
+    name: str = "local"
+    address: str | None = None
+    workers: int = 1
+    cpus_per_worker: int = 1
+    max_restarts: int = 3
 
 
 @dataclass(frozen=True)
@@ -132,6 +149,17 @@ class RunSettings:
     paths: Paths
     #: Progress bars on stderr.
     progress: bool
+    executor: Executor = Executor()
+
+    @property
+    def worker_count(self) -> int:
+        """Processes building memories and answering: ``workers`` here, or the Ray actors."""
+        return self.executor.workers if self.executor.name == "ray" else self.workers
+
+    @property
+    def spread(self) -> bool:
+        """Whether other processes (local workers or Ray actors) build the memories."""
+        return self.worker_count > 1 or self.executor.name == "ray"
 
     @property
     def spec(self) -> DatasetSpec:
@@ -220,19 +248,41 @@ def validate(cfg: DictConfig) -> RunSettings:
         judge_backbone=backbone_config(cfg, "judge.backbone") if own_judge else None,
         paths=run_paths(cfg),
         progress=choice_at(cfg, "progress", (True, False)),
+        executor=executor_settings(cfg),
     )
     replies = settings.paths.llm_replies
     if settings.llm_cache_mode == "recorded" and (replies is None or not replies.is_file()):
         found = "not set" if replies is None else f"no file {replies}"
         raise ConfigError("llm_replies", f"llm_cache_mode=recorded needs a replies file: {found}")
-    if settings.workers > 1 and settings.calls_llm:
+    if settings.spread and settings.calls_llm:
+        key = "executor" if settings.executor.name == "ray" else "workers"
+        got = "ray" if key == "executor" else settings.workers
         raise ConfigError(
-            "workers",
-            f"expected 1 for a run that calls an LLM, got {settings.workers}: worker processes "
-            "are for retrieval-only runs of lite methods (answer=none); LLM calls are concurrent "
-            "already, batch_size at a time",
+            key,
+            f"expected {'local' if key == 'executor' else 1} for a run that calls an LLM, got "
+            f"{got}: worker processes are for retrieval-only runs of lite methods (answer=none); "
+            "LLM calls are concurrent already, batch_size at a time",
         )
     return settings
+
+
+def executor_settings(cfg: DictConfig) -> Executor:
+    """The ``executor`` group (``local`` where a config has none), each value checked."""
+    name = choice_at(cfg, "executor.name", EXECUTORS) if "executor" in cfg else "local"
+    if name == "local":
+        return Executor()
+    address = value_at(cfg, "executor.address", None)
+    if address is not None and not isinstance(address, str):
+        raise ConfigError(
+            "executor.address", f"expected a cluster address or null, got {address!r}"
+        )
+    return Executor(
+        name,
+        address,
+        positive_int(cfg, "executor.workers"),
+        positive_int(cfg, "executor.cpus_per_worker"),
+        positive_int(cfg, "executor.max_restarts", allow_zero=True),
+    )
 
 
 def check_known_keys(cfg: DictConfig) -> None:

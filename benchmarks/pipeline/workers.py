@@ -23,7 +23,7 @@ import signal
 import sys
 import traceback
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -42,6 +42,8 @@ from memsys.types import Conversation
 
 #: One unit of work: a conversation and the ids of its questions not logged yet.
 Task = tuple[Conversation, list[str]]
+#: A worker process and the parent's end of its pipe.
+Worker = tuple[multiprocessing.process.BaseProcess, Connection]
 
 
 def peak_rss_mb() -> int:
@@ -116,7 +118,7 @@ class WorkerPool:
     def __init__(self, workers: int, settings: RunSettings, run_dir: Path) -> None:
         context = multiprocessing.get_context("spawn")  # fork would copy torch's thread pools
         threads = max(1, available_cores() // workers)
-        self._workers: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
+        self._workers: list[Worker] = []
         for _ in range(workers):
             ours, theirs = context.Pipe()
             process = context.Process(
@@ -141,43 +143,74 @@ class WorkerPool:
                 process.join()
 
     def map_ordered(self, tasks: Iterable[Task], window: int) -> Iterator[Outcome]:
-        """Each task's outcome, in task order; at most ``window`` tasks handed out or done and
-        waiting their turn, so a streamed dataset stays streamed.
+        """:func:`map_ordered` over the pool's processes."""
 
-        A task that fails raises its :class:`WorkerError` in its turn: the outcomes before it
-        are yielded first (they are logged, not lost), and no task is handed out after it."""
-        tasks = iter(tasks)
-        idle = list(self._workers)
-        busy: dict[Connection, tuple[int, Any, str]] = {}
-        done: dict[int, Outcome | WorkerError] = {}
-        handed_out = yielded = 0
-        exhausted = failed = False
-        while True:
-            while idle and not (exhausted or failed) and handed_out - yielded < window:
-                task = next(tasks, None)
-                if task is None:
-                    exhausted = True
-                    break
-                worker = idle.pop()
-                worker[1].send(task)
-                busy[worker[1]] = (handed_out, worker, task[0].conversation_id)
-                handed_out += 1
-            if not busy:
-                return
+        def submit(worker: Worker, task: Task) -> Connection:
+            worker[1].send(task)
+            return worker[1]
+
+        def collect(busy: dict[Any, Pending]) -> list[tuple[Any, Outcome | WorkerError]]:
+            finished = []
             for connection in wait(list(busy)):
-                number, worker, conversation_id = busy.pop(connection)  # type: ignore[index]
+                worker, conversation_id = busy[connection][1:]
                 try:
-                    done[number] = _receive(connection, worker[0], conversation_id)
+                    finished.append((connection, _receive(connection, worker[0], conversation_id)))
                 except WorkerError as error:
-                    done[number], failed = error, True
-                else:
-                    idle.append(worker)
-            while yielded in done:
-                result = done.pop(yielded)
-                if isinstance(result, WorkerError):
-                    raise result
-                yield result
-                yielded += 1
+                    finished.append((connection, error))
+            return finished
+
+        return map_ordered(self._workers, tasks, window, submit, collect)
+
+
+#: A task handed out: its number in task order, the worker doing it, its conversation's id.
+Pending = tuple[int, Any, str]
+
+
+def map_ordered(
+    workers: Iterable[Any],
+    tasks: Iterable[Task],
+    window: int,
+    submit: Callable[[Any, Task], Any],
+    collect: Callable[[dict[Any, Pending]], list[tuple[Any, Outcome | WorkerError]]],
+) -> Iterator[Outcome]:
+    """Each task's outcome, in task order, from ``workers`` one task at a time each, whatever
+    runs them: ``submit(worker, task)`` hands a task out and returns a handle; ``collect(busy)``
+    waits until some handed-out tasks finish and returns each one's handle with its outcome or
+    :class:`WorkerError`. At most ``window`` tasks are handed out or done and waiting their turn,
+    so a streamed dataset stays streamed.
+
+    A task that fails raises its :class:`WorkerError` in its turn: the outcomes before it are
+    yielded first (they are logged, not lost), and no task is handed out after it."""
+    tasks = iter(tasks)
+    idle = list(workers)
+    busy: dict[Any, Pending] = {}
+    done: dict[int, Outcome | WorkerError] = {}
+    handed_out = yielded = 0
+    exhausted = failed = False
+    while True:
+        while idle and not (exhausted or failed) and handed_out - yielded < window:
+            task = next(tasks, None)
+            if task is None:
+                exhausted = True
+                break
+            worker = idle.pop()
+            busy[submit(worker, task)] = (handed_out, worker, task[0].conversation_id)
+            handed_out += 1
+        if not busy:
+            return
+        for handle, result in collect(busy):
+            number, worker, _ = busy.pop(handle)
+            done[number] = result
+            if isinstance(result, WorkerError):
+                failed = True
+            else:
+                idle.append(worker)
+        while yielded in done:
+            result = done.pop(yielded)
+            if isinstance(result, WorkerError):
+                raise result
+            yield result
+            yielded += 1
 
 
 def _receive(
@@ -207,7 +240,7 @@ def _serve(connection: Connection, settings: RunSettings, run_dir: str, threads:
         signal.SIGINT, signal.SIG_IGN
     )  # Ctrl-C reaches the whole group; the parent decides
     _exit_with_parent()
-    _limit_threads(threads)
+    limit_threads(threads)
     harness: Harness | None = None
     setup_failure = ""
     try:
@@ -223,7 +256,7 @@ def _serve(connection: Connection, settings: RunSettings, run_dir: str, threads:
             try:
                 if harness is None:
                     raise RuntimeError(f"worker setup failed:\n{setup_failure}")
-                reply: Outcome | Failure = _answer(harness, conversation, question_ids)
+                reply: Outcome | Failure = answer_task(harness, conversation, question_ids)
             except Exception:
                 reply = Failure(conversation.conversation_id, os.getpid(), traceback.format_exc())
             connection.send(reply)
@@ -232,7 +265,7 @@ def _serve(connection: Connection, settings: RunSettings, run_dir: str, threads:
             harness.close()
 
 
-def _answer(harness: Harness, conversation: Conversation, question_ids: list[str]) -> Outcome:
+def answer_task(harness: Harness, conversation: Conversation, question_ids: list[str]) -> Outcome:
     """One task: the conversation's memory, then the records of the named questions."""
     before = harness.work_counts()
     rebuilt_before = harness.memories.rebuilt_corrupt
@@ -267,7 +300,7 @@ def _exit_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-def _limit_threads(threads: int) -> None:
+def limit_threads(threads: int) -> None:
     """Give each worker its share of the cores (torch and BLAS would each take all of them)."""
     import torch
     from threadpoolctl import threadpool_limits

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from memsys.methods.baselines import FullHistory, ItemMemory
 from memsys.types import Conversation
@@ -21,14 +22,19 @@ TROUBLE = "MEMBENCH_TEST_TROUBLE"
 
 
 class Misbehaving(FullHistory):
-    """Has the trouble that ``$MEMBENCH_TEST_TROUBLE`` names when constructing its conversation."""
+    """Has the trouble that ``$MEMBENCH_TEST_TROUBLE`` names when constructing its conversation
+    (``<trouble>:<conversation>``; ``exit-once:<conversation>:<marker file>`` exits only while
+    the marker file does not exist, and creates it: a worker that dies once)."""
 
     def construct(self, conversation: Conversation) -> ItemMemory:
-        trouble, _, at = os.environ.get(TROUBLE, "").partition(":")
+        trouble, _, rest = os.environ.get(TROUBLE, "").partition(":")
+        at, _, marker = rest.partition(":")
         if conversation.conversation_id == at:
             if trouble == "raise":
                 raise ValueError(f"cannot construct {at}")
-            if trouble == "exit":
+            if trouble == "exit" or (trouble == "exit-once" and not Path(marker).exists()):
+                if marker:
+                    Path(marker).touch()
                 os._exit(3)  # as the kernel's OOM killer would leave it: no reply, no cleanup
             if trouble == "stall":
                 time.sleep(120)
