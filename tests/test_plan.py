@@ -29,6 +29,7 @@ from benchmarks.plan import (
     sweep,
     warm_caches,
 )
+from benchmarks.plan.render import markdown
 from memsys.llm.providers.scripted import ScriptedConfig, prompt_tokens
 from memsys.llm.types import LLMRequest, SamplingParams
 from memsys.tokens import TokenCounter
@@ -70,6 +71,25 @@ def test_the_plan_counts_the_calls_and_tokens_of_a_real_run(tmp_path: Path) -> N
     assert row.stages["judging"].backbone == "gpt-4o-mini"
     assert row.stages["construction"].backbone == "smollm2-135m"
     assert not plan.scaled and row.scale == dict.fromkeys(row.scale, 1.0)
+
+
+def test_a_retrieval_only_plan_counts_the_texts_a_run_embeds_and_parses(tmp_path: Path) -> None:
+    """CAST parses and embeds while it builds: the plan's texts are the run's, after the
+    content cache (a second row of the same texts embeds none), and its local hours divide by
+    the run's workers."""
+    overrides = tiny(tmp_path, "method=cast", "answer=none", "workers=2")
+    ran = run(compose_config(overrides))["invocation"]
+    plan = make_plan(overrides, rates=Rates(), work_dir=tmp_path / "plan")
+    (row,) = plan.rows
+    assert row.local.encoded == ran["embedding"]["encoded"] > 0
+    assert row.local.parsed == ran["parsing"]["parsed"] > 0
+    assert row.measurement.workers == 2
+    assert row.local.hours(2) == pytest.approx(row.local.hours() / 2)
+    warm = make_plan(
+        overrides, rates=Rates(), work_dir=tmp_path / "warm", warm_from=tmp_path / "cache"
+    )
+    assert warm.rows[0].local.encoded == 0 and warm.rows[0].local.parsed == 0
+    assert "texts embedded / parsed (k)" in markdown(plan)
 
 
 def test_the_plan_never_writes_a_response_cache(tmp_path: Path) -> None:

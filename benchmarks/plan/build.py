@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.plan.costs import STAGES, Extent, Rates, StagePlan, cost, scale_factors
+from benchmarks.plan.costs import (
+    STAGES,
+    Extent,
+    LocalWork,
+    Rates,
+    StagePlan,
+    cost,
+    scale_factors,
+)
 from benchmarks.plan.grid import planned_config, sampled, sweep
 from benchmarks.plan.measurement import Measurement, extent, measure
 
@@ -28,6 +36,11 @@ class Row:
     measurement: Measurement
     scale: dict[str, float]
     stand_ins: list[str]
+
+    @property
+    def local(self) -> LocalWork:
+        """The sample's CPU-side work scaled to the whole subset by turns (memories dominate it)."""
+        return self.measurement.local.scaled(self.scale["construction"])
 
     def total(self, name: str) -> float:
         return sum(getattr(stage, name) for stage in self.stages.values())

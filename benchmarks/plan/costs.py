@@ -120,6 +120,39 @@ class StagePlan:
     dollars_estimate: float
 
 
+#: MiniLM's encoding rate on one GPU, texts per second: the lower end of what an H100 encoded
+#: LongMemEval turns at (results/bench.md, 2,100-3,200 texts/s).
+GPU_ENCODE_RATE = 2100.0
+
+
+@dataclass(frozen=True)
+class LocalWork:
+    """The work a run does on this machine's CPUs, not on an LLM server: texts embedded and
+    parsed (after the content caches) and the seconds one process spent building memories and
+    retrieving, of which ``encode_seconds`` the embedder took."""
+
+    encoded: float = 0
+    parsed: float = 0
+    seconds: float = 0
+    encode_seconds: float = 0
+
+    def scaled(self, factor: float) -> LocalWork:
+        return LocalWork(
+            self.encoded * factor,
+            self.parsed * factor,
+            self.seconds * factor,
+            self.encode_seconds * factor,
+        )
+
+    def hours(self, workers: int = 1, *, gpu: bool = False) -> float:
+        """Wall hours on ``workers`` processes (perfect scaling: one conversation a process,
+        no shared work), with the embedding done at :data:`GPU_ENCODE_RATE` where ``gpu``."""
+        seconds = self.seconds
+        if gpu:
+            seconds += self.encoded / GPU_ENCODE_RATE - self.encode_seconds
+        return max(seconds, 0.0) / workers / 3600
+
+
 def scale_factors(sample: Extent, full: Extent) -> dict[str, float]:
     """Per stage, the factor from the sample to the whole subset: construction by turns, the
     other stages (one request or a few per question) by questions."""

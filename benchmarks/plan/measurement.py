@@ -8,7 +8,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from benchmarks.pipeline.harness import (
 from benchmarks.pipeline.run import conversations_source
 from benchmarks.pipeline.settings import RunSettings, validate
 from benchmarks.pipeline.subsets import select
-from benchmarks.plan.costs import Extent, StageCount
+from benchmarks.plan.costs import Extent, LocalWork, StageCount
 from memsys.llm.structured import ExtractionReport
 from memsys.types import Conversation
 
@@ -40,6 +40,10 @@ class Measurement:
     context_tokens: int
     fallbacks: dict[str, int]
     seconds: float
+    #: The CPU-side work of the sample (memories built, questions retrieved) in one process.
+    local: LocalWork = field(default_factory=LocalWork)
+    #: Processes the run would do that work on (``workers``, or ``executor.workers``).
+    workers: int = 1
 
 
 def measure(cfg: DictConfig) -> Measurement:
@@ -51,6 +55,7 @@ def measure(cfg: DictConfig) -> Measurement:
     census: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="plan-run-") as run_dir:
         harness = build_harness(settings, Path(run_dir))
+        working = time.perf_counter()  # the services are built; the work starts
         try:
             for conversation in subset_conversations(settings):
                 sample = sample.add(conversation)
@@ -63,6 +68,13 @@ def measure(cfg: DictConfig) -> Measurement:
                         {f"{kind}.failed": n for kind, n in failure_counts(records).items() if n}
                     )
             census.update(fallback_counts(service_reports(harness), "service"))
+            work = harness.work_counts()
+            local = LocalWork(
+                work["embedding"]["encoded"],
+                work["parsing"]["parsed"],
+                time.perf_counter() - working,
+                work["embedding"]["encode_seconds"],
+            )
         finally:
             harness.close()
     counted = harness.accounting.summary()["stages"]
@@ -76,6 +88,8 @@ def measure(cfg: DictConfig) -> Measurement:
         context_tokens=context_tokens,
         fallbacks=dict(sorted(census.items())),
         seconds=time.perf_counter() - started,
+        local=local,
+        workers=settings.worker_count,
     )
 
 

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from benchmarks.plan.build import Plan, Row
-from benchmarks.plan.costs import STAGES
+from benchmarks.plan.costs import GPU_ENCODE_RATE, STAGES
 from benchmarks.render import Table
 
 #: Harness tokenizer named in every output: prompt tokens are counted with it.
@@ -36,6 +36,8 @@ def markdown(plan: Plan) -> str:
         "completion tok (M) est. / bound",
         "hours (est.)",
         "$ est. / bound",
+        "texts embedded / parsed (k)",
+        "local hours: 1 process / workers / GPU",
     ]
     table = Table(header, [row_cells(row, keys) for row in plan.rows])
     lines = [f"# Plan: `{plan.command}`", "", *scope_lines(plan), "", *table.markdown_lines()]
@@ -77,7 +79,18 @@ def row_cells(row: Row, keys: Sequence[str]) -> list[str]:
         f"{millions(row.total('completion_estimate'))} / {millions(row.total('completion_bound'))}",
         f"{row.total('hours'):,.1f}",
         f"{row.total('dollars_estimate'):,.2f} / {row.total('dollars_bound'):,.2f}",
+        f"{row.local.encoded / 1e3:,.1f} / {row.local.parsed / 1e3:,.1f}",
+        local_hours(row),
     ]
+
+
+def local_hours(row: Row) -> str:
+    """The row's CPU-side wall hours in one process, on its workers, and with a GPU embedding."""
+    local, workers = row.local, row.measurement.workers
+    return (
+        f"{local.hours():,.2f} / {local.hours(workers):,.2f} ({workers}) / "
+        f"{local.hours(workers, gpu=True):,.2f}"
+    )
 
 
 def totals_by_model(plan: Plan) -> list[str]:
@@ -159,6 +172,15 @@ def assumption_lines(plan: Plan) -> list[str]:
         "once per judge model and cached across rows: at most 3 probes per question, each one "
         "call per judge protocol (`judge.probes=false` skips it)."
     )
+    lines.append(
+        "* `texts embedded / parsed`: the texts the embedder and spaCy processed on the sample "
+        "after the content caches (each distinct text once: a text some earlier row or run "
+        "embedded is free), scaled by turns. `local hours`: the wall time this machine spent "
+        "building the sample's memories and retrieving, scaled by turns, in one process, on the "
+        "run's workers (`workers` / `executor.workers`, perfect scaling assumed) and with the "
+        f"embedding on a GPU at {GPU_ENCODE_RATE:,.0f} texts/s (MiniLM on an H100, "
+        "results/bench.md); measured against cold runs in docs/longmemeval-at-scale.md."
+    )
     measured = sum(row.measurement.seconds for row in plan.rows)
     lines.append(f"* This plan took {plan.seconds / 60:.1f} min on this machine.")
     if plan.scaled:
@@ -193,7 +215,10 @@ def to_json(plan: Plan) -> dict[str, Any]:
                     "context_tokens": row.measurement.context_tokens,
                     "fallbacks": row.measurement.fallbacks,
                     "seconds": round(row.measurement.seconds, 1),
+                    "local": asdict(row.measurement.local),
+                    "workers": row.measurement.workers,
                 },
+                "local": asdict(row.local),
                 "stand_ins": row.stand_ins,
             }
             for row in plan.rows
