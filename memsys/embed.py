@@ -54,9 +54,15 @@ class EmbedderConfig:
     """Which model to load and how to run it."""
 
     model: str = "all-MiniLM-L6-v2"
+    #: Texts per model call on the CPU.
     batch_size: int = 32
     #: ``cpu``, ``cuda``, ``cuda:N``, or ``auto``: CUDA when torch sees one, else the CPU.
     device: str = "cpu"
+    #: Texts per model call on a GPU: measured on an H100 (results/bench.md), MiniLM encodes
+    #: LongMemEval-S turns at 2,135 texts/s at 32, 2,599 at 128 and 3,160 at 512 (LoCoMo's
+    #: 4,180 / 8,466 / 8,341), every text's top-10 neighbours identical at each size. Like
+    #: ``device``, not part of a run id: it changes how fast vectors come, not which.
+    cuda_batch_size: int = 512
     local_files_only: bool = True
     #: L2-normalize the vectors (inner product = cosine); false for models trained for the
     #: dot product, whose vector length carries part of the score.
@@ -86,6 +92,12 @@ class EmbedderConfig:
         memories made before the option stay valid)."""
         identity = self.model if self.normalize else f"{self.model}|unnormalized"
         return identity if self.backend == "torch" else f"{identity}|{self.backend}"
+
+    def resolved_batch_size(self) -> int:
+        """Texts per model call on the device the model runs on."""
+        return (
+            self.cuda_batch_size if self.resolved_device().startswith("cuda") else self.batch_size
+        )
 
     def resolved_device(self) -> str:
         """The device to run on: ``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``."""
@@ -269,7 +281,7 @@ class Embedder:
         started = time.perf_counter()
         vectors = model.encode(
             texts,
-            batch_size=self.config.batch_size,
+            batch_size=self.config.resolved_batch_size(),
             normalize_embeddings=self.config.normalize,
             convert_to_numpy=True,
             show_progress_bar=False,

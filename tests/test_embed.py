@@ -259,7 +259,12 @@ def test_backend_torch_and_any_device_keep_run_ids_and_a_bad_backend_names_its_k
         )
         on_gpu = compose(
             config_name="config",
-            overrides=["method=turn_rag_dense", "embedder.device=auto", pinned_subset],
+            overrides=[
+                "method=turn_rag_dense",
+                "embedder.device=auto",
+                "embedder.cuda_batch_size=128",
+                pinned_subset,
+            ],
         )
     assert default.embedder.backend == "torch"
     # The device is where the model runs, not what it computes: no key of the run id, so a run
@@ -286,3 +291,17 @@ def test_device_auto_is_cuda_only_when_torch_sees_one(monkeypatch: pytest.Monkey
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert EmbedderConfig(device="auto").resolved_device() == "cuda"
     assert EmbedderConfig(device="cuda:1").resolved_device() == "cuda:1"
+
+
+def test_the_batch_size_follows_the_device_the_model_runs_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """32 texts a call on the CPU, 512 on a GPU (the sizes measured in results/bench.md)."""
+    import torch
+
+    assert EmbedderConfig().resolved_batch_size() == 32
+    assert EmbedderConfig(device="cuda:0").resolved_batch_size() == 512
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert EmbedderConfig(device="auto", cuda_batch_size=256).resolved_batch_size() == 32
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert EmbedderConfig(device="auto", cuda_batch_size=256).resolved_batch_size() == 256

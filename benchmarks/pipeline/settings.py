@@ -440,11 +440,13 @@ def drop_unused_judge_settings(identity: dict[str, Any]) -> None:
 def drop_embedder_default(identity: dict[str, Any]) -> None:
     """Normalized embeddings computed by PyTorch were the only kind before ``embedder.normalize``
     and ``embedder.backend`` existed: each key at its default leaves the identity, so runs logged
-    then keep their ids. ``embedder.device`` always leaves it: where the model runs is not what
-    it computes (the embedding cache keys vectors without it too), so a run resumes on a GPU."""
+    then keep their ids. ``embedder.device`` and ``embedder.cuda_batch_size`` always leave it:
+    where and in what batches the model runs is not what it computes (the embedding cache keys
+    vectors without them too), so a run resumes on a GPU."""
     embedder = identity.get("embedder")
     if isinstance(embedder, dict):
         embedder.pop("device", None)
+        embedder.pop("cuda_batch_size", None)
         for key, default in (("normalize", True), ("backend", "torch")):
             if (
                 key in embedder
