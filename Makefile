@@ -231,7 +231,7 @@ frontier:  ## evidence recall and answer coverage vs context tokens, the retriev
 
 reproduce-retrieval-lme:  ## the same on LongMemEval-S (session and turn recall, nDCG)
 	$(BENCH) run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=$(PROGRESS)
-	$(BENCH) report --runs $(LME_RETRIEVAL_RUNS) --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --out $(LME_RETRIEVAL_TABLE)
+	$(BENCH) report --runs $(LME_RETRIEVAL_RUNS) --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --partial --out $(LME_RETRIEVAL_TABLE)
 
 ablations:  ## every method's lite ablations/variants, retrieval only (conf/ablations.yaml) -> results/ablations.{md,json}
 	$(BENCH) ablations run --workers $(ABLATION_WORKERS) $(if $(ABLATION_METHODS),--methods $(ABLATION_METHODS))

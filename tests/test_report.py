@@ -154,6 +154,17 @@ def test_unfinished_runs_are_left_out_and_named_with_their_progress(tmp_path: Pa
     )
     assert report.header[-1].endswith(report.notes.text("unfinished"))  # the csv's last line
 
+    # A backlog's table (--partial): the unfinished run is a row, over its questions done.
+    backlog = build_report(runs, partial=True)
+    rows = {row.run.directory.name: row for row in backlog.rows}
+    assert sorted(rows) == ["done", "partial"] and rows["partial"].run.partial
+    assert len(rows["partial"].run.records) == 3  # the question asked again counted once
+    assert backlog.notes.text("unfinished") is None
+    assert "PARTIAL: runs not finished yet" in backlog.notes.text("partial")
+    assert "ES-Mem · retrieval only · llm (3)" in backlog.notes.text("partial")
+    markdown = render_markdown(backlog)
+    assert "ES-Mem PARTIAL (3 done)" in markdown
+
 
 def test_row_names_show_the_retriever_and_the_compressor() -> None:
     secom = {"_target_": "memsys.methods.secom.SeCom", "retriever": "dense"}

@@ -42,6 +42,7 @@ from benchmarks.tables.report.header import (
     labels_note,
     no_context_line,
     p_value_note,
+    partial_rows_line,
     setting_line,
     source_note,
     stale_rows_line,
@@ -181,16 +182,18 @@ def build_report(
     where: dict[str, Any] | None = None,
     max_failure_share: float = MAX_FAILURE_SHARE,
     interval_unit: str = "conversation",
+    partial: bool = False,
 ) -> Report:
     """Select, check and recompute: the whole table, ready to write; its intervals and p-values
-    resample ``interval_unit`` (conversations, or questions)."""
+    resample ``interval_unit`` (conversations, or questions); ``partial`` shows unfinished runs
+    as far as they got, each row marked with its questions done (a backlog's table)."""
     if metric not in PRIMARY_METRICS:
         raise ReportError(f"--metric must be one of {list(PRIMARY_METRICS)}, got {metric!r}")
     if interval_unit not in INTERVAL_UNITS:
         raise ReportError(f"interval unit must be one of {list(INTERVAL_UNITS)}")
     # One read of the run configs serves both the table and the note on what it leaves out.
     configs = run_configs(runs_dir)
-    runs = with_variants(load_runs(runs_dir, dataset, subset, where, configs))
+    runs = with_variants(load_runs(runs_dir, dataset, subset, where, configs, partial=partial))
     shared = shared_conditions(runs)
     check_one_run_per_row(runs)
     categories = category_order(runs)
@@ -237,7 +240,8 @@ def build_report(
     notes += [
         ("costs", note("report.costs")),
         ("source", source_note(runs_dir)),
-        ("unfinished", unfinished_runs_line(configs, dataset, subset, where)),
+        ("unfinished", None if partial else unfinished_runs_line(configs, dataset, subset, where)),
+        ("partial", partial_rows_line(rows)),
         ("invalid", invalid_rows_line(rows, max_failure_share)),
         ("no_context", no_context_line(rows)),
         ("unranked", unranked_rows_line(rows)),

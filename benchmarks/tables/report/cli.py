@@ -55,6 +55,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="what the bootstrap resamples: whole conversations (cluster bootstrap; questions "
         f"where a cell has fewer than {MIN_CLUSTERS}) or single questions (default %(default)s)",
     )
+    parser.add_argument(
+        "--partial",
+        action="store_true",
+        help="show unfinished runs as far as they got, each row marked with its questions done "
+        "(a table rebuilt as a backlog over sittings)",
+    )
     return parser.parse_args(argv)
 
 
@@ -81,7 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = args.out or Path(job.qa.dataset.table_path)
             paths = write_main_job(job, in_repo(out))
         else:
-            report = build_report(runs, subset=args.subset, where=where, **options)
+            report = build_report(
+                runs, subset=args.subset, where=where, partial=args.partial, **options
+            )
             out = args.out or Path(report.dataset.table_path)
             paths = write_report(report, in_repo(out))
     except ReportError as error:

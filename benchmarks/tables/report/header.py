@@ -390,6 +390,13 @@ def unranked_rows_line(rows: Sequence[Row]) -> str | None:
     return " ".join(lines) or None
 
 
+def partial_rows_line(rows: Sequence[Row]) -> str | None:
+    """The note naming the rows of runs not finished yet (``--partial``), with the questions
+    each has done: their cells are over those questions only (None when every run finished)."""
+    partial = [f"{row.key.label()} ({len(row.run.records)})" for row in rows if row.run.partial]
+    return note("report.partial", rows="; ".join(partial)) if partial else None
+
+
 def invalid_rows_line(rows: Sequence[Row], max_failure_share: float) -> str | None:
     """The note that some rows do not stand, and why (None when all do)."""
     invalid = [row for row in rows if row.invalid]

@@ -52,6 +52,8 @@ class Run:
     #: The fingerprint of the method's source its latest invocation that logged questions
     #: recorded (:func:`benchmarks.pipeline.provenance.recorded_method_source`), or None (unknown).
     method_source: str | None = None
+    #: A run not finished yet, read as far as it got (``--partial``): its questions logged so far.
+    partial: bool = False
 
 
 def lookup(config: dict[str, Any], dotted: str, default: Any = _MISSING) -> Any:
@@ -103,30 +105,35 @@ def load_runs(
     subset: str,
     where: dict[str, Any] | None = None,
     configs: dict[Path, dict[str, Any]] | None = None,
+    *,
+    partial: bool = False,
 ) -> list[Run]:
     """The finished runs under ``runs_dir`` that pass the filters, sorted by directory name.
 
     A matching run without ``metrics.json`` has not finished (the runner writes it last); it is
-    skipped with a warning rather than compared on a partial question set. Costs are summed from
-    the run's invocation ledger where it has one. ``configs`` is ``run_configs(runs_dir)`` when
-    the caller has read it already.
+    skipped with a warning rather than compared on a partial question set, unless ``partial``
+    (a table built as a backlog over sittings): then it is read as far as it got and marked
+    :attr:`Run.partial`. Costs are summed from the run's invocation ledger where it has one.
+    ``configs`` is ``run_configs(runs_dir)`` when the caller has read it already.
     """
     configs = run_configs(runs_dir) if configs is None else configs
     runs = []
     for directory, config in matching_runs(configs, dataset, subset, where):
-        if not is_finished(directory):
+        finished = is_finished(directory)
+        if not finished and not (partial and (directory / "predictions.jsonl").exists()):
             print(
                 f"warning: skipping unfinished run {directory} (no metrics.json)", file=sys.stderr
             )
             continue
-        metrics = json.loads((directory / "metrics.json").read_text())
+        metrics = json.loads((directory / "metrics.json").read_text()) if finished else {}
         ledger = directory / "invocations.jsonl"
         logged = read_records(ledger) if ledger.exists() else []
         if ledger.exists():  # summed anew: metrics.json holds the sums of the code that wrote it
             metrics["invocations"] = summarize_invocations(logged)
         records = own_records(directory)
+        source = recorded_method_source(logged)
         runs.append(
-            Run(directory, config, metrics, records, method_source=recorded_method_source(logged))
+            Run(directory, config, metrics, records, method_source=source, partial=not finished)
         )
     if not runs:
         found = configs.values()

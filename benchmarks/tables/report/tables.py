@@ -123,6 +123,8 @@ def identity_cells(report: Report, row: Row, columns: Sequence[str]) -> list[str
         method += f" INVALID ({row.failed} of {len(row.run.records)} failed)"
     elif row.to_ask_again:
         method += f" INCOMPLETE ({row.to_ask_again} to ask again)"
+    if row.run.partial:
+        method += f" PARTIAL ({len(row.run.records)} done)"
     cells = [method]
     if "Backbone" in columns:
         cells.append(row.key.backbone or DASH)
