@@ -26,7 +26,7 @@ Every grid is derived from the blocks, none is written as a list: the experiment
 (:mod:`benchmarks.tables.ablations`), the regression groups (:mod:`benchmarks.checks.regression`),
 the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m benchmarks.registry retrieval_lme``), and a
 grid's order (:func:`entries`' order). The report reads a run's role and display name here
-(:func:`role_of`, :mod:`benchmarks.tables.report.naming`).
+(:func:`role_of`, :mod:`benchmarks.runs.naming`).
 
 The papers are not listed here either: each ``results/published/<file>.yaml`` opens with a
 ``paper:`` header naming its paper's ``id`` (the blocks' ``paper:`` value), its ``position`` in

@@ -118,7 +118,7 @@ PLACED = """
 import json
 from benchmarks import registry
 from benchmarks.published.cells import how_measured
-from benchmarks.tables.report.naming import method_name
+from benchmarks.runs.naming import method_name
 
 (entry,) = [e for e in registry.entries() if e.config == "lexmem"]
 paper = registry.papers()["lexmem"]

@@ -19,9 +19,9 @@ from benchmarks.metrics.aggregate import (
     resampling_case,
     summarize_run,
 )
+from benchmarks.runs.folders import dataset_name as config_dataset_name
 from benchmarks.tables.report.build import build_report
 from benchmarks.tables.report.header import interval_description
-from benchmarks.tables.report.runs import dataset_name as config_dataset_name
 
 
 def settings(adversarial: str) -> SimpleNamespace:

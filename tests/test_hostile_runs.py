@@ -22,7 +22,7 @@ from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.cli import run_or_exit
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.runlog import QUESTIONS_FILE, ForeignRowsError, ResultsWriteError
-from benchmarks.tables.report.runs import load_runs
+from benchmarks.runs.folders import load_runs
 from memsys.kvstore import CacheError, SQLiteKV
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")

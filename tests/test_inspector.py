@@ -23,7 +23,7 @@ from benchmarks.inspection.model import (
     run_result,
 )
 from benchmarks.inspection.page import render_page, script_json
-from benchmarks.tables.report.runs import Run
+from benchmarks.runs.folders import Run
 
 TINY = REPO_ROOT / "tests" / "fixtures" / "tiny"
 FIXTURE_RUNS = REPO_ROOT / "tests" / "fixtures" / "inspector"

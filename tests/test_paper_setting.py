@@ -27,7 +27,7 @@ from benchmarks import registry
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.settings import check_method_options, validate
 from benchmarks.published import Line, build_paper_report, main, render_paper_markdown
-from benchmarks.tables.report import ReportError
+from benchmarks.runs.folders import ReportError
 
 EXPERIMENTS = {"paper_locomo": "locomo", "paper_longmemeval": "longmemeval"}
 ENTRIES = sorted(registry.sweep("paper"))

@@ -26,7 +26,7 @@ from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.aggregate import format_summary
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.runlog import latest_records
-from benchmarks.tables.report import load_runs
+from benchmarks.runs.folders import load_runs
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
 

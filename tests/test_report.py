@@ -29,9 +29,10 @@ from report_helpers import (
 from benchmarks import registry
 from benchmarks.metrics.aggregate import interval_line, summarize_run
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
-from benchmarks.tables.report import ReportError, build_report, main, method_name, render_markdown
+from benchmarks.runs.folders import ReportError
+from benchmarks.runs.naming import method_name, row_key
+from benchmarks.tables.report import build_report, main, render_markdown
 from benchmarks.tables.report.header import short_label
-from benchmarks.tables.report.naming import row_key
 
 
 def test_writes_md_csv_tex_png_with_the_header(tmp_path: Path) -> None:

@@ -64,6 +64,19 @@ def test_end_to_end_with_the_embedded_backbone(tmp_path: Path, shared_cache: Pat
         summary["scores"]["judge_acc"]["n"] + summary["failures"]["judge"] == 5
     )  # category 5 excluded
     assert json.loads((run_dir / "metrics.json").read_text())["questions"] == 6
+    # Latency as percentiles per phase: retrieval over every question, one memory's
+    # construction over the memories built, answering over the requests the model answered.
+    retrieval = summary["retrieval_latency_s"]
+    times = sorted(r["latency_s"]["retrieve"] for r in records)
+    assert retrieval["n"] == 6 and retrieval["max"] == round(times[-1], 6)
+    assert retrieval["p50"] <= retrieval["p95"] <= retrieval["p99"] <= retrieval["max"]
+    built = summary["construction"]["seconds_per_memory"]
+    assert built["n"] == summary["construction"]["built"]  # a memory from the shared cache: 0
+    if built["n"]:
+        assert built["p50"] == built["max"] == round(summary["construction"]["seconds"], 6)
+    answered = stages["answering"]["provider_latency_s"]
+    fresh = [r["answering"]["latency_s"] for r in records if not r["answering"]["cached"]]
+    assert answered["n"] == len(fresh) and answered["max"] == pytest.approx(max(fresh), abs=1e-5)
 
     again = run(cfg)  # same config: resumes, nothing is asked twice
     assert again["run_dir"] == summary["run_dir"]

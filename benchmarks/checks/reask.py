@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.render import Table
-from benchmarks.tables.report.naming import row_key
-from benchmarks.tables.report.runs import ReportError, Run, in_repo, load_runs, parse_where
+from benchmarks.runs.folders import ReportError, Run, in_repo, load_runs, parse_where
+from benchmarks.runs.naming import row_key
 
 
 @dataclass(frozen=True)

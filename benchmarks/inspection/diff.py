@@ -23,10 +23,10 @@ from typing import Any
 import yaml
 
 from benchmarks.render import Table
+from benchmarks.runs.folders import own_records
+from benchmarks.runs.naming import row_key
 from benchmarks.tables import ablations
 from benchmarks.tables.report.build import PRIMARY_METRICS
-from benchmarks.tables.report.naming import row_key
-from benchmarks.tables.report.runs import own_records
 
 #: The F1 a diff compares unless told otherwise: the report's default.
 DEFAULT_METRIC = PRIMARY_METRICS[0]

@@ -35,7 +35,7 @@ from benchmarks.inspection.model import (
     run_entry,
     run_result,
 )
-from benchmarks.tables.report.runs import Run, dataset_name, own_lines
+from benchmarks.runs.folders import Run, dataset_name, own_lines
 
 #: The files of a run folder the inspector reads.
 RUN_FILES = ("config.yaml", "metrics.json", "predictions.jsonl", "questions.json")

@@ -21,7 +21,7 @@ from benchmarks.inspection.index import Index
 from benchmarks.inspection.model import InspectError, build_model, load_dataset, read_run
 from benchmarks.inspection.page import render_page
 from benchmarks.inspection.server import serve
-from benchmarks.tables.report.runs import in_repo
+from benchmarks.runs.folders import in_repo
 
 #: The largest single-file page written (MB, estimated before it is built): past it a browser
 #: struggles to open the file, and ``--serve`` is the way.

@@ -28,8 +28,8 @@ from benchmarks.data.paths import resolve_data_dir
 from benchmarks.data.specs import named_spec, spec_of
 from benchmarks.inspection import diff
 from benchmarks.metrics.judge import judgings
-from benchmarks.tables.report.naming import row_key
-from benchmarks.tables.report.runs import Run, dataset_name, is_finished, lookup, own_records
+from benchmarks.runs.folders import Run, dataset_name, is_finished, lookup, own_records
+from benchmarks.runs.naming import row_key
 from memsys.compression.passages import render_turns
 from memsys.types import Turn
 

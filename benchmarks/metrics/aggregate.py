@@ -29,6 +29,7 @@ from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.metrics.longmemeval_official import GRANULARITIES, Corpus, metric_names
 from benchmarks.metrics.ranking import record_scores
 from benchmarks.metrics.stats import MIN_CLUSTERS, bootstrap_ci, resampling_unit
+from memsys.llm.accounting import latency_percentiles
 
 SCORE_NAMES = ("f1_locomo", "f1_set", "bleu1", "judge_acc")
 #: The levels LongMemEval scores a record's stored ``ranking`` at.
@@ -278,6 +279,9 @@ def summarize_run(
         "mean": mean_or_none(tokens),
         "median": float(np.median(tokens)) if tokens else None,
     }
+    summary["retrieval_latency_s"] = latency_percentiles(
+        [r["latency_s"]["retrieve"] for r in records if "latency_s" in r]
+    )
     return summary
 
 

@@ -31,7 +31,7 @@ from benchmarks.pipeline.memory_store import MemoryStore
 from benchmarks.pipeline.settings import RunSettings, cache_folder, check_method_options
 from memsys.base import MemorySystem, Services
 from memsys.embed import Embedder, EmbeddingCache
-from memsys.llm.accounting import Accounting
+from memsys.llm.accounting import Accounting, latency_percentiles
 from memsys.llm.backbone import Backbone
 from memsys.llm.cache import ResponseCache
 from memsys.llm.errors import LLMError
@@ -326,6 +326,8 @@ class ConstructionCounts:
     built: int = 0
     loaded: int = 0
     seconds: float = 0.0
+    #: Each built memory's seconds (one conversation's construction), for the percentiles.
+    built_seconds: list[float] = field(default_factory=list)
 
     def count(self, memory: Built) -> None:
         """Count one memory got."""
@@ -333,6 +335,7 @@ class ConstructionCounts:
             self.loaded += 1
         else:
             self.built += 1
+            self.built_seconds.append(memory.seconds)
         self.seconds += memory.seconds
 
     def add(self, other: ConstructionCounts) -> None:
@@ -340,9 +343,17 @@ class ConstructionCounts:
         self.built += other.built
         self.loaded += other.loaded
         self.seconds += other.seconds
+        self.built_seconds += other.built_seconds
 
     def to_json(self) -> dict[str, Any]:
-        return {"built": self.built, "loaded": self.loaded, "seconds": self.seconds}
+        """The counts, and the percentiles of one memory's construction time over the memories
+        built (loaded ones apart)."""
+        return {
+            "built": self.built,
+            "loaded": self.loaded,
+            "seconds": self.seconds,
+            "seconds_per_memory": latency_percentiles(self.built_seconds),
+        }
 
 
 def get_memory(harness: Harness, conversation: Conversation) -> Built:

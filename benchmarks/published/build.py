@@ -15,17 +15,9 @@ from benchmarks.published.cells import PublishedCell, how_measured, published_ce
 from benchmarks.published.compare import differences
 from benchmarks.published.grid import GRIDS, Entry, entry_runs, grid_entries
 from benchmarks.registry import PUBLISHED_DIR
-from benchmarks.tables.report import (
-    Cell,
-    ReportError,
-    Run,
-    category_order,
-    interval_description,
-    load_runs,
-    run_configs,
-    score_cells,
-    unfinished_runs_line,
-)
+from benchmarks.runs.folders import ReportError, Run, load_runs, run_configs
+from benchmarks.tables.report import Cell, category_order, interval_description, score_cells
+from benchmarks.tables.report.header import unfinished_runs_line
 
 TITLES = {"locomo": "LoCoMo", "longmemeval_s": "LongMemEval-S"}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from benchmarks.published.build import build_paper_report
 from benchmarks.published.grid import GRIDS
 from benchmarks.published.render import render_paper_markdown
-from benchmarks.tables.report import ReportError, in_repo, parse_where
+from benchmarks.runs.folders import ReportError, in_repo, parse_where
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

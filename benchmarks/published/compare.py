@@ -12,15 +12,11 @@ from benchmarks.data.specs import spec_of
 from benchmarks.metrics.judge import PROTOCOLS
 from benchmarks.papers.models import SAME_MODEL
 from benchmarks.published.cells import PublishedCell
+from benchmarks.runs.conditions import data_keys
+from benchmarks.runs.folders import Run, lookup
+from benchmarks.runs.naming import construction_model, judge_description
 from benchmarks.tables.judge_calibration import own_protocol
-from benchmarks.tables.report import (
-    Run,
-    construction_model,
-    data_keys,
-    dataset_description,
-    judge_description,
-    lookup,
-)
+from benchmarks.tables.report import dataset_description
 
 
 def reader_difference(cell: PublishedCell, run: Run) -> str | None:

@@ -12,7 +12,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from benchmarks.config.compose import compose_config
-from benchmarks.tables.report import ReportError, Run, differing_keys, lookup, method_name
+from benchmarks.runs.conditions import differing_keys
+from benchmarks.runs.folders import ReportError, Run, lookup
+from benchmarks.runs.naming import method_name
 
 #: The report's dataset → the experiment config holding its paper grid.
 GRIDS = {"locomo": "paper_locomo", "longmemeval_s": "paper_longmemeval"}

@@ -6,14 +6,9 @@ from __future__ import annotations
 from benchmarks.data.specs import spec_of
 from benchmarks.published.build import PaperReport
 from benchmarks.render import Table
-from benchmarks.tables.report import (
-    Cell,
-    Run,
-    extraction_description,
-    judge_description,
-    lookup,
-    subset_description,
-)
+from benchmarks.runs.folders import Run, lookup
+from benchmarks.runs.naming import extraction_description, judge_description
+from benchmarks.tables.report import Cell, subset_description
 
 NOT_RUN = "not run"
 

@@ -36,25 +36,26 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from benchmarks.render import Table
+from benchmarks.runs.conditions import conditions, differing_keys
+from benchmarks.runs.folders import (
+    ReportError,
+    in_repo,
+    lookup,
+    matching_runs,
+    parse_where,
+    run_configs,
+)
 from benchmarks.tables.notes import note
 from benchmarks.tables.report import (
     Cell,
-    ReportError,
     build_report,
     dataset_description,
-    differing_keys,
-    in_repo,
     interval_description,
-    lookup,
-    parse_where,
-    run_configs,
     subset_description,
 )
 from benchmarks.tables.report.build import Report
-from benchmarks.tables.report.conditions import conditions
 from benchmarks.tables.report.header import code_versions
 from benchmarks.tables.report.plot import save_figure
-from benchmarks.tables.report.runs import matching_runs
 
 BUDGET = "answer.context_budget"
 #: One marker per line, cycled (with ten colours, every line differs in one or the other).

@@ -66,8 +66,8 @@ from benchmarks.papers.segmentation import (
 )
 from benchmarks.pipeline.segment import fell_back, summarize
 from benchmarks.render import Document, Footnotes, Table
+from benchmarks.runs.folders import is_finished, read_records, run_configs
 from benchmarks.tables.notes import note
-from benchmarks.tables.report.runs import is_finished, read_records, run_configs
 from memsys.methods.secom.reflection import ReflectionConfig
 
 #: Table 4's dataset order and display names.

@@ -66,41 +66,26 @@ Readings taken where the brief leaves a choice:
   and MRR) for sessions and turns, scored from each record's stored ranking over the questions
   the definition keeps (:mod:`benchmarks.metrics.longmemeval_official`).
 
-The package, one job a module: ``runs`` reads the run folders, ``naming`` names a run's row,
-``conditions`` checks what the runs share, ``rows`` recomputes the numbers, ``header`` fills the
-setting line and the notes (their words: ``benchmarks/tables/notes.yaml``), ``build`` puts them
-together as a :class:`Report`, ``tables`` lays out and formats its cells (one layout of
-:class:`~benchmarks.tables.report.tables.Column` lists; ``main_job`` is Table 1's configuration of
-it), ``render`` and ``plot`` write the files, ``cli`` is the command line.
+The runs are read through :mod:`benchmarks.runs`, the floor below: :mod:`~benchmarks.runs.folders`
+reads the run folders, :mod:`~benchmarks.runs.naming` names a run's row,
+:mod:`~benchmarks.runs.conditions` checks what the runs share. The package, one job a module:
+``rows`` recomputes the numbers, ``header`` fills the setting line and the notes (their words:
+``benchmarks/tables/notes.yaml``), ``build`` puts them together as a :class:`Report`, ``tables``
+lays out and formats its cells (one layout of :class:`~benchmarks.tables.report.tables.Column`
+lists; ``main_job`` is Table 1's configuration of it), ``render`` and ``plot`` write the files,
+``cli`` is the command line.
 """
 
 from benchmarks.metrics.aggregate import Cell
 from benchmarks.tables.report.build import Report, build_report
 from benchmarks.tables.report.cli import main
-from benchmarks.tables.report.conditions import data_keys, differing_keys
 from benchmarks.tables.report.header import (
     dataset_description,
     interval_description,
     subset_description,
 )
-from benchmarks.tables.report.naming import (
-    construction_model,
-    extraction_description,
-    judge_description,
-    method_name,
-)
 from benchmarks.tables.report.render import render_markdown
 from benchmarks.tables.report.rows import LONGMEMEVAL_TYPES, category_order, score_cells
-from benchmarks.tables.report.runs import (
-    ReportError,
-    Run,
-    in_repo,
-    load_runs,
-    lookup,
-    parse_where,
-    run_configs,
-    unfinished_runs_line,
-)
 
 #: The names other modules and the tests import from ``benchmarks.tables.report`` (``Cell`` as the
 #: tables' interval type, from :mod:`benchmarks.metrics.aggregate`).
@@ -108,26 +93,12 @@ __all__ = [
     "LONGMEMEVAL_TYPES",
     "Cell",
     "Report",
-    "ReportError",
-    "Run",
     "build_report",
     "category_order",
-    "construction_model",
-    "data_keys",
     "dataset_description",
-    "differing_keys",
-    "extraction_description",
-    "in_repo",
     "interval_description",
-    "judge_description",
-    "load_runs",
-    "lookup",
     "main",
-    "method_name",
-    "parse_where",
     "render_markdown",
-    "run_configs",
     "score_cells",
     "subset_description",
-    "unfinished_runs_line",
 ]

@@ -22,17 +22,14 @@ from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import INTERVAL_UNITS
 from benchmarks.render import Footnotes
+from benchmarks.runs.conditions import check_one_run_per_row, shared_conditions, with_variants
+from benchmarks.runs.folders import ReportError, Run, load_runs, run_configs
 from benchmarks.tables.judge_calibration import (
     calibration_lines,
     hidden_judge_scores,
     probe_figures,
 )
 from benchmarks.tables.notes import note
-from benchmarks.tables.report.conditions import (
-    check_one_run_per_row,
-    shared_conditions,
-    with_variants,
-)
 from benchmarks.tables.report.header import (
     context_order_line,
     evidence_note,
@@ -48,6 +45,7 @@ from benchmarks.tables.report.header import (
     stale_rows_line,
     statistics_note,
     tokens_note,
+    unfinished_runs_line,
     unranked_rows_line,
 )
 from benchmarks.tables.report.rows import (
@@ -57,13 +55,6 @@ from benchmarks.tables.report.rows import (
     category_order,
     mark_stale,
     row_order,
-)
-from benchmarks.tables.report.runs import (
-    ReportError,
-    Run,
-    load_runs,
-    run_configs,
-    unfinished_runs_line,
 )
 
 PRIMARY_METRICS = ("f1_set", "f1_locomo")

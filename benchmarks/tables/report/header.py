@@ -18,11 +18,13 @@ from benchmarks.metrics.aggregate import Cell, plural, resampling_case, understa
 from benchmarks.metrics.ranking import stored_turn_ranking
 from benchmarks.metrics.stats import MIN_CLUSTERS
 from benchmarks.pipeline.provenance import UNKNOWN
+from benchmarks.pipeline.runlog import latest_records
 from benchmarks.pipeline.settings import declared_context_order
+from benchmarks.runs.folders import Run, is_finished, lookup, matching_runs, read_records
+from benchmarks.runs.naming import row_key
 from benchmarks.tables.judge_calibration import grades_itself, judge_model, own_protocol
 from benchmarks.tables.notes import note, template
 from benchmarks.tables.report.rows import Row
-from benchmarks.tables.report.runs import Run, lookup
 
 #: A method name longer than this is shortened in the tables (the notes give it whole).
 LABEL_WIDTH = 32
@@ -395,6 +397,25 @@ def partial_rows_line(rows: Sequence[Row]) -> str | None:
     each has done: their cells are over those questions only (None when every run finished)."""
     partial = [f"{row.key.label()} ({len(row.run.records)})" for row in rows if row.run.partial]
     return note("report.partial", rows="; ".join(partial)) if partial else None
+
+
+def unfinished_runs_line(
+    configs: dict[Path, dict[str, Any]], dataset: str, subset: str, where: dict[str, Any] | None
+) -> str | None:
+    """Name the matching runs left out because they have not finished, with how far they got,
+    so a table built over several sittings says what it is still waiting for."""
+    unfinished = []
+    for directory, config in matching_runs(configs, dataset, subset, where):
+        if is_finished(directory):
+            continue
+        log = directory / "predictions.jsonl"
+        logged = len(latest_records(read_records(log), "question_id")) if log.exists() else 0
+        key = row_key(config)
+        label = f"{key.method}, {key.extraction}" if key.extraction else key.method
+        unfinished.append(f"{label} ({logged} questions logged, run {directory.name})")
+    if not unfinished:
+        return None
+    return note("report.unfinished", runs="; ".join(unfinished))
 
 
 def invalid_rows_line(rows: Sequence[Row], max_failure_share: float) -> str | None:

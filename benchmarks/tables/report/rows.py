@@ -33,8 +33,8 @@ from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
 from benchmarks.pipeline.harness import lost_to_a_failed_request
 from benchmarks.pipeline.provenance import method_source
-from benchmarks.tables.report.naming import RowKey, row_key
-from benchmarks.tables.report.runs import Run, lookup
+from benchmarks.runs.folders import Run, lookup
+from benchmarks.runs.naming import RowKey, row_key
 from memsys.types import LOCOMO_CATEGORIES
 
 STAGES = ("construction", "answering", "judging")

@@ -1,6 +1,6 @@
 """Reading run folders: which runs under a folder pass the dataset, subset and ``--where``
-filters, what each finished one holds (config, metrics, per-question records), and the messages
-for the runs left out (unfinished) or not found.
+filters, what each finished one holds (config, metrics, per-question records), which of them
+have not finished, and the message for a folder where none matches.
 
 A run's records are its own rows only (:func:`own_records`): one settled record per question of
 its question set (``questions.json``, which runs write since issue 48). A row for a question
@@ -25,12 +25,9 @@ from benchmarks.pipeline.harness import failed
 from benchmarks.pipeline.provenance import recorded_method_source
 from benchmarks.pipeline.runlog import (
     QUESTIONS_FILE,
-    latest_records,
     read_question_set,
     summarize_invocations,
 )
-from benchmarks.tables.notes import note
-from benchmarks.tables.report.naming import row_key
 
 _MISSING = object()
 
@@ -213,25 +210,6 @@ def matching_runs(
 def is_finished(directory: Path) -> bool:
     """Whether a run has finished: the runner writes ``metrics.json`` last."""
     return (directory / "metrics.json").exists()
-
-
-def unfinished_runs_line(
-    configs: dict[Path, dict[str, Any]], dataset: str, subset: str, where: dict[str, Any] | None
-) -> str | None:
-    """Name the matching runs left out because they have not finished, with how far they got,
-    so a table built over several sittings says what it is still waiting for."""
-    unfinished = []
-    for directory, config in matching_runs(configs, dataset, subset, where):
-        if is_finished(directory):
-            continue
-        log = directory / "predictions.jsonl"
-        logged = len(latest_records(read_records(log), "question_id")) if log.exists() else 0
-        key = row_key(config)
-        label = f"{key.method}, {key.extraction}" if key.extraction else key.method
-        unfinished.append(f"{label} ({logged} questions logged, run {directory.name})")
-    if not unfinished:
-        return None
-    return note("report.unfinished", runs="; ".join(unfinished))
 
 
 def no_match_message(

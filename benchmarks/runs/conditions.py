@@ -9,8 +9,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.tables.report.naming import RowKey, row_key
-from benchmarks.tables.report.runs import _MISSING, ReportError, Run, lookup
+from benchmarks.runs.folders import _MISSING, ReportError, Run, lookup
+from benchmarks.runs.naming import RowKey, row_key
 
 
 def data_keys(dataset: dict[str, Any]) -> dict[str, Any]:
