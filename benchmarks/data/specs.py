@@ -21,7 +21,7 @@ from typing import Any
 
 from benchmarks.data import load_locomo
 from benchmarks.data.locomo import LOCOMO_FILE
-from benchmarks.data.longmemeval import iter_longmemeval
+from benchmarks.data.longmemeval import ARCHIVES, RECONSTRUCTED_S, iter_longmemeval
 from memsys.types import Conversation
 
 #: Makes a fresh stream of a dataset's conversations: ``(variant, file, data_dir)``.
@@ -60,6 +60,9 @@ class DatasetSpec:
     earlier_judge_protocol: str
     #: The loader.
     source: Source
+    #: The files the loader reads for ``(variant, file)``, relative to the data folder (their
+    #: digests are recorded with each invocation: :mod:`benchmarks.data.digests`).
+    files: Callable[[str | None, str | None], tuple[str, ...]]
     #: The dataset's name as a title says it, per variant (``Retrieval on LoCoMo``).
     display_names: Mapping[str | None, str]
     #: Whether a third-party audit of the answer key exists (LoCoMo's,
@@ -89,6 +92,19 @@ def _longmemeval(
     return lambda: iter_longmemeval(variant, data_dir)  # type: ignore[arg-type]
 
 
+def _locomo_files(variant: str | None, file: str | None) -> tuple[str, ...]:
+    del variant
+    return (file or LOCOMO_FILE,)
+
+
+def _longmemeval_files(variant: str | None, file: str | None) -> tuple[str, ...]:
+    del file
+    archive = ARCHIVES.get(variant or "")
+    if archive is None:
+        return ()
+    return (archive, RECONSTRUCTED_S) if variant == "s" else (archive,)
+
+
 DATASET_SPECS: dict[str, DatasetSpec] = {
     spec.name: spec
     for spec in (
@@ -105,6 +121,7 @@ DATASET_SPECS: dict[str, DatasetSpec] = {
             adversarial_category=True,
             earlier_judge_protocol="mem0",
             source=_locomo,
+            files=_locomo_files,
             display_names={None: "LoCoMo"},
             audited_key=True,
         ),
@@ -124,6 +141,7 @@ DATASET_SPECS: dict[str, DatasetSpec] = {
             adversarial_category=False,
             earlier_judge_protocol="longmemeval",
             source=_longmemeval,
+            files=_longmemeval_files,
             display_names={"s": "LongMemEval-S", "oracle": "LongMemEval (oracle)"},
             audited_key=False,
         ),

@@ -31,6 +31,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from benchmarks.config.values import ConfigError
+from benchmarks.data.digests import DataChangedError
 from benchmarks.data.errors import DataMissingError, DatasetError
 from benchmarks.pipeline.ray_pool import ExecutorUnavailableError
 from benchmarks.pipeline.runlog import (
@@ -80,6 +81,7 @@ CLEAR_ERRORS = (
     UndeclaredServiceError,
     IncompleteRunError,
     ExecutorUnavailableError,
+    DataChangedError,
 )
 
 

@@ -33,6 +33,7 @@ from tqdm import tqdm
 
 from benchmarks.config.compose import CONF, without_registry
 from benchmarks.config.values import ConfigError
+from benchmarks.data.digests import check_unchanged, dataset_digests, recorded_digests
 from benchmarks.data.paths import shown_path
 from benchmarks.metrics.aggregate import format_summary, summarize_run
 from benchmarks.metrics.judge_probes import (
@@ -284,6 +285,10 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
     construction = ConstructionCounts()
     usage = WorkerUsage()  # stays empty with one process
     invocations = RecordLog(run_dir / "invocations.jsonl", key="started")
+    digests = dataset_digests(
+        settings.spec.files(settings.variant, settings.dataset_file), data_dir
+    )
+    check_unchanged(recorded_digests(invocations.records()), digests, data_dir)
     try:
         if not settings.spread:
             wanted = settings.judge_probes and not probes_settled(read_probes(run_dir))
@@ -310,6 +315,7 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
             **usage.work_with(harness.work_counts()),
             "workers": settings.worker_count,
             "executor": settings.executor.name,
+            "data": digests,
             "provenance": provenance(settings.method.get("_target_")),
         }
         # on a full disk the line goes to stderr, and the error under way is not buried
