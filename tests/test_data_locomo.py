@@ -71,8 +71,12 @@ def test_malformed_evidence_is_parsed_or_reported(locomo) -> None:
 
 
 def test_answers_are_strings(locomo) -> None:
+    """LoCoMo's key holds six answers as JSON numbers (a year, a count): each is read as its
+    text, so scorers and judges compare strings."""
     conversations, _ = locomo
-    assert all(isinstance(q.answer, str) for c in conversations for q in c.questions)
+    by_id = {q.question_id: q for c in conversations for q in c.questions}
+    assert {type(q.answer) for q in by_id.values()} == {str}
+    assert (by_id["conv-26:q1"].answer, by_id["conv-26:q40"].answer) == ("2022", "2")
 
 
 def _write_mutated(tmp_path: Path, data_dir: Path, mutate) -> Path:

@@ -79,4 +79,4 @@ def test_nothing_outside_the_data_layer_branches_on_a_dataset_name() -> None:
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if NAME_BRANCH.search(line)
     ]
-    assert not found, f"declare the trait in benchmarks/data/specs.py instead: {found}"
+    assert found == [], f"declare the trait in benchmarks/data/specs.py instead: {found}"

@@ -91,7 +91,8 @@ def test_a_memory_cached_under_the_older_file_name_is_found_and_copied(
     older.write_text(json.dumps(envelope))
     new.unlink()
     memory, loaded = MemoryStore(tmp_path / "memories").load_or_build(system, conversation)
-    assert loaded and new.exists() and memory.items
+    assert (loaded, new.exists()) == (True, True)
+    assert len(memory.items) == len(conversation.turns)
 
 
 # -- LoCoMo: unique, printable ids; a category is an integer -----------------------------------

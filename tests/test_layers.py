@@ -181,7 +181,7 @@ def test_no_import_cycle() -> None:
         " -> ".join(cycle_through(component[0], set(component), edges))
         for component in strongly_connected(edges)
     ]
-    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+    assert cycles == [], "import cycles:\n" + "\n".join(cycles)
 
 
 def test_memsys_does_not_import_benchmarks() -> None:
@@ -190,7 +190,7 @@ def test_memsys_does_not_import_benchmarks() -> None:
         for found in all_imports()
         if found.importer.split(".")[0] == "memsys" and found.target.split(".")[0] == "benchmarks"
     ]
-    assert not upward, "memsys imports the harness above it:\n" + "\n".join(upward)
+    assert upward == [], "memsys imports the harness above it:\n" + "\n".join(upward)
 
 
 def config_framework_imports() -> list[Import]:
@@ -204,7 +204,7 @@ def config_framework_imports() -> list[Import]:
 
 def test_memsys_does_not_import_the_config_framework() -> None:
     found = config_framework_imports()
-    assert not found, "memsys imports hydra/omegaconf:\n" + "\n".join(map(describe, found))
+    assert found == [], "memsys imports hydra/omegaconf:\n" + "\n".join(map(describe, found))
 
 
 def in_package(name: str, packages: tuple[str, ...]) -> bool:
@@ -224,7 +224,7 @@ def test_shared_building_blocks_do_not_import_methods_or_providers() -> None:
         and in_package(found.target, UPPER)
         and not in_package(found.target, (PROVIDER_INTERFACE,))
     ]
-    assert not upward, "building blocks importing a method or provider:\n" + "\n".join(upward)
+    assert upward == [], "building blocks importing a method or provider:\n" + "\n".join(upward)
 
 
 #: Where the layer map lives (a fenced block with the info string ``layers``).
@@ -292,7 +292,7 @@ def test_the_layer_check_catches_an_upward_import() -> None:
 def test_every_import_goes_down_the_layer_map() -> None:
     layers = layer_map(LAYER_MAP.read_text(encoding="utf-8"))
     found = layer_violations(all_imports(), layers)
-    assert not found, "imports against docs/architecture.md's layer map:\n" + "\n".join(found)
+    assert found == [], "imports against docs/architecture.md's layer map:\n" + "\n".join(found)
 
 
 def test_every_package_is_on_the_layer_map() -> None:

@@ -42,7 +42,9 @@ def test_every_backbone_config_passes_the_runner_checks(name: str, judge: str) -
     cfg = compose_config([f"backbone={name}", f"judge={judge}"])
     if OmegaConf.is_missing(cfg.backbone.provider, "model"):  # generic server config
         cfg.backbone.provider.model = "served-model"
-    validate(cfg)
+    settings = validate(cfg)
+    assert settings.backbone is not None
+    assert settings.backbone.name == cfg.backbone.name
 
 
 def test_a_server_backbone_without_a_model_names_the_key() -> None:

@@ -103,9 +103,9 @@ def test_a_lowered_limit_holds_requests_back_until_it_grows() -> None:
     thread = threading.Thread(target=second)
     thread.start()
     time.sleep(0.3)
-    assert not waiting.is_set()  # one in flight, limit 1: the second waits
+    assert waiting.is_set() is False  # one in flight, limit 1: the second waits
     slots.succeeded()  # 1 + 1/1 = 2: room for it now
-    assert waiting.wait(2.0)
+    assert waiting.wait(2.0) is True
     thread.join()
     first.__exit__(None, None, None)
 

@@ -162,6 +162,6 @@ def test_a_model_in_this_process_builds_one_memory_at_a_time() -> None:
             services=services, settings=SimpleNamespace(construction_key=construction_key)
         )
 
-    assert builds_ahead(harness(Slow(0), "backbone"))
-    assert not builds_ahead(harness(Slow(0), None))
-    assert not builds_ahead(harness(InProcess(0), "backbone"))
+    assert builds_ahead(harness(Slow(0), "backbone")) is True
+    assert builds_ahead(harness(Slow(0), None)) is False
+    assert builds_ahead(harness(InProcess(0), "backbone")) is False

@@ -89,7 +89,7 @@ def _text(value: Any) -> bool:
 
 
 def test_there_are_published_results() -> None:
-    assert FILES, f"no published results in {PUBLISHED}"
+    assert [path.stem for path in FILES] == ["cast", "es-mem", "fracom", "hingemem", "secom"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=[path.stem for path in FILES])

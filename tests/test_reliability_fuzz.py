@@ -402,7 +402,8 @@ def test_a_wrong_backbone_setting_is_one_line_from_the_cli(tmp_path: Path) -> No
 
 def test_a_run_that_calls_no_llm_does_not_check_the_backbone() -> None:
     """Retrieval-only runs serve every backbone, configured or not."""
-    validate(compose_config(["answer=none", "backbone=openai_server", "backbone.concurrency=0"]))
+    cfg = compose_config(["answer=none", "backbone=openai_server", "backbone.concurrency=0"])
+    assert validate(cfg).backbone is None  # no reader: its settings are not the run's
 
 
 def test_the_segmenter_backbone_is_checked_when_it_is_used() -> None:

@@ -266,8 +266,8 @@ def test_a_baseline_of_a_new_module_is_read_from_its_registry_block(
     )
     monkeypatch.setattr(registry, "METHOD_DIR", folder)
     last = {"_target_": "memsys.methods.last_sessions.LastSessions", "sessions": 3}
-    assert row_key(config(last)).baseline
-    assert not row_key(config(NEW_METHOD)).baseline  # a class no config names: not a baseline
+    assert row_key(config(last)).baseline is True
+    assert row_key(config(NEW_METHOD)).baseline is False  # a class no config names: not a baseline
 
 
 def test_only_baselines_still_have_the_p_value_column(tmp_path: Path) -> None:

@@ -132,7 +132,10 @@ def test_every_method_config_instantiates(method: str, shared_cache: Path) -> No
 
     cfg = compose_config([f"method={method}"])
     services = Services(embedder=Embedder(EmbedderConfig(), EmbeddingCache()), tokens=None)  # type: ignore[arg-type]
-    assert isinstance(instantiate_method(cfg.method, services), MemorySystem)
+    system = instantiate_method(cfg.method, services)
+    assert isinstance(system, MemorySystem)
+    target = cfg.method._target_.rsplit(".", 1)[1]
+    assert type(system).__name__ == target  # the class the config names, its options taken
 
 
 @pytest.mark.parametrize(
