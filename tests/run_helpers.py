@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +163,23 @@ def write_longmemeval_oracle(data_dir: Path, items: dict[str, dict]) -> Path:
     """``items`` (file name: instance) as the oracle variant's archive under ``data_dir``, which
     a run then reads with ``data_dir=<data_dir> dataset=longmemeval_oracle``."""
     return write_longmemeval(data_dir, items, "longmemeval_oracle_lme_jsons.tar.xz")
+
+
+def city_haystacks(data_dir: Path, cities: Sequence[str]) -> Path:
+    """A LongMemEval oracle archive of one-question haystacks ``q1``, ``q2``, ..., each moving the
+    user to the next of ``cities``; the data folder."""
+    items = {
+        f"{n}_q{n}.json": longmemeval_item(
+            f"q{n}",
+            "Which city did I move to?",
+            [
+                {"role": "user", "content": f"I moved to {city} for work.", "has_answer": True},
+                {"role": "assistant", "content": f"Enjoy {city}!", "has_answer": False},
+            ],
+        )
+        for n, city in enumerate(cities, start=1)
+    }
+    return write_longmemeval_oracle(data_dir, items)
 
 
 def write_longmemeval_s(data_dir: Path, items: dict[str, dict]) -> Path:

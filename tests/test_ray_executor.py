@@ -15,11 +15,10 @@ from cluster_helpers import ray_head
 from fakes.methods import TROUBLE
 from omegaconf import DictConfig
 from run_helpers import (
+    city_haystacks,
     compose_config,
-    longmemeval_item,
     read_records,
     stable,
-    write_longmemeval_oracle,
 )
 
 from benchmarks.config.values import ConfigError
@@ -36,18 +35,7 @@ MISBEHAVING = ("method=full_history", "method._target_=fakes.methods.Misbehaving
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Six one-question haystacks, each moving the user to another city."""
-    items = {
-        f"{n}_q{n}.json": longmemeval_item(
-            f"q{n}",
-            "Which city did I move to?",
-            [
-                {"role": "user", "content": f"I moved to {city} for work.", "has_answer": True},
-                {"role": "assistant", "content": f"Enjoy {city}!", "has_answer": False},
-            ],
-        )
-        for n, city in enumerate(CITIES, start=1)
-    }
-    return write_longmemeval_oracle(tmp_path_factory.mktemp("data"), items)
+    return city_haystacks(tmp_path_factory.mktemp("data"), CITIES)
 
 
 def config(data_dir: Path, root: Path, *extra: str) -> DictConfig:

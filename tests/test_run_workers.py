@@ -13,13 +13,12 @@ import pytest
 from fakes.methods import TROUBLE
 from omegaconf import DictConfig
 from run_helpers import (
+    city_haystacks,
     compose_config,
     kill_when,
-    longmemeval_item,
     read_records,
     stable,
     start_cli,
-    write_longmemeval_oracle,
 )
 
 from benchmarks.config.values import ConfigError
@@ -33,18 +32,7 @@ CITIES = ("Lisbon", "Oslo", "Quito", "Hanoi", "Accra")
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Five one-question haystacks, each moving the user to another city."""
     monkeypatch.delenv("MEMBENCH_DATA", raising=False)
-    items = {
-        f"{n}_q{n}.json": longmemeval_item(
-            f"q{n}",
-            "Which city did I move to?",
-            [
-                {"role": "user", "content": f"I moved to {city} for work.", "has_answer": True},
-                {"role": "assistant", "content": f"Enjoy {city}!", "has_answer": False},
-            ],
-        )
-        for n, city in enumerate(CITIES, start=1)
-    }
-    return write_longmemeval_oracle(tmp_path / "data", items)
+    return city_haystacks(tmp_path / "data", CITIES)
 
 
 def overrides(data_dir: Path, root: Path, workers: int, *extra: str) -> list[str]:
