@@ -136,6 +136,18 @@ def test_costs_are_summed_from_the_invocation_ledger_where_a_run_has_one(tmp_pat
     assert (cells["Wall (s)"], cells["Peak RSS (MB)"]) == ("9", "700")
 
 
+def test_the_setting_line_names_the_digest_of_the_data_each_run_read(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    rows = (("a", TURN_RAG, "3c1f00aa0001"), ("b", NEW_METHOD, "3c1f00aa0001"), ("c", ZERO, None))
+    for name, method, digest in rows:
+        directory = write_run(runs, name, config(method, template=None), scored([None] * 2))  # type: ignore[list-item]
+        line = {"started": "t", "questions": 2, "wall_s": 1.0, "peak_rss_mb": 1}
+        line |= {"construction_s": 0.5} | ({"data": {"locomo/x.json": digest}} if digest else {})
+        (directory / "invocations.jsonl").write_text(json.dumps(line) + "\n")
+    setting = build_report(runs).setting
+    assert "data sha256 x.json 3c1f00aa0001 (2 runs); not recorded by 1 run" in setting
+
+
 def test_unfinished_runs_are_left_out_and_named_with_their_progress(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     write_run(runs, "done", config(TURN_RAG, template=None), scored([None] * 4))  # type: ignore[list-item]

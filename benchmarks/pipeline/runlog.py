@@ -27,6 +27,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from benchmarks.data.digests import recorded_digests
 from benchmarks.data.paths import shown_path
 from memsys.files import replace_file, write_all
 
@@ -302,7 +303,8 @@ WORK_COUNTS = {
 
 def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A run's cost over its logged invocations (``invocations.jsonl``): wall time, questions
-    and embedding and parsing work summed, the highest peak memory and worker count.
+    and embedding and parsing work summed, the highest peak memory and worker count, and the
+    dataset digests last recorded (:mod:`benchmarks.data.digests`; ``{}`` before they were).
     ``questions`` equal to the run's records means every question's cost is in the sums (only a
     SIGKILLed invocation leaves no line). A kind of work some invocation did not log (parsing
     before it was counted) is left out rather than summed over the others."""
@@ -313,6 +315,7 @@ def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, An
         "peak_rss_mb": max((entry["peak_rss_mb"] for entry in invocations), default=None),
         "construction_s": round(sum(entry["construction_s"] for entry in invocations), 1),
         "workers": max((entry.get("workers", 1) for entry in invocations), default=1),
+        "data": recorded_digests(invocations),
         **{
             kind: {key: round(sum(entry[kind][key] for entry in invocations), 3) for key in keys}
             for kind, keys in WORK_COUNTS.items()

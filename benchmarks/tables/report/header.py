@@ -145,8 +145,33 @@ def setting_line(shared: dict[str, Any], runs: Sequence[Run], rows: Sequence[Row
         )
     else:
         parts.append(f"retrieval only (no reader), {budget}")
-    parts += [f"embedder {shared['embedder.model']}", code_versions(runs)]
+    parts += [f"embedder {shared['embedder.model']}", data_digests(runs), code_versions(runs)]
     return "Setting: " + " · ".join(parts)
+
+
+def data_digests(runs: Sequence[Run]) -> str:
+    """The sha256 (12 hex digits) of each dataset file the runs read, as their invocations
+    recorded it (:mod:`benchmarks.data.digests`); several digests of one file, or runs that
+    recorded none, are counted."""
+    found: dict[str, dict[str, int]] = {}
+    unknown = 0
+    for run in runs:
+        recorded = run.metrics.get("invocations", {}).get("data") or {}
+        unknown += not recorded
+        for name, digest in recorded.items():
+            found.setdefault(name, {}).setdefault(digest, 0)
+            found[name][digest] += 1
+    parts = [
+        f"{Path(name).name} "
+        + ", ".join(
+            digest if len(digests) == 1 and not unknown else f"{digest} ({plural(n, 'run')})"
+            for digest, n in digests.items()
+        )
+        for name, digests in found.items()
+    ]
+    if unknown:
+        parts.append(note("report.data_unknown", runs=plural(unknown, "run")))
+    return f"data sha256 {'; '.join(parts)}"
 
 
 def evidence_note(spec: DatasetSpec, answered: bool) -> str:
