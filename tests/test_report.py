@@ -134,6 +134,13 @@ def test_costs_are_summed_from_the_invocation_ledger_where_a_run_has_one(tmp_pat
     cells = dict(zip(header, row, strict=True))
     assert (cells["Texts embedded / asked"], cells["Texts parsed / asked"]) == ("10 / 40", "—")
     assert (cells["Wall (s)"], cells["Peak RSS (MB)"]) == ("9", "700")
+    # Every record's retrieval took 10 ms: the percentiles say so, and the csv has p99 and max.
+    assert cells["Retrieve p50 / p95 (s)"] == "0.010 / 0.010"
+    table = read_table(out)
+    assert (table.loc[0, "retrieve_latency_s_p99"], table.loc[0, "retrieve_latency_s_max"]) == (
+        0.01,
+        0.01,
+    )
 
 
 def test_the_setting_line_names_the_digest_of_the_data_each_run_read(tmp_path: Path) -> None:

@@ -113,6 +113,10 @@ def csv_record(row: Row, report: Report) -> dict[str, Any]:
     for category in report.categories:
         record |= cell_columns(f"{category}_answer_coverage", row.answer_coverage.get(category))
     record["judge_scores_not_discriminating"] = " ".join(sorted(row.hidden_judges))
+    for phase, found in (("answer", row.answer_latency), ("retrieve", row.retrieve_latency)):
+        record |= {
+            f"{phase}_latency_s_{key}": found.get(key, "") for key in ("p50", "p95", "p99", "max")
+        }
     if report.audit is not None:
         record |= audited_columns(row)
     return record

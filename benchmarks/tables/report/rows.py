@@ -35,6 +35,7 @@ from benchmarks.pipeline.harness import lost_to_a_failed_request
 from benchmarks.pipeline.provenance import method_source
 from benchmarks.runs.folders import Run, lookup
 from benchmarks.runs.naming import RowKey, row_key
+from memsys.llm.accounting import latency_percentiles
 from memsys.types import LOCOMO_CATEGORIES
 
 STAGES = ("construction", "answering", "judging")
@@ -114,6 +115,10 @@ class Row:
     invocations: dict[str, Any]
     answer_latency_s: float | None
     retrieve_latency_s: float | None
+    #: Percentiles (:func:`memsys.llm.accounting.latency_percentiles`) of the answers the model
+    #: gave (cache hits apart) and of every question's retrieval.
+    answer_latency: dict[str, Any]
+    retrieve_latency: dict[str, Any]
     longmemeval: LongMemEvalCells | None
     #: Questions whose answer or verdict failed (left out of the means, not scored as wrong).
     failed: int = 0
@@ -241,6 +246,8 @@ def build_row(
     recalls = evidence_recalls(run.records)
     seed = run_seed(run)
     answers = [r["answering"] for r in run.records if r.get("answering")]
+    answered = [a["latency_s"] for a in answers if not a.get("cached")]
+    retrieved = [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
     counts = failure_counts(run.records)
     failed = counts["answer"] + counts["judge"]  # other protocols' failures blank their columns
     return Row(
@@ -254,10 +261,10 @@ def build_row(
         costs=stage_costs(run),
         memories_loaded=run.metrics.get("construction", {}).get("loaded", 0) > 0,
         invocations=complete_invocations(run),
-        answer_latency_s=mean_or_none([a["latency_s"] for a in answers if not a.get("cached")]),
-        retrieve_latency_s=mean_or_none(
-            [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
-        ),
+        answer_latency_s=mean_or_none(answered),
+        retrieve_latency_s=mean_or_none(retrieved),
+        answer_latency=latency_percentiles(answered),
+        retrieve_latency=latency_percentiles(retrieved),
         longmemeval=longmemeval_cells(
             run.records, unit=unit, seed=seed, corpora=corpora, ranking=LONGMEMEVAL_RANKING
         )

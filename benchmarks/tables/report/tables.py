@@ -48,6 +48,11 @@ def fmt_number(value: float | None, digits: int = 3) -> str:
     return DASH if value is None else f"{value:.{digits}f}"
 
 
+def fmt_percentiles(found: dict[str, Any]) -> str:
+    """``p50 / p95`` of a latency distribution, or a dash where there is none."""
+    return DASH if not found.get("n") else f"{found['p50']:.3f} / {found['p95']:.3f}"
+
+
 def fmt_delta(value: float | None) -> str:
     """A signed difference (``+0.012``; one that rounds to zero is ``+0.000``) or a dash."""
     return DASH if value is None else f"{round(value, 3) + 0.0:+.3f}"
@@ -308,7 +313,7 @@ def costs_table(report: Report) -> Table:
         stage_tokens("answering", "Answer tokens"),
         stage_tokens("judging", "Judge tokens"),
         CONSTRUCTION_S,
-        Column("Answer latency (s)", lambda row: fmt_number(row.answer_latency_s)),
+        Column("Answer latency p50 / p95 (s)", lambda row: fmt_percentiles(row.answer_latency)),
         RUN,
     ]
     return layout(report, "Costs", report.answered, columns)
@@ -326,7 +331,7 @@ def retrieval_costs_table(report: Report) -> Table:
         CONSTRUCTION_S,
         EMBEDDED,
         PARSED,
-        Column("Retrieve latency (s)", lambda row: fmt_number(row.retrieve_latency_s)),
+        Column("Retrieve p50 / p95 (s)", lambda row: fmt_percentiles(row.retrieve_latency)),
         WALL,
         Column("Peak RSS (MB)", lambda row: fmt_number(row.invocations.get("peak_rss_mb"), 0)),
         RUN,
