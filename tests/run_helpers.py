@@ -205,3 +205,18 @@ def write_longmemeval(data_dir: Path, items: dict[str, dict], archive: str) -> P
     (data_dir / "longmemeval").mkdir(parents=True, exist_ok=True)
     (data_dir / "longmemeval" / archive).write_bytes(buffer.getvalue())
     return data_dir
+
+
+def retrieval_overrides(data_dir: Path, root: Path, *extra: str) -> list[str]:
+    """A retrieval-only run over the LongMemEval oracle archive in ``data_dir`` (for instance
+    :func:`city_haystacks`), its results and cache under ``root``, then ``extra``."""
+    return [
+        f"data_dir={data_dir}",
+        "dataset=longmemeval_oracle",
+        "subset=full",
+        "answer=none",
+        f"results_dir={root / 'runs'}",
+        f"cache_dir={root / 'cache'}",
+        "progress=false",
+        *extra,
+    ]

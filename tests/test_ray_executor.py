@@ -18,6 +18,7 @@ from run_helpers import (
     city_haystacks,
     compose_config,
     read_records,
+    retrieval_overrides,
     stable,
 )
 
@@ -39,18 +40,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def config(data_dir: Path, root: Path, *extra: str) -> DictConfig:
-    return compose_config(
-        [
-            f"data_dir={data_dir}",
-            "dataset=longmemeval_oracle",
-            "subset=full",
-            "answer=none",
-            f"results_dir={root / 'runs'}",
-            f"cache_dir={root / 'cache'}",
-            "progress=false",
-            *extra,
-        ]
-    )
+    return compose_config(retrieval_overrides(data_dir, root, *extra))
 
 
 def test_without_ray_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ from run_helpers import (
     compose_config,
     kill_when,
     read_records,
+    retrieval_overrides,
     stable,
     start_cli,
 )
@@ -36,17 +37,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def overrides(data_dir: Path, root: Path, workers: int, *extra: str) -> list[str]:
-    return [
-        f"data_dir={data_dir}",
-        "dataset=longmemeval_oracle",
-        "subset=full",
-        "answer=none",
-        f"results_dir={root / 'runs'}",
-        f"cache_dir={root / 'cache'}",
-        "progress=false",
-        f"workers={workers}",
-        *extra,
-    ]
+    return retrieval_overrides(data_dir, root, f"workers={workers}", *extra)
 
 
 def config(data_dir: Path, root: Path, workers: int, *extra: str) -> DictConfig:
