@@ -133,12 +133,17 @@ def test_ranked_baselines_embed_their_items_at_construction_not_at_retrieval(
     asked_at_construction = embedder.texts_requested
     assert not loaded and asked_at_construction == len(memory.items) > 0
     question = Question("c1:q0", "c1", "Who said hello?", "Ana", "single_hop")
-    assert system.retrieve(memory, question).items  # the question is all retrieval embeds
-    assert embedder.texts_requested == asked_at_construction + 1
+    encoded_at_construction = embedder.texts_encoded
+    # The question is all retrieval embeds: asked for the reader's top k and for the full-depth
+    # ranking (the second time from the embedding cache), encoded once.
+    assert system.retrieve(memory, question).items
+    assert embedder.texts_requested == asked_at_construction + 2
+    assert embedder.texts_encoded == encoded_at_construction + 1
     again, loaded = store.load_or_build(system, _conversation())  # loaded: indexed on load
-    assert loaded and embedder.texts_requested == 2 * asked_at_construction + 1
+    assert loaded and embedder.texts_requested == 2 * asked_at_construction + 2
     system.retrieve(again, question)
-    assert embedder.texts_requested == 2 * asked_at_construction + 2
+    assert embedder.texts_requested == 2 * asked_at_construction + 4
+    assert embedder.texts_encoded == encoded_at_construction + 1
 
 
 def test_stratified_sample_is_deterministic_and_proportional() -> None:
@@ -205,6 +210,7 @@ def test_invocation_costs_add_up_leaving_out_work_some_invocation_did_not_log() 
         "peak_rss_mb": 900,
         "construction_s": 12.5,
         "workers": 2,
+        "data": {},  # neither recorded its dataset digests
         "embedding": {"requested": 16, "encoded": 5, "encode_seconds": 1.75},
     }
     assert summarize_invocations([newer])["parsing"] == newer["parsing"]
