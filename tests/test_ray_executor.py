@@ -80,20 +80,14 @@ def test_a_bad_executor_setting_names_its_key(
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A Ray cluster whose workers die once on conversation q3 when running the misbehaving
     method (the marker file records the death); its address and the marker."""
-    pytest.importorskip("ray")
     marker = tmp_path_factory.mktemp("trouble") / "died"
     tests = str(Path(__file__).parent)  # the workers import the fake method from here
-    with pytest.MonkeyPatch.context() as patch:
-        # Ray's token authentication is off for this cluster on loopback (the driver is this
-        # process, so its environment says so too); Ray would otherwise keep a token in ~/.ray.
-        patch.setenv("RAY_AUTH_MODE", "disabled")
-        env = {
-            **os.environ,
-            TROUBLE: f"exit-once:{DIES_AT}:{marker}",
-            "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])),
-        }
-        with ray_head(tmp_path_factory.mktemp("ray"), env) as address:
-            yield address, marker
+    env = {
+        TROUBLE: f"exit-once:{DIES_AT}:{marker}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])),
+    }
+    with ray_head(tmp_path_factory.mktemp("ray"), env) as address:
+        yield address, marker
 
 
 def spread_over(address: str) -> tuple[str, ...]:
