@@ -56,9 +56,9 @@ from .retrieval import (
     ANCHOR_MODES,
     CONTEXT_KINDS,
     RetrievalOptions,
-    rank_all,
     rank_events,
     rank_flat,
+    rank_rest,
 )
 from .segmenter import ESMemSegmenter, lite_annotation
 from .summary import distinctive_words, llm_summary, summary_without_raw
@@ -291,13 +291,19 @@ class ESMem(MemorySystem[ESMemMemory]):
         """Embed the batch's questions in one model call (``retrieve`` then reads the cache)."""
         self.services.embedder.encode([question.question for question in questions])
 
-    def rank(
-        self, memory: ESMemMemory, question: Question, *, every: bool = False
-    ) -> list[tuple[int, float]]:
-        """``(event index, Score)`` of the top events for ``question``, best first; ``every``:
-        all events, those no anchor activates after the others (:func:`.retrieval.rank_all`)."""
+    def rank(self, memory: ESMemMemory, question: Question) -> list[tuple[int, float]]:
+        """``(event index, Score)`` of the top events for ``question``, best first."""
+        return self.ranked(memory, question)[0]
+
+    def ranked(
+        self, memory: ESMemMemory, question: Question
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """``(event index, Score)`` of the top events for ``question``, best first, and of every
+        event for the ranking metrics (the anchors' activated events in the same order, then
+        the others: :func:`.retrieval.rank_rest`); one scoring pass serves both, and the top
+        events are the first of the activated ones (each ranking is a full sort, cut after)."""
         if not memory.events:
-            return []
+            return [], []
         options = self.options.retrieval
         embedder = self.services.embedder
         query = embedder.encode([question.question])[0]
@@ -306,23 +312,24 @@ class ESMem(MemorySystem[ESMemMemory]):
             if self.options.construction.summaries
             else None
         )
-        depth = len(memory.events) if every else options.top_events
         if options.anchors == "none":
             assert summary_scores is not None  # checked in __init__
-            return rank_flat(summary_scores, depth)
+            every = rank_flat(summary_scores, len(memory.events))
+            return every[: options.top_events], every
         anchor_scores = memory.vectors("boundary", embedder) @ query
-        settings = {"anchor_k": options.anchor_k, "window": options.window, "alpha": options.alpha}
-        if every:
-            return rank_all(anchor_scores, summary_scores, **settings)
-        return rank_events(anchor_scores, summary_scores, **settings, top_events=depth)
+        activated = rank_events(
+            anchor_scores, summary_scores, anchor_k=options.anchor_k, window=options.window,
+            alpha=options.alpha, top_events=len(memory.events),
+        )  # fmt: skip
+        rest = rank_rest(anchor_scores, summary_scores, activated, alpha=options.alpha)
+        return activated[: options.top_events], activated + rest
 
     def retrieve(self, memory: ESMemMemory, question: Question) -> Retrieval:
-        """The top events; for the ranking metrics, every event (:meth:`rank`'s ``every``)."""
-        items = tuple(
-            self._item(memory.events[j], score) for j, score in self.rank(memory, question)
-        )
-        every = [memory.events[j] for j, _ in self.rank(memory, question, every=True)]
-        return Retrieval(items, ranking=tuple(t for event in every for t in event.turn_ids))
+        """The top events; for the ranking metrics, every event (:meth:`ranked`)."""
+        top, every = self.ranked(memory, question)
+        items = tuple(self._item(memory.events[j], score) for j, score in top)
+        deeper = tuple(t for j, _ in every for t in memory.events[j].turn_ids)
+        return Retrieval(items, ranking=deeper)
 
     def _item(self, event: Event, score: float) -> MemoryItem:
         if self.options.retrieval.context == "raw":

@@ -82,30 +82,27 @@ def rank_flat(summary_scores: np.ndarray, top_events: int) -> list[tuple[int, fl
     return [(j, float(summary_scores[j])) for j in order.tolist()]
 
 
-def rank_all(
+def rank_rest(
     anchor_scores: np.ndarray,
     summary_scores: np.ndarray | None,
+    activated: list[tuple[int, float]],
     *,
-    anchor_k: int,
-    window: int,
     alpha: float,
 ) -> list[tuple[int, float]]:
-    """Every event, for the ranking metrics (never the reader's context): the events the
-    anchors activate, as :func:`rank_events` ranks them, then the others by the Score each would
-    have as its own anchor (S_ctx(j) = sim_bnd(j)), ties to the earlier event. The paper ranks
-    activated events only; this order past them is the harness's reading (fidelity card).
+    """For the ranking metrics only (never the reader's context): the events no anchor
+    activated (not in ``activated``), by the Score each would have as its own anchor
+    (S_ctx(j) = sim_bnd(j)), ties to the earlier event; they follow the activated ones. The
+    paper ranks activated events only; this order past them is the harness's reading (fidelity
+    card).
 
-    >>> rank_all(np.array([1.0, 0.5, 0.25, 0.75]), np.array([0.0, 0.5, 0.25, 0.5]),
-    ...          anchor_k=1, window=1, alpha=0.5)
-    [(1, 0.75), (0, 0.5), (3, 0.625), (2, 0.25)]
+    >>> anchors, summaries = np.array([1.0, 0.5, 0.25, 0.75]), np.array([0.0, 0.5, 0.25, 0.5])
+    >>> activated = rank_events(anchors, summaries, anchor_k=1, window=1, alpha=0.5, top_events=4)
+    >>> activated, rank_rest(anchors, summaries, activated, alpha=0.5)
+    ([(1, 0.75), (0, 0.5)], [(3, 0.625), (2, 0.25)])
     """
-    activated = rank_events(
-        anchor_scores, summary_scores, anchor_k=anchor_k, window=window, alpha=alpha,
-        top_events=len(anchor_scores),
-    )  # fmt: skip
     seen = {j for j, _ in activated}
     own = anchor_scores if summary_scores is None else (
         alpha * summary_scores + (1 - alpha) * anchor_scores
     )  # fmt: skip
     rest = sorted((j for j in range(len(anchor_scores)) if j not in seen), key=lambda j: -own[j])
-    return activated + [(j, float(own[j])) for j in rest]
+    return [(j, float(own[j])) for j in rest]
