@@ -7,6 +7,7 @@ records kept rankings, contexts or code versions: their notes say so)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -153,25 +154,25 @@ def data_digests(runs: Sequence[Run]) -> str:
     """The sha256 (12 hex digits) of each dataset file the runs read, as their invocations
     recorded it (:mod:`benchmarks.data.digests`); several digests of one file, or runs that
     recorded none, are counted."""
-    found: dict[str, dict[str, int]] = {}
+    found: dict[str, Counter[str]] = {}
     unknown = 0
     for run in runs:
         recorded = run.metrics.get("invocations", {}).get("data") or {}
         unknown += not recorded
         for name, digest in recorded.items():
-            found.setdefault(name, {}).setdefault(digest, 0)
-            found[name][digest] += 1
-    parts = [
-        f"{Path(name).name} "
-        + ", ".join(
-            digest if len(digests) == 1 and not unknown else f"{digest} ({plural(n, 'run')})"
-            for digest, n in digests.items()
-        )
-        for name, digests in found.items()
-    ]
+            found.setdefault(name, Counter())[digest] += 1
+    parts = [f"{Path(name).name} {counted(digests, unknown)}" for name, digests in found.items()]
     if unknown:
         parts.append(note("report.data_unknown", runs=plural(unknown, "run")))
     return f"data sha256 {'; '.join(parts)}"
+
+
+def counted(values: Counter[str], unknown: int) -> str:
+    """Each value, with its count of runs where the runs do not all share it."""
+    alone = len(values) == 1 and not unknown
+    return ", ".join(
+        value if alone else f"{value} ({plural(count, 'run')})" for value, count in values.items()
+    )
 
 
 def evidence_note(spec: DatasetSpec, answered: bool) -> str:
@@ -344,15 +345,11 @@ def p_value_note(shared: dict[str, Any], metric: str, rows: Sequence[Row]) -> st
 def code_versions(runs: Sequence[Run]) -> str:
     """The code versions the rows' records came from (``metrics.json`` ``code_versions``), for
     the setting line; the full LongMemEval runs were logged before runs recorded one."""
-    counts: dict[str, int] = {}
+    counts: Counter[str] = Counter()
     for run in runs:
-        for version in run.metrics.get("code_versions") or [UNKNOWN]:
-            counts[version] = counts.get(version, 0) + 1
+        counts.update(run.metrics.get("code_versions") or [UNKNOWN])
     unknown = counts.pop(UNKNOWN, 0)
-    parts = [
-        version if len(counts) == 1 and not unknown else f"{version} ({plural(count, 'run')})"
-        for version, count in counts.items()
-    ]
+    parts = [counted(counts, unknown)] if counts else []
     if unknown:
         parts.append(note("report.code_unknown", runs=plural(unknown, "run")))
     return f"code {', '.join(parts)}"
