@@ -23,7 +23,7 @@ from memsys.llm.backbone import Backbone
 from memsys.nlp import NLP
 from memsys.tokens import TokenCounter
 from memsys.types import Conversation, MemoryItem, Question, Retrieval
-from memsys.usage import EMBEDDER, LLM, PARSER
+from memsys.usage import EMBEDDER, LLM, PARSER, Usage
 
 MemoryT = TypeVar("MemoryT")
 
@@ -163,6 +163,11 @@ class MemorySystem(ABC, Generic[MemoryT]):
     def load_memory(self, payload: dict[str, Any]) -> MemoryT:
         """Inverse of :meth:`dump_memory`."""
 
+    @abstractmethod
+    def stored_texts(self, memory: MemoryT) -> list[str]:
+        """The text of each unit ``memory`` stores (a turn, a session, a segment, an event, a
+        proposition, a hyperedge, a scene, a fact...): its footprint's items and tokens."""
+
     def construction_services(self) -> frozenset[str]:
         """The services :meth:`construct` may call (:data:`memsys.usage.SERVICES`), each of which
         joins the memory's identity: the embedder always, the construction LLM where
@@ -194,11 +199,11 @@ class UndeclaredServiceError(RuntimeError):
     would be keyed without what built them."""
 
 
-def undeclared_services(system: MemorySystem[Any], used: set[str]) -> None:
-    """Raise :class:`UndeclaredServiceError` naming the method and each service in ``used`` (as
+def undeclared_services(system: MemorySystem[Any], used: Usage) -> None:
+    """Raise :class:`UndeclaredServiceError` naming the method and each service ``used`` (as
     :func:`memsys.usage.recording` filled it) that :meth:`~MemorySystem.construction_services`
     does not declare."""
-    missing = sorted(used - system.construction_services())
+    missing = sorted(used.services - system.construction_services())
     if missing:
         name = f"{type(system).__module__}.{type(system).__qualname__}"
         services = f"the {' and the '.join(missing)}"

@@ -249,7 +249,7 @@ class Embedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` in order, shape ``(len(texts), dim)``, unit length when the
         config normalizes."""
-        record(EMBEDDER)
+        record(EMBEDDER, len(texts))
         with self._lock:
             return self._encode(texts)
 

@@ -280,7 +280,7 @@ class NLP:
         """spaCy ``Doc`` objects for ``texts``: from the memo (the ``memo_size`` most recently
         used texts), else from the parse cache, else parsed now in batches and stored. One caller
         at a time (memories built at once in threads share this pipeline and its memo)."""
-        record(PARSER)
+        record(PARSER, len(texts))
         with self._parsing:
             return self._parse(texts)
 

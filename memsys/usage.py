@@ -4,7 +4,9 @@ A cached memory is keyed by what built it (:meth:`memsys.base.MemorySystem.const
 and a method declares the services its construction calls. A declaration by hand can be wrong;
 so while a memory is built (:func:`recording`), every service notes its own use at its entry point
 (:func:`record`: the embedder's ``encode``, the parser's ``parse``, the backbone's ``complete``
-and ``complete_many``), and the caller compares what was used with what was declared.
+and ``complete_many``), and the caller compares what was used with what was declared. Each service also counts what it
+was asked for (:class:`Usage`: LLM requests, texts embedded, texts parsed, cache hits included),
+which is what a memory's construction cost, whatever the caches held.
 
 Recorded per thread of control (a :class:`contextvars.ContextVar`): memories built at once in
 threads, and questions retrieved meanwhile, do not see each other's use. Calls a service makes on
@@ -15,9 +17,11 @@ context); none of the methods here does.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 #: The services a construction may use, as :func:`record` names them.
 EMBEDDER = "embedder"
@@ -25,25 +29,37 @@ PARSER = "parser"
 LLM = "llm"
 SERVICES = (EMBEDDER, PARSER, LLM)
 
-_used: ContextVar[set[str] | None] = ContextVar("construction_services_used", default=None)
+
+@dataclass
+class Usage:
+    """What a block asked of the services: which it used, and how much of each (``amounts``:
+    LLM requests, texts embedded, texts parsed)."""
+
+    services: set[str] = field(default_factory=set)
+    amounts: Counter[str] = field(default_factory=Counter)
+
+
+_usage: ContextVar[Usage | None] = ContextVar("construction_usage", default=None)
 
 
 @contextmanager
-def recording() -> Iterator[set[str]]:
-    """The set of services used inside the block, filled as they are called."""
-    used: set[str] = set()
-    token = _used.set(used)
+def recording() -> Iterator[Usage]:
+    """The services used inside the block and their amounts, filled as they are called."""
+    usage = Usage()
+    token = _usage.set(usage)
     try:
-        yield used
+        yield usage
     finally:
-        _used.reset(token)
+        _usage.reset(token)
 
 
-def record(service: str) -> None:
-    """Note that ``service`` (one of :data:`SERVICES`) is being used; nothing outside a
-    :func:`recording` block."""
+def record(service: str, amount: int = 1) -> None:
+    """Note that ``service`` (one of :data:`SERVICES`) is being asked for ``amount`` units (LLM
+    requests, texts); nothing outside a :func:`recording` block. An amount of 0 still counts the
+    service as used."""
     if service not in SERVICES:
         raise ValueError(f"unknown service {service!r}; expected one of {SERVICES}")
-    used = _used.get()
-    if used is not None:
-        used.add(service)
+    usage = _usage.get()
+    if usage is not None:
+        usage.services.add(service)
+        usage.amounts[service] += amount

@@ -63,7 +63,7 @@ def main(overrides: list[str]) -> dict[str, Any]:
     limit = model.max_seq_length - model.tokenizer.num_special_tokens_to_add()
     total = {"boundaries": 0, "over_window": 0, "current_event_unread": 0}
     for conversation in load_locomo(str(resolve_data_dir(cfg.data_dir))):
-        memory, _ = store.load_or_build(system, conversation)
+        memory = store.load_or_build(system, conversation).memory
         events = system.dump_memory(memory)["events"]
         for key, value in boundary_window_report(events, model.tokenizer, limit).items():
             total[key] += value

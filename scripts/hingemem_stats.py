@@ -89,7 +89,8 @@ def build(args: argparse.Namespace) -> None:
     rows, questions = [], []
     for conversation in conversations:
         started = time.perf_counter()
-        memory, loaded = store.load_or_build(system, conversation)
+        got = store.load_or_build(system, conversation)
+        memory, loaded = got.memory, got.loaded
         rows.append(
             {
                 "conversation_id": conversation.conversation_id,

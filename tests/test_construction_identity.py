@@ -73,16 +73,20 @@ def test_use_is_recorded_only_inside_a_recording_and_per_thread() -> None:
 
     def elsewhere() -> None:
         with recording() as used:
-            record(EMBEDDER)
-        seen_elsewhere.update(used)
+            record(EMBEDDER, 3)
+        seen_elsewhere.update(used.services)
 
     with recording() as used:
-        record(PARSER)
+        record(PARSER, 5)
+        record(PARSER, 0)
         worker = threading.Thread(target=elsewhere)
         worker.start()
         worker.join()
         with recording() as inner:
             record(LLM)
-    assert used == {PARSER}
-    assert inner == {LLM}
+            record(LLM, 4)
+    assert used.services == {PARSER}
+    assert dict(used.amounts) == {PARSER: 5}
+    assert inner.services == {LLM}
+    assert dict(inner.amounts) == {LLM: 5}
     assert seen_elsewhere == {EMBEDDER}

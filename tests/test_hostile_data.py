@@ -49,14 +49,16 @@ def test_a_conversation_id_never_reaches_a_path(
     (conversation,), _ = read_locomo(locomo_file(tmp_path, [item]))
     cache = tmp_path / "cache" / "memories"
     store, system = MemoryStore(cache), FullHistory(services)
-    memory, loaded = store.load_or_build(system, conversation)
+    got = store.load_or_build(system, conversation)
+    memory, loaded = got.memory, got.loaded
     assert not loaded
     (written,) = [path for path in tmp_path.rglob("*") if path.is_file() and path.suffix == ".json"
                   and path.name != "locomo.json"]  # fmt: skip
     assert written.parent == cache / "fullhistory"  # under the cache, in the method's folder
     assert "PWNED" not in written.name and sample_id not in written.name
     assert json.loads(written.read_text())["conversation_id"] == sample_id  # the id kept inside
-    again, loaded = store.load_or_build(system, conversation)
+    got = store.load_or_build(system, conversation)
+    again, loaded = got.memory, got.loaded
     assert loaded and again.items == memory.items
 
 
@@ -70,7 +72,7 @@ def test_a_memory_file_of_another_conversation_is_not_trusted(
     envelope = json.loads(path.read_text())
     envelope["conversation_id"] = "someone-else"
     path.write_text(json.dumps(envelope))
-    assert store.load_or_build(system, conversation)[1] is False
+    assert store.load_or_build(system, conversation).loaded is False
     assert store.rebuilt_corrupt == 1
 
 
@@ -90,7 +92,8 @@ def test_a_memory_cached_under_the_older_file_name_is_found_and_copied(
     del envelope["conversation_id"]  # older files did not hold it
     older.write_text(json.dumps(envelope))
     new.unlink()
-    memory, loaded = MemoryStore(tmp_path / "memories").load_or_build(system, conversation)
+    got = MemoryStore(tmp_path / "memories").load_or_build(system, conversation)
+    memory, loaded = got.memory, got.loaded
     assert (loaded, new.exists()) == (True, True)
     assert len(memory.items) == len(conversation.turns)
 

@@ -472,14 +472,15 @@ def test_a_memory_that_cannot_be_stored_is_used_and_leaves_no_part_file(
 
     monkeypatch.setattr("memsys.files.os.fsync", disk_full)
     with caplog.at_level(logging.WARNING, logger="benchmarks.pipeline.memory_store"):
-        memory, loaded = store.load_or_build(system, conversation)
+        got = store.load_or_build(system, conversation)
+        memory, loaded = got.memory, got.loaded
     assert not loaded and memory.items
     path = store.path(system, conversation)
     assert str(path) in caplog.text and os.strerror(errno.ENOSPC) in caplog.text
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
     monkeypatch.undo()
-    assert store.load_or_build(system, conversation)[1] is False  # stored this time
-    assert store.load_or_build(system, conversation)[1] is True
+    assert store.load_or_build(system, conversation).loaded is False  # stored this time
+    assert store.load_or_build(system, conversation).loaded is True
 
 
 def test_opening_the_memory_store_removes_part_files_of_killed_writers(tmp_path: Path) -> None:

@@ -94,9 +94,11 @@ def services() -> Services:
 def test_memory_is_cached_keyed_and_checked(tmp_path: Path, services: Services) -> None:
     store = MemoryStore(tmp_path)
     system = FullHistory(services)
-    memory, loaded = store.load_or_build(system, _conversation())
+    got = store.load_or_build(system, _conversation())
+    memory, loaded = got.memory, got.loaded
     assert not loaded
-    again, loaded = store.load_or_build(system, _conversation())
+    got = store.load_or_build(system, _conversation())
+    again, loaded = got.memory, got.loaded
     assert loaded and again.items == memory.items
     assert store.path(system, _conversation("changed")) != store.path(system, _conversation())
 
@@ -104,11 +106,12 @@ def test_memory_is_cached_keyed_and_checked(tmp_path: Path, services: Services) 
     envelope = json.loads(path.read_text())
     envelope["payload"]["items"][0]["text"] = "tampered"
     path.write_text(json.dumps(envelope))
-    rebuilt, loaded = store.load_or_build(system, _conversation())
+    got = store.load_or_build(system, _conversation())
+    rebuilt, loaded = got.memory, got.loaded
     assert not loaded and store.rebuilt_corrupt == 1
     assert rebuilt.items[0].text == "Ana: hello"
     path.write_text("{truncated")
-    assert store.load_or_build(system, _conversation())[1] is False
+    assert store.load_or_build(system, _conversation()).loaded is False
     assert store.rebuilt_corrupt == 2
 
 
@@ -129,7 +132,8 @@ def test_ranked_baselines_embed_their_items_at_construction_not_at_retrieval(
     tmp_path: Path, services: Services, system_class: type[TurnRAG | SessionRAG]
 ) -> None:
     store, system, embedder = MemoryStore(tmp_path), system_class(services), services.embedder
-    memory, loaded = store.load_or_build(system, _conversation())
+    got = store.load_or_build(system, _conversation())
+    memory, loaded = got.memory, got.loaded
     asked_at_construction = embedder.texts_requested
     assert not loaded and asked_at_construction == len(memory.items) > 0
     question = Question("c1:q0", "c1", "Who said hello?", "Ana", "single_hop")
@@ -139,7 +143,8 @@ def test_ranked_baselines_embed_their_items_at_construction_not_at_retrieval(
     assert system.retrieve(memory, question).items
     assert embedder.texts_requested == asked_at_construction + 2
     assert embedder.texts_encoded == encoded_at_construction + 1
-    again, loaded = store.load_or_build(system, _conversation())  # loaded: indexed on load
+    got = store.load_or_build(system, _conversation())  # loaded: indexed on load
+    again, loaded = got.memory, got.loaded
     assert loaded and embedder.texts_requested == 2 * asked_at_construction + 2
     system.retrieve(again, question)
     assert embedder.texts_requested == 2 * asked_at_construction + 4

@@ -151,12 +151,17 @@ def verdict(score: float | None) -> bool | None:
 
 def judge_entries(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Each judge protocol's verdict with what its entry logged (cost, attempts, error, and the
-    reply where the record keeps one)."""
+    reply where the record keeps one); with ``judge.repeats`` > 1, each repeat's."""
     scores = record.get("scores") or {}
+    repeated = record.get("judge_repeats") or {}
     entries = []
     for rank, entry in enumerate(judgings(dict(record))):
-        name = "judge_acc" if rank == 0 else f"judge_acc_{entry.get('protocol')}"
-        entries.append({**entry, "verdict": verdict(scores.get(name))})
+        protocol = entry.get("protocol")
+        if protocol in repeated:
+            found = repeated[protocol][entry.get("repeat", 1) - 1]
+        else:
+            found = verdict(scores.get("judge_acc" if rank == 0 else f"judge_acc_{protocol}"))
+        entries.append({**entry, "verdict": found})
     return entries
 
 

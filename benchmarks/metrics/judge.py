@@ -344,9 +344,11 @@ def judging_entry(protocol: str, verdict: Verdict) -> dict[str, Any]:
 
 
 def judgings(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every verdict entry of a record: the dataset's protocol's, then the others'."""
+    """Every verdict entry of a record: the dataset's protocol's, then the others', then the
+    repeats' (``judge.repeats`` > 1)."""
     primary = [record["judging"]] if record.get("judging") else []
-    return primary + list((record.get("other_judgings") or {}).values())
+    others = list((record.get("other_judgings") or {}).values())
+    return primary + others + list(record.get("repeat_judgings") or [])
 
 
 def question_category(question_type: str) -> str:

@@ -10,6 +10,12 @@ reply is cached and unparseable is passed over at no cost, so a rerun asks new r
 failing on the old replies. When that fails too, or the call itself fails, the verdict is a
 counted failure (``correct is None``), never a silent 0 or 1; the next run asks again, until
 :data:`MAX_ATTEMPTS` rungs have been tried and the failure is final.
+
+``repeats`` (``judge.repeats``) asks each verdict N times. Repeat 1 is the request above,
+unchanged; repeat ``r`` > 1 differs only in its seed (:data:`REPEAT_SEED_STRIDE` times ``r - 1``,
+plus the rung's own from rung 3) and, with ``repeat_temperature``, its temperature: its own cache
+key, so recorded replies and resumes work per repeat. At the protocol's temperature (0) a
+deterministic backend gives N equal verdicts: the spread is the backend's nondeterminism only.
 """
 
 from __future__ import annotations
@@ -50,15 +56,26 @@ MAX_ATTEMPTS = 6
 #: Sampling temperature of rungs 3 and up (rung ``n`` has seed ``n``): greedy decoding would
 #: repeat the reply that could not be parsed.
 RESAMPLE_TEMPERATURE = 0.7
+#: Seed offset between repeats: far above any rung (:data:`MAX_ATTEMPTS`), so no two requests of
+#: one verdict's repeats and rungs share a seed.
+REPEAT_SEED_STRIDE = 1000
 #: mem0's ``extract_json`` (``mem0/memory/utils.py``): the reply stripped, then the content of
 #: its first code fence (optionally tagged ``json``) if it has one, else all of it.
 MEM0_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
 
 
-def ladder_request(prompt: JudgePrompt, rung: int, last_reply: str, max_tokens: int) -> LLMRequest:
+def ladder_request(
+    prompt: JudgePrompt,
+    rung: int,
+    last_reply: str,
+    max_tokens: int,
+    repeat: int = 0,
+    repeat_temperature: float | None = None,
+) -> LLMRequest:
     """Rung ``rung`` of the ladder (see the module docstring); ``last_reply`` is the reply of
     the rung below (rung 2 quotes rung 1's); ``max_tokens`` caps a reply whose format sets no
-    cap of its own."""
+    cap of its own; ``repeat`` (0-based) > 0 shifts the seed and, with ``repeat_temperature``,
+    samples rungs 1-2 at that temperature."""
     messages: list[Message] = [{"role": "user", "content": prompt.text}]
     reply = prompt.reply
     params = SamplingParams(max_tokens=reply.max_tokens or max_tokens, json_schema=reply.schema)
@@ -69,6 +86,11 @@ def ladder_request(prompt: JudgePrompt, rung: int, last_reply: str, max_tokens: 
         ]
     elif rung > 2:
         params = dataclasses.replace(params, temperature=RESAMPLE_TEMPERATURE, seed=rung)
+    if repeat:
+        seed = REPEAT_SEED_STRIDE * repeat + (rung if rung > 2 else 0)
+        params = dataclasses.replace(params, seed=seed)
+        if rung <= 2 and repeat_temperature is not None:
+            params = dataclasses.replace(params, temperature=repeat_temperature)
     return LLMRequest(tuple(messages), params, shared_prefix=prompt.prefix)
 
 
@@ -151,6 +173,8 @@ class _Grading:
     """One verdict on its way up the ladder."""
 
     prompt: JudgePrompt
+    #: Which repeat of the verdict (0-based; 0 is the protocol's one request).
+    repeat: int = 0
     rung: int = 0
     asked: int = 0
     reply: str = ""
@@ -167,8 +191,10 @@ class _Grading:
             return False  # a failed call is asked again by the next run, from the bottom rung
         return self.asked < ATTEMPTS_PER_RUN and self.rung < MAX_ATTEMPTS
 
-    def next_request(self, max_tokens: int) -> LLMRequest:
-        return ladder_request(self.prompt, self.rung + 1, self.reply, max_tokens)
+    def next_request(self, max_tokens: int, repeat_temperature: float | None) -> LLMRequest:
+        return ladder_request(
+            self.prompt, self.rung + 1, self.reply, max_tokens, self.repeat, repeat_temperature
+        )
 
     def verdict(self) -> Verdict:
         final = self.correct is None and not self.call_failed and self.rung >= MAX_ATTEMPTS
@@ -210,12 +236,22 @@ class Judge:
     Taking up a protocol named after an evaluator reads and verifies its source file: a missing
     or altered one raises :class:`~benchmarks.metrics.official_prompts.EvaluatorFileError` here,
     before any work, and only for the protocols that need it. ``max_tokens`` caps the replies of
-    the project's protocols (the evaluators' have their own caps)."""
+    the project's protocols (the evaluators' have their own caps); ``repeats`` and
+    ``repeat_temperature``: see the module docstring."""
 
     def __init__(
-        self, backbone: Backbone, *, protocols: Sequence[str], max_tokens: int = 32
+        self,
+        backbone: Backbone,
+        *,
+        protocols: Sequence[str],
+        max_tokens: int = 32,
+        repeats: int = 1,
+        repeat_temperature: float | None = None,
     ) -> None:
         check_protocols(protocols)
+        if repeats < 1:
+            raise ValueError(f"repeats must be a positive integer, got {repeats}")
+        self.repeats, self.repeat_temperature = repeats, repeat_temperature
         self.backbone = backbone
         self.protocols = tuple(dict.fromkeys(protocols))
         for name in self.protocols:
@@ -234,28 +270,51 @@ class Judge:
     ) -> list[dict[str, Verdict]]:
         """One verdict per protocol per (question, prediction), in order; failures are verdicts
         too. Protocols that give the same prompt (abstention questions) share one grading;
-        ``stage`` names the calls in the accounting."""
-        by_prompt: dict[tuple[str, str], _Grading] = {}
+        ``stage`` names the calls in the accounting. One repeat, whatever ``repeats`` says (the
+        probe set is graded so)."""
+        graded = self._grade(items, stage, 1)
+        return [{protocol: found[0] for protocol, found in item.items()} for item in graded]
+
+    def grade_repeated(
+        self, items: Sequence[tuple[Question, str]], *, stage: str = "judging"
+    ) -> list[dict[str, tuple[Verdict, ...]]]:
+        """:meth:`grade_many` with every repeat: ``repeats`` verdicts per protocol, in order."""
+        return self._grade(items, stage, self.repeats)
+
+    def _grade(
+        self, items: Sequence[tuple[Question, str]], stage: str, repeats: int
+    ) -> list[dict[str, tuple[Verdict, ...]]]:
+        by_prompt: dict[tuple[str, str, int], _Grading] = {}
         per_item = []
         for question, prediction in items:
             gradings = {}
             for protocol in self.protocols:
                 prompt = judge_prompt(question, prediction, protocol)
-                key = (prompt.text, prompt.reply.reader)
-                gradings[protocol] = by_prompt.setdefault(key, _Grading(prompt))
+                gradings[protocol] = tuple(
+                    by_prompt.setdefault(
+                        (prompt.text, prompt.reply.reader, repeat), _Grading(prompt, repeat)
+                    )
+                    for repeat in range(repeats)
+                )
             per_item.append(gradings)
         pending = list(by_prompt.values())
         # Same instruction, one after another: an in-process model evaluates it once per run of
         # them (replies do not depend on the order; see LLMRequest.shared_prefix).
         pending.sort(key=lambda grading: grading.prompt.text[: grading.prompt.prefix])
         while climbing := [grading for grading in pending if grading.climbing()]:
-            requests = [grading.next_request(self.max_tokens) for grading in climbing]
+            requests = [
+                grading.next_request(self.max_tokens, self.repeat_temperature)
+                for grading in climbing
+            ]
             replies = self.backbone.complete_many(requests, stage=stage, return_exceptions=True)
             for grading, reply in zip(climbing, replies, strict=True):
                 self._take(grading, reply)
         booked: set[int] = set()
         return [
-            {protocol: _booked_once(grading, booked) for protocol, grading in gradings.items()}
+            {
+                protocol: tuple(_booked_once(grading, booked) for grading in repeated)
+                for protocol, repeated in gradings.items()
+            }
             for gradings in per_item
         ]
 

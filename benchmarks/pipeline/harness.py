@@ -27,6 +27,7 @@ from benchmarks.metrics.judging import Judge
 from benchmarks.metrics.qa import QAPrediction, score_prediction
 from benchmarks.metrics.ranking import OfficialIds
 from benchmarks.metrics.retrieval import evidence_recall
+from benchmarks.pipeline.footprint import footprint
 from benchmarks.pipeline.memory_store import MemoryStore
 from benchmarks.pipeline.settings import RunSettings, cache_folder, check_method_options
 from memsys.base import MemorySystem, Services
@@ -112,7 +113,12 @@ def build_harness(settings: RunSettings, run_dir: Path) -> Harness:
         judge_backbone = backbone
         if settings.judge_backbone is not None:
             judge_backbone = build(settings.judge_backbone)
-        judge = Judge(judge_backbone, protocols=settings.judge_protocols)
+        judge = Judge(
+            judge_backbone,
+            protocols=settings.judge_protocols,
+            repeats=settings.judge_repeats,
+            repeat_temperature=settings.judge_repeat_temperature,
+        )
     return Harness(
         settings=settings,
         system=system,
@@ -165,10 +171,10 @@ def answer_batch(
             harness.answerer.complete_many(requests, stage="answering", return_exceptions=True)
         )
 
-    verdicts: dict[int, dict[str, Verdict]] = {}
+    verdicts: dict[int, dict[str, tuple[Verdict, ...]]] = {}
     if harness.judge is not None:
         answered = [i for i, reply in enumerate(replies) if isinstance(reply, LLMResponse)]
-        graded = harness.judge.grade_many(
+        graded = harness.judge.grade_repeated(
             [(prepared[i].question, replies[i].text) for i in answered]  # type: ignore[union-attr]
         )
         verdicts = dict(zip(answered, graded, strict=True))
@@ -216,13 +222,15 @@ def prepare(harness: Harness, memory: Any, question: Question) -> Prepared:
 def build_record(
     prepared: Prepared,
     reply: LLMResponse | LLMError | None,
-    verdicts: dict[str, Verdict] | None,
+    verdicts: dict[str, tuple[Verdict, ...]] | None,
 ) -> dict[str, Any]:
     """One question's JSON line: prediction, gold, provenance, costs and every score.
 
-    ``verdicts`` maps each judge protocol to its verdict, the dataset's own first: it gives
-    ``judge_acc`` and ``judging``; the others give ``judge_acc_<protocol>`` and
-    ``other_judgings[protocol]``.
+    ``verdicts`` maps each judge protocol to its verdicts (one per repeat), the dataset's own
+    first: it gives ``judge_acc`` and ``judging``; the others give ``judge_acc_<protocol>`` and
+    ``other_judgings[protocol]``. With several repeats the score is the mean of the repeats'
+    verdicts, ``judge_repeats[protocol]`` holds each (None: no verdict) and
+    ``repeat_judgings`` the entries of repeats 2..N.
     """
     question, retrieval, context = prepared.question, prepared.retrieval, prepared.context
     record: dict[str, Any] = {
@@ -277,16 +285,34 @@ def build_record(
             question.adversarial_answer,
         )
         record["scores"] = score_prediction(prediction)
-    for rank, (protocol, verdict) in enumerate((verdicts or {}).items()):
-        score = None if verdict.correct is None else float(verdict.correct)
-        judging = judging_entry(protocol, verdict)
+    for rank, (protocol, repeated) in enumerate((verdicts or {}).items()):
+        first, *others = repeated
+        judging = judging_entry(protocol, first)
+        score = repeat_mean([verdict.correct for verdict in repeated])
         if rank == 0:
             record["scores"]["judge_acc"] = score
             record["judging"] = judging
         else:
             record["scores"][f"{OTHER_JUDGE_PREFIX}{protocol}"] = score
             record.setdefault("other_judgings", {})[protocol] = judging
+        if others:
+            record.setdefault("judge_repeats", {})[protocol] = [v.correct for v in repeated]
+            record.setdefault("repeat_judgings", []).extend(
+                {**judging_entry(protocol, verdict), "repeat": repeat}
+                for repeat, verdict in enumerate(others, start=2)
+            )
     return record
+
+
+def repeat_mean(verdicts: Sequence[bool | None]) -> float | None:
+    """A question's judge score: the mean of its repeats' verdicts (one repeat: 0.0 or 1.0);
+    None when no repeat gave a verdict.
+
+    >>> repeat_mean([True, None, False, True])
+    0.6666666666666666
+    """
+    given = [float(verdict) for verdict in verdicts if verdict is not None]
+    return sum(given) / len(given) if given else None
 
 
 def failed(record: dict[str, Any]) -> bool:
@@ -311,11 +337,13 @@ def lost_to_a_failed_request(record: dict[str, Any]) -> bool:
 
 @dataclass(frozen=True)
 class Built:
-    """A conversation's memory, whether it came from the memory cache, and the seconds it took."""
+    """A conversation's memory, whether it came from the memory cache, the seconds it took and
+    its footprint line (:mod:`benchmarks.pipeline.footprint`)."""
 
     memory: Any
     loaded: bool
     seconds: float
+    footprint: dict[str, Any]
 
 
 @dataclass
@@ -328,6 +356,8 @@ class ConstructionCounts:
     seconds: float = 0.0
     #: Each built memory's seconds (one conversation's construction), for the percentiles.
     built_seconds: list[float] = field(default_factory=list)
+    #: Each memory's footprint line, built or loaded, for the run's ``memories.jsonl``.
+    footprints: list[dict[str, Any]] = field(default_factory=list)
 
     def count(self, memory: Built) -> None:
         """Count one memory got."""
@@ -337,6 +367,7 @@ class ConstructionCounts:
             self.built += 1
             self.built_seconds.append(memory.seconds)
         self.seconds += memory.seconds
+        self.footprints.append(memory.footprint)
 
     def add(self, other: ConstructionCounts) -> None:
         """Add a worker's counts."""
@@ -344,6 +375,7 @@ class ConstructionCounts:
         self.loaded += other.loaded
         self.seconds += other.seconds
         self.built_seconds += other.built_seconds
+        self.footprints += other.footprints
 
     def to_json(self) -> dict[str, Any]:
         """The counts, and the percentiles of one memory's construction time over the memories
@@ -359,8 +391,10 @@ class ConstructionCounts:
 def get_memory(harness: Harness, conversation: Conversation) -> Built:
     """``conversation``'s memory, from the memory cache or built now."""
     started = time.perf_counter()
-    memory, loaded = harness.memories.load_or_build(harness.system, conversation)
-    return Built(memory, loaded, time.perf_counter() - started)
+    got = harness.memories.load_or_build(harness.system, conversation)
+    seconds = time.perf_counter() - started
+    line = footprint(harness.system, conversation.conversation_id, got, harness.services.tokens)
+    return Built(got.memory, got.loaded, seconds, line)
 
 
 def construct_memory(

@@ -14,6 +14,10 @@ is kept inside the file and checked on reading. Memories cached under the older 
 (``<conversation id>-<key>.json``) are still found for ids that are plain file names, and copied
 to the new name; others are a miss and are built again.
 
+A file also keeps what its construction asked of the services (:data:`COST_KEYS`, recorded by
+the services as they were called, cache hits included): a memory loaded from disk reports what it
+cost when it was built. Files written before costs were recorded have none (``None``).
+
 A ``.part`` left by a killed writer is removed when a store opens, once it is older than
 :data:`STALE_PART_S`: younger ones may belong to a live writer in another process of the sweep.
 """
@@ -32,7 +36,7 @@ from typing import Any
 from memsys.base import MemorySystem, undeclared_services
 from memsys.files import replace_file
 from memsys.types import Conversation
-from memsys.usage import recording
+from memsys.usage import EMBEDDER, LLM, PARSER, Usage, recording
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,25 @@ STALE_PART_S = 3600.0
 #: An id that the older file names could hold as it is (LoCoMo's ``conv-26``, LongMemEval's
 #: ``gpt4_7a0daae1``): the only ids whose older memory files are looked for.
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+#: A construction's cost as a memory file keeps it: LLM requests, texts embedded, texts parsed.
+COST_KEYS = {LLM: "llm_requests", EMBEDDER: "texts_embedded", PARSER: "texts_parsed"}
+
+
+@dataclass(frozen=True)
+class Got:
+    """A conversation's memory as the store hands it over: whether it came from disk, its
+    serialized size (the canonical JSON of its payload, UTF-8 bytes) and what building it cost
+    (:data:`COST_KEYS`; None for a file written before costs were recorded)."""
+
+    memory: Any
+    loaded: bool
+    size_bytes: int
+    cost: dict[str, int] | None
+
+
+def construction_cost(usage: Usage) -> dict[str, int]:
+    """What a construction asked of the services, under :data:`COST_KEYS`' names."""
+    return {name: usage.amounts[service] for service, name in COST_KEYS.items()}
 
 
 def canonical_json(value: Any) -> str:
@@ -100,35 +123,37 @@ class MemoryStore:
         key = self.key(system, conversation)[:16]
         return self._folder(system) / f"{conversation.conversation_id}-{key}.json"
 
-    def load_or_build(
-        self, system: MemorySystem[Any], conversation: Conversation
-    ) -> tuple[Any, bool]:
-        """The memory and whether it came from disk. A memory built here whose construction used
-        a service the method does not declare is an
-        :class:`~memsys.base.UndeclaredServiceError`, before it is stored."""
+    def load_or_build(self, system: MemorySystem[Any], conversation: Conversation) -> Got:
+        """The memory, from disk or built now. A memory built here whose construction used a
+        service the method does not declare is an :class:`~memsys.base.UndeclaredServiceError`,
+        before it is stored."""
         path = self.path(system, conversation)
-        payload = self._read(path, conversation.conversation_id)
-        if payload is None and (older := self._older_path(system, conversation)) is not None:
-            payload = self._read(older, None)
-            if payload is not None:
-                self._store(path, conversation.conversation_id, payload)
-        if payload is not None:
-            return system.load_memory(payload), True
+        envelope = self._read(path, conversation.conversation_id)
+        if envelope is None and (older := self._older_path(system, conversation)) is not None:
+            envelope = self._read(older, None)
+            if envelope is not None:
+                self._store(path, conversation.conversation_id, envelope)
+        if envelope is not None:
+            payload = envelope["payload"]
+            memory = system.load_memory(payload)
+            return Got(memory, True, _size(payload), envelope.get("cost"))
         with recording() as used:
             memory = system.construct(conversation)
         undeclared_services(system, used)
-        self._store(path, conversation.conversation_id, system.dump_memory(memory))
-        return memory, False
+        payload = system.dump_memory(memory)
+        cost = construction_cost(used)
+        self._store(path, conversation.conversation_id, {"payload": payload, "cost": cost})
+        return Got(memory, False, _size(payload), cost)
 
-    def _store(self, path: Path, conversation_id: str, payload: dict[str, Any]) -> None:
+    def _store(self, path: Path, conversation_id: str, envelope: dict[str, Any]) -> None:
         try:
-            self._write(path, conversation_id, payload)
+            self._write(path, conversation_id, envelope["payload"], envelope.get("cost"))
         except OSError as error:
             log.warning("could not store memory file %s (%s); keeping it in RAM only", path, error)
 
-    def _read(self, path: Path, conversation_id: str | None) -> Any:
-        """The payload of ``path``; None when absent, corrupt, or (with ``conversation_id``)
-        another conversation's."""
+    def _read(self, path: Path, conversation_id: str | None) -> dict[str, Any] | None:
+        """The envelope of ``path`` (payload and cost); None when absent, corrupt, or (with
+        ``conversation_id``) another conversation's."""
         if not path.exists():
             return None
         try:
@@ -142,13 +167,26 @@ class MemoryStore:
             log.warning("memory file %s is corrupt (%s); rebuilding", path, error)
             self.rebuilt_corrupt += 1
             return None
-        return envelope["payload"]
+        return envelope
 
-    def _write(self, path: Path, conversation_id: str, payload: dict[str, Any]) -> None:
+    def _write(
+        self,
+        path: Path,
+        conversation_id: str,
+        payload: dict[str, Any],
+        cost: dict[str, int] | None,
+    ) -> None:
         digest = hashlib.sha256(canonical_json(payload).encode()).hexdigest()
         envelope = {"conversation_id": conversation_id, "sha256": digest, "payload": payload}
+        if cost is not None:
+            envelope["cost"] = cost
         document = json.dumps(envelope, ensure_ascii=False)
         replace_file(path, document.encode("utf-8"))
+
+
+def _size(payload: dict[str, Any]) -> int:
+    """A payload's serialized size: UTF-8 bytes of its canonical JSON."""
+    return len(canonical_json(payload).encode("utf-8"))
 
 
 def _remove_stale_parts(root: Path) -> None:

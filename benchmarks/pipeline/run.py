@@ -36,6 +36,7 @@ from benchmarks.config.values import ConfigError
 from benchmarks.data.digests import check_unchanged, dataset_digests, recorded_digests
 from benchmarks.data.paths import shown_path
 from benchmarks.metrics.aggregate import format_summary, summarize_run
+from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
 from benchmarks.metrics.judge_probes import (
     PROBES_FILE,
     Probe,
@@ -55,6 +56,7 @@ from benchmarks.pipeline.cli import (
     rerun_command,
     run_or_exit,
 )
+from benchmarks.pipeline.footprint import FootprintLog
 from benchmarks.pipeline.harness import (
     ConstructionCounts,
     Harness,
@@ -107,10 +109,11 @@ def answer_pending(
     name: str,
     progress: bool,
     construction: ConstructionCounts,
+    footprints: FootprintLog,
 ) -> None:
     """Construct (or load) each memory and log every question not logged yet, a batch at a
     time, in the dataset's order; count memories built and loaded, and construction time, into
-    ``construction``. An llm-mode method on a server builds up to ``memories_at_once`` memories
+    ``construction``, and log each memory's footprint into ``footprints``. An llm-mode method on a server builds up to ``memories_at_once`` memories
     at once (:mod:`benchmarks.pipeline.memories_ahead`)."""
     done = log.done()
     bar = QuestionBar(name, enabled=progress, judged=harness.judge is not None)
@@ -138,6 +141,7 @@ def answer_pending(
     with ticking(bar.bar, status, enabled=progress), harness.accounting.listening(bar.listener):
         for conversation, pending, built in memories(work()):
             construction.count(built)
+            footprints.note([built.footprint])
             bar.set_stage(answering, conversation.conversation_id)
             for records in answer_conversation(harness, built.memory, conversation, pending):
                 log.append(records)
@@ -152,6 +156,7 @@ def answer_pending_in_workers(
     conversations: Iterable[Conversation],
     construction: ConstructionCounts,
     usage: WorkerUsage,
+    footprints: FootprintLog,
 ) -> None:
     """:func:`answer_pending` with ``settings.worker_count`` processes (here, or Ray actors with
     ``executor=ray``) constructing and answering, one conversation each at a time; records are
@@ -177,6 +182,7 @@ def answer_pending_in_workers(
         for outcome in pool.map_ordered(tasks(), window=2 * settings.worker_count):
             log.append(outcome.records)
             construction.add(outcome.construction)
+            footprints.note(outcome.construction.footprints)
             usage.add(outcome)
             bar.update(len(outcome.records))
     bar.close()
@@ -284,6 +290,7 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
     answered_before = len(log)
     construction = ConstructionCounts()
     usage = WorkerUsage()  # stays empty with one process
+    footprints = FootprintLog(run_dir)
     invocations = RecordLog(run_dir / "invocations.jsonl", key="started")
     digests = dataset_digests(
         settings.spec.files(settings.variant, settings.dataset_file), data_dir
@@ -296,11 +303,15 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
             if probe_set is not None:
                 conversations = probe_set.collect(conversations)
             progress = settings.progress
-            answer_pending(harness, log, conversations, run_dir.name, progress, construction)
+            answer_pending(
+                harness, log, conversations, run_dir.name, progress, construction, footprints
+            )
             if probe_set is not None:
                 grade_judge_probes(harness, run_dir, probe_set.probes(), progress)
         else:
-            answer_pending_in_workers(settings, run_dir, log, conversations, construction, usage)
+            answer_pending_in_workers(
+                settings, run_dir, log, conversations, construction, usage, footprints
+            )
     finally:  # an interrupted invocation (Ctrl-C, SIGTERM, an error) logs its cost too
         harness.close()
         invocation = {
@@ -329,6 +340,7 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
         **construction.to_json(),
         "corrupt_memories_rebuilt": harness.memories.rebuilt_corrupt + usage.rebuilt_corrupt,
     }
+    summary["footprint"] = footprints.summary()
     summary["caches"] = {
         "llm_responses": harness.response_cache.integrity(),
         "embeddings": harness.services.embedder.cache.integrity(),
@@ -346,6 +358,11 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
     summary["completeness"] = completeness(records, graded if settings.judge_probes else [])
     if harness.judge is not None:
         summary["judge_parse"] = {name: p.counts() for name, p in harness.judge.parsers.items()}
+        summary["judge_agreement"] = {
+            "repeats": judge_repeats(records),
+            "repeat_temperature": settings.judge_repeat_temperature,
+            "protocols": protocol_agreement(records),
+        }
     write_atomically(run_dir / "metrics.json", json.dumps(summary, indent=2, sort_keys=True))
     return summary
 

@@ -24,6 +24,7 @@ from benchmarks.config.values import (
     ConfigError,
     check_options,
     choice_at,
+    number_at,
     plain,
     positive_int,
     value_at,
@@ -124,6 +125,12 @@ class RunSettings:
     #: Whether the run grades the probe set (known-right and known-wrong answers) with each
     #: protocol: :mod:`benchmarks.metrics.judge_probes`.
     judge_probes: bool
+    #: Verdicts asked per answer and protocol (``judge.repeats``), each its own request
+    #: (:mod:`benchmarks.metrics.judging`); 1 is the evaluators' protocol.
+    judge_repeats: int
+    #: The temperature repeats 2..N are sampled at (``judge.repeat_temperature``); None: the
+    #: protocol's own (repeats then measure only the backend's nondeterminism).
+    judge_repeat_temperature: float | None
     adversarial: str
     batch_size: int
     seed: int
@@ -223,6 +230,7 @@ def validate(cfg: DictConfig) -> RunSettings:
         judge_enabled=choice_at(cfg, "judge.enabled", (True, False)),
         judge_protocols=judge_protocols(cfg) if judged else (),
         judge_probes=choice_at(cfg, "judge.probes", (True, False)) if judged else False,
+        **judge_repeats(cfg, judged),
         adversarial=choice_at(cfg, "adversarial", ("exclude", "include")),
         batch_size=positive_int(cfg, "batch_size"),
         seed=subset.seed,
@@ -315,6 +323,22 @@ def declared_keys(primary: Path) -> frozenset[str]:
         if text.startswith("# @package _global_"):
             keys.update(key for key in (yaml.safe_load(text) or {}) if key != "defaults")
     return frozenset(keys)
+
+
+def judge_repeats(cfg: DictConfig, judged: bool) -> dict[str, Any]:
+    """``judge.repeats`` (a positive integer, 1 where nothing is judged) and
+    ``judge.repeat_temperature`` (null, or a non-negative number, only with repeats > 1)."""
+    if not judged:
+        return {"judge_repeats": 1, "judge_repeat_temperature": None}
+    repeats = positive_int(cfg, "judge.repeats", default=1)
+    temperature = None
+    if value_at(cfg, "judge.repeat_temperature", None) is not None:
+        temperature = float(number_at(cfg, "judge.repeat_temperature", positive=False))
+        if repeats == 1:
+            raise ConfigError(
+                "judge.repeat_temperature", "samples repeats 2..N: it needs judge.repeats > 1"
+            )
+    return {"judge_repeats": repeats, "judge_repeat_temperature": temperature}
 
 
 def judge_protocols(cfg: DictConfig) -> tuple[str, ...]:
@@ -421,11 +445,17 @@ def add_judge_prompt_versions(identity: dict[str, Any]) -> None:
 
 def drop_unused_judge_settings(identity: dict[str, Any]) -> None:
     """Judge settings that change no record leave the identity: ``judge.probes`` (the probe set
-    is a file beside the records; a run resumed without it keeps its id), and the protocols of a
-    run nothing judges (no answer, or ``judge.enabled=false``)."""
+    is a file beside the records; a run resumed without it keeps its id), ``judge.repeats=1``
+    and a null ``judge.repeat_temperature`` (the one verdict of every run before repeats), and
+    the protocols of a run nothing judges (no answer, or ``judge.enabled=false``)."""
     judge = identity.get("judge")
     if isinstance(judge, dict):
         judge.pop("probes", None)
+        # One verdict at the protocol's temperature is every run's before repeats existed.
+        if judge.get("repeats", 1) == 1:
+            judge.pop("repeats", None)
+        if judge.get("repeat_temperature") is None:
+            judge.pop("repeat_temperature", None)
     judged = (
         isinstance(judge, dict)
         and judge.get("enabled")
@@ -433,7 +463,8 @@ def drop_unused_judge_settings(identity: dict[str, Any]) -> None:
     )
     if not judged:
         if isinstance(judge, dict):
-            judge.pop("protocols", None)
+            for key in ("protocols", "repeats", "repeat_temperature"):
+                judge.pop(key, None)
         identity.get("dataset", {}).pop("judge_protocol", None)
 
 

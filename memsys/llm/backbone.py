@@ -171,7 +171,7 @@ class Backbone:
         (:mod:`memsys.llm.pool`). Providers that batch natively (in-process vLLM) get all cache
         misses in one engine call.
         """
-        record(LLM)
+        record(LLM, len(requests))
         stage = stage or self.stage
         if isinstance(self.provider, BatchProvider):
             return self._complete_batch(self.provider, requests, stage, return_exceptions)

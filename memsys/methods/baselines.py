@@ -118,6 +118,9 @@ class ItemMemorySystem(MemorySystem[ItemMemory]):
         index = payload.get("index_texts")
         return ItemMemory(items, tuple(index) if index is not None else None)
 
+    def stored_texts(self, memory: ItemMemory) -> list[str]:
+        return [item.text for item in memory.items]
+
 
 class ZeroHistory(ItemMemorySystem):
     """No memory at all."""

@@ -73,3 +73,6 @@ class OracleEvidence(MemorySystem[OracleMemory]):
     def load_memory(self, payload: dict[str, Any]) -> OracleMemory:
         items = tuple(item_from_json(item) for item in payload["items"])
         return OracleMemory(items, tuple(payload["sessions"]))
+
+    def stored_texts(self, memory: OracleMemory) -> list[str]:
+        return [item.text for item in memory.items]

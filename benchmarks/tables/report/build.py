@@ -18,6 +18,7 @@ from benchmarks.data.locomo_audit import (
 )
 from benchmarks.data.specs import DatasetSpec, spec_of
 from benchmarks.metrics.aggregate import score_names
+from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import INTERVAL_UNITS
@@ -221,6 +222,8 @@ def build_report(
             ("bleu", note("report.bleu")),
             ("judge", judge_note(calibration_lines(runs, names), rows)),
             ("p", p_value_note(shared, metric, rows)),
+            ("judge_repeats", judge_repeats_note(rows)),
+            ("protocol_agreement", protocol_agreement_note(rows)),
         ]
     if spec.longmemeval_scores:
         if answered:
@@ -230,6 +233,7 @@ def build_report(
         notes += audit_notes(audit, rows, categories)
     notes += [
         ("costs", note("report.costs")),
+        ("footprint", note("report.footprint")),
         ("source", source_note(runs_dir)),
         ("unfinished", None if partial else unfinished_runs_line(configs, dataset, subset, where)),
         ("partial", partial_rows_line(rows)),
@@ -251,3 +255,36 @@ def build_report(
         names,
         audit,
     )
+
+
+def judge_repeats_note(rows: Sequence[Row]) -> str | None:
+    """How the rows' repeated verdicts were asked (their count; the protocol's temperature, or
+    the one they were sampled at), or None where no row repeats."""
+    repeated = [row for row in rows if judge_repeats(row.run.records)]
+    if not repeated:
+        return None
+    counts = sorted({n for row in repeated for n in repeat_counts(row)})
+    repeats = " or ".join(str(count) for count in counts)
+    temperatures = sorted(
+        {
+            str(row.run.metrics.get("judge_agreement", {}).get("repeat_temperature"))
+            for row in repeated
+        }
+    )
+    if temperatures == ["None"]:
+        return note("report.judge_repeats.protocol", repeats=repeats)
+    return note(
+        "report.judge_repeats.sampled", repeats=repeats, temperature=" or ".join(temperatures)
+    )
+
+
+def repeat_counts(row: Row) -> set[int]:
+    """The repeat counts of a row's protocols."""
+    return {found["repeats"] for found in judge_repeats(row.run.records).values()}
+
+
+def protocol_agreement_note(rows: Sequence[Row]) -> str | None:
+    """The agreement table's note, where the answered rows were graded under two protocols or
+    more."""
+    records = [record for row in rows if not row.key.retrieval_only for record in row.run.records]
+    return note("report.protocol_agreement") if protocol_agreement(records) else None

@@ -26,6 +26,7 @@ from benchmarks.tables.report.tables import (
     CONSTRUCTION_S,
     DASH,
     EMBEDDED,
+    FOOTPRINT,
     PARSED,
     RUN,
     WALL,
@@ -33,8 +34,10 @@ from benchmarks.tables.report.tables import (
     answer_columns,
     fmt_cell,
     fmt_number,
+    judge_repeats_table,
     judge_scores,
     layout,
+    protocol_agreement_table,
     stage_calls,
     stage_tokens,
 )
@@ -49,6 +52,8 @@ QA_NOTES = (
     "bleu",
     "judge",
     "p",
+    "judge_repeats",
+    "protocol_agreement",
     "costs",
     "source",
     "unfinished",
@@ -189,7 +194,7 @@ def qa_costs(job: MainJob) -> Table:
 def retrieval_costs(job: MainJob) -> Table:
     """What building and searching each retrieval row's memories took (the main job's time is
     mostly this): construction and wall seconds, texts embedded and parsed, the run."""
-    columns = [CONSTRUCTION_S.marked("costs"), WALL, EMBEDDED, PARSED, RUN]
+    columns = [CONSTRUCTION_S.marked("costs"), WALL, EMBEDDED, PARSED, FOOTPRINT, RUN]
     return layout(job.retrieval, "Costs: retrieval columns", job.retrieval.rows, columns)
 
 
@@ -200,7 +205,14 @@ def document(job: MainJob) -> Document:
         note("main_job.setting", part=part, setting=report.setting.removeprefix("Setting: "))
         for part, report in (("retrieval columns", job.retrieval), ("QA pipeline check", job.qa))
     ]
-    tables = [retrieval_overall(job), qa_overall(job), retrieval_costs(job), qa_costs(job)]
+    judges = [judge_repeats_table(job.qa), protocol_agreement_table(job.qa)]
+    tables = [
+        retrieval_overall(job),
+        qa_overall(job),
+        *(table for table in judges if table is not None),
+        retrieval_costs(job),
+        qa_costs(job),
+    ]
     return Document(job.title, settings, tables, job.notes)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.metrics.aggregate import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell
+from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
 from benchmarks.render import Table
 from benchmarks.tables.report.build import Report
 from benchmarks.tables.report.header import STALE_MARK, one_value, short_label
@@ -83,6 +84,15 @@ def fmt_work(counts: dict[str, Any] | None, done: str) -> str:
     if not counts:
         return DASH
     return f"{counts[done]:,} / {counts['requested']:,}"
+
+
+def fmt_footprint(found: dict[str, Any] | None) -> str:
+    """``412 · 18.3k · 96``: items, tokens and kilobytes a memory stores, means per conversation
+    (``metrics.json`` ``footprint``), or a dash for runs from before footprints were logged."""
+    if not found:
+        return DASH
+    tokens = fmt_tokens(round(found["tokens"]["mean"]))
+    return f"{found['items']['mean']:.0f} · {tokens} · {found['bytes']['mean'] / 1000:.0f}"
 
 
 def fmt_wall(invocations: dict[str, Any]) -> str:
@@ -216,6 +226,11 @@ PARSED = Column(
     lambda row: starred(fmt_work(row.invocations.get("parsing"), "parsed"), row),
 )
 RUN = Column("Run", run_cell)
+FOOTPRINT = Column(
+    "Memory: items · tok · KB",
+    lambda row: fmt_footprint(row.run.metrics.get("footprint")),
+    "footprint",
+)
 #: What the reader was shown (Overall's first columns, the retrieval table's all).
 RETRIEVAL_COLUMNS = (
     Column("Ev. recall", lambda row: fmt_cell(row.evidence_recall), "evidence"),
@@ -334,6 +349,7 @@ def retrieval_costs_table(report: Report) -> Table:
         Column("Retrieve p50 / p95 (s)", lambda row: fmt_percentiles(row.retrieve_latency)),
         WALL,
         Column("Peak RSS (MB)", lambda row: fmt_number(row.invocations.get("peak_rss_mb"), 0)),
+        FOOTPRINT,
         RUN,
     ]
     return layout(report, "Retrieval costs", report.retrieval_only, columns)
@@ -443,6 +459,60 @@ def longmemeval_retrieval_table(report: Report) -> Table:
     return section("LongMemEval retrieval", identity, header, body)
 
 
+def own_repeats(row: Row) -> dict[str, Any] | None:
+    """The row's repeat agreement under its dataset's own protocol (the J column's), or None
+    where it asked one verdict per answer."""
+    own = next((r["judging"]["protocol"] for r in row.run.records if r.get("judging")), None)
+    return judge_repeats(row.run.records).get(own) if own else None
+
+
+def judge_repeats_table(report: Report) -> Table | None:
+    """Answered rows graded ``judge.repeats`` > 1 times: J as the mean over repeats, its spread
+    across repeats, the unanimous share and Fleiss' κ; None where no row repeats."""
+
+    def cell(name: str, digits: int = 3) -> Callable[[Row], str]:
+        return lambda row: fmt_number((own_repeats(row) or {}).get(name), digits)
+
+    rows = [row for row in report.answered if own_repeats(row)]
+    if not rows:
+        return None
+
+    def temperature(row: Row) -> str:
+        sampled = row.run.metrics.get("judge_agreement", {}).get("repeat_temperature")
+        return "protocol's" if sampled is None else str(sampled)
+
+    columns = [
+        Column("Repeats", cell("repeats", 0), "judge_repeats"),
+        Column("Answers", cell("answers", 0)),
+        Column("J (mean of repeats)", cell("mean")),
+        Column("Std across repeats", cell("std")),
+        Column("Unanimous", cell("unanimous")),
+        Column("Fleiss κ", cell("fleiss_kappa")),
+        Column("Temperature", temperature),
+    ]
+    return layout(report, "Judge repeats", rows, columns)
+
+
+def protocol_agreement_table(report: Report) -> Table | None:
+    """Every pair of judge protocols over the answered rows' answers graded by both (first
+    repeat): answers, raw agreement, Cohen's κ; None with fewer than two protocols."""
+    records = [record for row in report.answered for record in row.run.records]
+    pairs = protocol_agreement(records)
+    if not pairs:
+        return None
+    body = [
+        [
+            " vs ".join(pair["protocols"]),
+            str(pair["answers"]),
+            fmt_number(pair["agreement"]),
+            fmt_number(pair["cohen_kappa"]),
+        ]
+        for pair in pairs
+    ]
+    header = [f"Answers{report.notes.mark('protocol_agreement')}", "Agreement", "Cohen's κ"]
+    return section("Judge protocol agreement", ["Protocols"], header, body)
+
+
 def ranked(row: Row) -> bool:
     """Whether a LongMemEval row has any ranking metric (its records stored rankings)."""
     cells = row.longmemeval
@@ -469,6 +539,8 @@ def sections(report: Report) -> list[Table]:
     if report.audit is not None:
         found.append(audited_table(report))
     if report.answered:
+        judges = [judge_repeats_table(report), protocol_agreement_table(report)]
+        found += [table for table in judges if table is not None]
         found.append(costs_table(report))
     if report.retrieval_only:
         found.append(retrieval_costs_table(report))

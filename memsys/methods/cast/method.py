@@ -61,6 +61,7 @@ from .hipporag import (
     Triple,
     build_graph,
     distinct_facts,
+    fact_text,
 )
 from .memory import CastMemory
 from .prompts import OPENIE_PROMPT, OPENIE_SCHEMA, SUMMARY_PROMPT, SUMMARY_SCHEMA
@@ -418,6 +419,14 @@ class CAST(MemorySystem[CastMemory]):
 
     def load_memory(self, payload: dict[str, Any]) -> CastMemory:
         return CastMemory.from_json(payload)
+
+    def stored_texts(self, memory: CastMemory) -> list[str]:
+        """Every message (the passages), scene summary and distinct fact."""
+        return [
+            *(message["text"] for message in memory.messages),
+            *(scene.summary for scene in memory.scenes),
+            *(fact_text(fact) for fact in memory.facts),
+        ]
 
     def _backbone(self) -> Backbone:
         if self.services.backbone is None:

@@ -348,6 +348,10 @@ class ESMem(MemorySystem[ESMemMemory]):
     def load_memory(self, payload: dict[str, Any]) -> ESMemMemory:
         return ESMemMemory.from_json(payload)
 
+    def stored_texts(self, memory: ESMemMemory) -> list[str]:
+        """Each event: its summary (when built) and its lines."""
+        return ["\n".join(filter(None, (event.summary, *event.lines))) for event in memory.events]
+
 
 def _usable_boundary(index: int, text: str) -> str | Rejected:
     """A boundary description from a reply, or why it cannot be used."""

@@ -278,3 +278,8 @@ class FraCom(MemorySystem[FraComMemory]):
 
     def load_memory(self, payload: dict[str, Any]) -> FraComMemory:
         return FraComMemory.from_json(payload)
+
+    def stored_texts(self, memory: FraComMemory) -> list[str]:
+        """Each proposition, rendered (its source turns are the conversation's, not stored
+        anew)."""
+        return [stored.proposition.render() for stored in memory.propositions]

@@ -446,6 +446,10 @@ class HingeMem(MemorySystem[LongTermMemory]):
     def load_memory(self, payload: dict[str, Any]) -> LongTermMemory:
         return LongTermMemory.from_json(payload)
 
+    def stored_texts(self, memory: LongTermMemory) -> list[str]:
+        """Each hyperedge's description (its nodes are the names it joins)."""
+        return [edge.description for edge in memory.hyperedges]
+
     @staticmethod
     def statistics(memory: LongTermMemory) -> dict[str, Any]:
         """Table 4's counts for one memory, with how it was built."""

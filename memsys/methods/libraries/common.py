@@ -327,6 +327,9 @@ class LibraryMemorySystem(MemorySystem[LibraryMemory]):
         memory.index = self.open_index(memory)
         return memory
 
+    def stored_texts(self, memory: LibraryMemory) -> list[str]:
+        return [record.text for record in memory.records]
+
     def prepare_queries(self, questions: Sequence[Question]) -> None:
         """Embed a batch's questions at once (the library's searches then hit the cache)."""
         self.services.embedder.encode([question.question for question in questions])

@@ -189,3 +189,7 @@ class SeCom(MemorySystem[SeComMemory]):
 
     def load_memory(self, payload: dict[str, Any]) -> SeComMemory:
         return SeComMemory.from_json(payload)
+
+    def stored_texts(self, memory: SeComMemory) -> list[str]:
+        """Each segment's text as the reader gets it (its compressed index text is a key)."""
+        return [segment.text for segment in memory.segments]
