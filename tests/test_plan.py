@@ -219,3 +219,17 @@ def test_the_command_prints_and_writes_the_page(
         {"method": "zero_history"},
         {"method": "turn_rag_bm25"},
     ]
+
+
+def test_the_plan_counts_every_judge_repeat(tmp_path: Path) -> None:
+    """``judge.repeats=3`` asks three verdicts per answer: the plan counts three times the
+    judge calls of one verdict, and the same answer calls."""
+    once = make_plan(tiny(tmp_path, "judge=gpt-4o-mini"), rates=Rates(), work_dir=tmp_path / "a")
+    repeated = make_plan(
+        tiny(tmp_path, "judge=gpt-4o-mini", "judge.repeats=3"),
+        rates=Rates(),
+        work_dir=tmp_path / "b",
+    )
+    ((one,), (three,)) = once.rows, repeated.rows
+    assert three.stages["judging"].calls == 3 * one.stages["judging"].calls == 18
+    assert three.stages["answering"].calls == one.stages["answering"].calls == 6

@@ -68,6 +68,15 @@ COMMANDS: dict[str, Command | Group] = {
     "diff": Command(
         "benchmarks.inspection.diff:main", "what changed between two runs, question by question"
     ),
+    "results": Group(
+        "the committed results: whether each row is still what today's code gives",
+        {
+            "restamp": Command(
+                "benchmarks.checks.restamp:main",
+                "recompute a sample of a stale run's records; stamp it fresh when identical",
+            ),
+        },
+    ),
     "score": Group(
         "score your own predictions (JSONL) with the harness's scorers",
         {

@@ -61,7 +61,8 @@ def scope_lines(plan: Plan) -> list[str]:
         f"subset ({whole}): construction by the ratio of turns "
         f"(×{full.turns / sample.turns:.2f}), retrieval, answering and judging by the ratio of "
         f"questions (×{full.questions / sample.questions:.2f}). Answer and judge calls are exact "
-        "(per question one answer and one verdict per judge protocol, replies being usable); "
+        "(per question one answer and `judge.repeats` verdicts per judge protocol, replies being "
+        "usable); "
         "the rest is an estimate."
     ]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from benchmarks.pipeline.runlog import (
     read_question_set,
     summarize_invocations,
 )
+from benchmarks.runs.restamps import read_restamps
 
 _MISSING = object()
 
@@ -51,6 +52,9 @@ class Run:
     method_source: str | None = None
     #: A run not finished yet, read as far as it got (``--partial``): its questions logged so far.
     partial: bool = False
+    #: Its re-stamps (:mod:`benchmarks.runs.restamps`): fingerprints a behavioural check carried
+    #: over a refactor.
+    restamps: list[dict[str, Any]] = field(default_factory=list)
 
 
 def lookup(config: dict[str, Any], dotted: str, default: Any = _MISSING) -> Any:
@@ -130,7 +134,15 @@ def load_runs(
         records = own_records(directory)
         source = recorded_method_source(logged)
         runs.append(
-            Run(directory, config, metrics, records, method_source=source, partial=not finished)
+            Run(
+                directory,
+                config,
+                metrics,
+                records,
+                method_source=source,
+                partial=not finished,
+                restamps=read_restamps(directory),
+            )
         )
     if not runs:
         found = configs.values()

@@ -41,6 +41,7 @@ from benchmarks.tables.report.header import (
     no_context_line,
     p_value_note,
     partial_rows_line,
+    restamped_rows_line,
     setting_line,
     source_note,
     stale_rows_line,
@@ -241,6 +242,7 @@ def build_report(
         ("no_context", no_context_line(rows)),
         ("unranked", unranked_rows_line(rows)),
         ("stale", stale_rows_line(rows)),
+        ("restamped", restamped_rows_line(rows)),
     ]
     variant = shared["dataset"].get("variant")
     default_title = spec.table if answered else f"Retrieval on {spec.display_name(variant)}"

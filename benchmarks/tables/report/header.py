@@ -367,6 +367,17 @@ def stale_rows_line(rows: Sequence[Row]) -> str | None:
     return note("report.stale", mark=STALE_MARK, changes="; ".join(changes)) if changes else None
 
 
+def restamped_rows_line(rows: Sequence[Row]) -> str | None:
+    """The note on the rows a behavioural check re-stamped fresh (None when there are none)."""
+    stamps = [
+        note("report.restamp", run=row.run.directory.name, recorded=stamp["recorded"],
+             now=stamp["now"], questions=stamp["questions"], conversations=stamp["conversations"])
+        for row in rows
+        for stamp in row.restamped
+    ]  # fmt: skip
+    return note("report.restamped", stamps="; ".join(stamps)) if stamps else None
+
+
 def no_context_line(rows: Sequence[Row]) -> str | None:
     """The note naming the methods that handed over no context for any question (None when
     there are none): an empty memory (or nothing within the budget), so their scores are those

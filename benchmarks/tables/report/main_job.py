@@ -59,6 +59,7 @@ QA_NOTES = (
     "unfinished",
     "invalid",
     "stale",
+    "restamped",
 )
 
 

@@ -35,6 +35,7 @@ from benchmarks.pipeline.harness import lost_to_a_failed_request
 from benchmarks.pipeline.provenance import method_source
 from benchmarks.runs.folders import Run, lookup
 from benchmarks.runs.naming import RowKey, row_key
+from benchmarks.runs.restamps import carried_source
 from memsys.llm.accounting import latency_percentiles
 from memsys.types import LOCOMO_CATEGORIES
 
@@ -132,6 +133,9 @@ class Row:
     #: (:attr:`Run.method_source`) that differs from the source tree's now: the row is stale.
     #: None where they agree, or where the run recorded none (unknown, not stale).
     source_changed: tuple[str, str] | None = None
+    #: The stamps that carry the run's recorded fingerprint to today's (it is fresh by a
+    #: behavioural check, :mod:`benchmarks.runs.restamps`), or empty.
+    restamped: list[dict[str, Any]] = field(default_factory=list)
     #: The judge scores not to show as accuracy: their judge does not discriminate on its
     #: probes (:func:`benchmarks.tables.judge_calibration.hidden_judge_scores`).
     hidden_judges: frozenset[str] = frozenset()
@@ -291,8 +295,11 @@ def mark_stale(rows: Sequence[Row], fingerprint: Callable[[str], str | None] | N
         if target not in now:
             now[target] = fingerprint(target)
         current = now[target]
-        if current is not None and current != row.run.method_source:
+        carried, stamps = carried_source(row.run.method_source, row.run.restamps)
+        if current is not None and current != carried:
             row.source_changed = (row.run.method_source, current)
+        elif stamps:
+            row.restamped = stamps
 
 
 def row_order(row: Row) -> tuple[Any, ...]:
