@@ -74,17 +74,41 @@ def test_context_in_rank_order_repeats_dates_and_counts_them(tokens: TokenCounte
     assert time_order.turn_ids != context.turn_ids
 
 
-def test_context_budget_drops_lower_ranked_items(tokens: TokenCounter) -> None:
-    ranked = [
-        _item("Ana: the important one", 9, 5),
-        _item("Ben: " + "filler " * 50, 8, 2),
-        _item("Ana: short", 9, 1),
-    ]
+def test_the_item_that_overflows_is_cut_to_fit_and_ends_the_context(tokens: TokenCounter) -> None:
+    session = MemoryItem(
+        "Ben: I moved to Porto.\nAna: " + "filler " * 50 + "\nBen: bye",
+        ("D8:1", "D8:2", "D8:3"),
+        datetime(2023, 5, 8, 13, 56),
+        1,
+    )
+    ranked = [_item("Ana: the important one", 9, 5), session, _item("Ana: short", 9, 1)]
+    texts = {"D8:1": "I moved to Porto.", "D8:2": ("filler " * 50).strip(), "D8:3": "bye"}
     first_cost = tokens.count("Ana: the important one") + tokens.count("[9 May 2023, 1:56 pm]")
-    context = render_context(ranked, tokens, budget=first_cost + tokens.count("Ana: short"))
-    assert [item.text for item in context.items] == ["Ana: short", "Ana: the important one"]
-    assert context.dropped == 1
+    room = 12
+    budget = first_cost + tokens.count("[8 May 2023, 1:56 pm]") + room
+    context = render_context(ranked, tokens, budget=budget, turn_texts=texts)
+    cut_text = tokens.truncate(session.text, room).rstrip()
+    assert [item.text for item in context.items] == [cut_text, "Ana: the important one"]
+    assert context.tokens == budget and tokens.count(cut_text) == room
+    assert context.dropped == 1  # the short item after the cut is not reached
+    # Only the turn whose whole text survived the cut is shown.
+    assert context.turn_ids == ("D8:1", "D9:5")
+    assert context.cut is not None
+    assert (context.cut.rank, context.cut.tokens_kept) == (1, room)
+    assert context.cut.tokens_cut == tokens.count(session.text) - room
+    assert context.cut.turns_left_out == ("D8:2", "D8:3")
+    # Without the turns' texts, a cut item shows none of its turns.
+    assert render_context(ranked, tokens, budget=budget).turn_ids == ("D9:5",)
+    # No room left after the date header: nothing is cut, the context ends.
+    short = render_context(ranked, tokens, budget=first_cost + 3)
+    assert [item.text for item in short.items] == ["Ana: the important one"] and short.cut is None
     assert render_context(ranked, tokens, budget=1).items == ()
+
+
+def test_a_whole_item_keeps_its_turns_and_records_no_cut(tokens: TokenCounter) -> None:
+    ranked = [_item("Ana: the important one", 9, 5), _item("Ana: short", 9, 1)]
+    context = render_context(ranked, tokens, budget=10_000, turn_texts={})
+    assert context.turn_ids == ("D9:1", "D9:5") and context.cut is None and context.dropped == 0
 
 
 def _question(category: str, **extra) -> Question:

@@ -28,6 +28,9 @@ class Words:
     def count(self, text: str) -> int:
         return len(text.split())
 
+    def truncate(self, text: str, max_tokens: int) -> str:
+        return " ".join(text.split()[:max_tokens])
+
 
 def item(words: int, rank: int) -> MemoryItem:
     """An undated item of ``words`` words."""
@@ -37,19 +40,24 @@ def item(words: int, rank: int) -> MemoryItem:
 HEADER = Words().count(date_header(None))  # "[undated]": one word, paid once
 
 
-@pytest.mark.parametrize(("budget", "kept"), [(HEADER + 5, 1), (HEADER + 4, 0), (HEADER + 6, 1)])
-def test_an_item_fits_exactly_at_the_budget_and_not_one_token_under(budget: int, kept: int) -> None:
+@pytest.mark.parametrize(("budget", "words"), [(HEADER + 5, 5), (HEADER + 4, 4), (HEADER + 6, 5)])
+def test_an_item_fits_exactly_at_the_budget_and_is_cut_one_token_under(
+    budget: int, words: int
+) -> None:
     rendered = render_context([item(5, 0)], Words(), budget)
-    assert len(rendered.items) == kept
-    assert rendered.tokens == (HEADER + 5 if kept else 0)
-    assert rendered.tokens <= budget
+    assert [Words().count(i.text) for i in rendered.items] == [words]
+    assert rendered.tokens == HEADER + words <= budget
+    assert (rendered.cut is not None) == (words < 5)
 
 
-def test_an_item_one_token_over_what_is_left_is_skipped_and_a_smaller_one_still_fits() -> None:
-    items = [item(5, 0), item(3, 1), item(2, 2)]  # 1 + 5 + 3 = 9 > 8; 1 + 5 + 2 = 8
+def test_an_item_one_token_over_what_is_left_is_cut_to_it_and_ends_the_context() -> None:
+    items = [item(5, 0), item(3, 1), item(2, 2)]  # 1 + 5 + 3 = 9 > 8: t1 cut to 2 words
     rendered = render_context(items, Words(), HEADER + 7)
-    assert [i.turn_ids for i in rendered.items] == [("t0",), ("t2",)]
+    assert [Words().count(i.text) for i in rendered.items] == [5, 2]
+    assert rendered.turn_ids == ("t0",)  # t1's text did not survive whole: not shown
     assert rendered.tokens == HEADER + 7 and rendered.dropped == 1
+    assert rendered.cut is not None and rendered.cut.turns_left_out == ("t1",)
+    assert (rendered.cut.tokens_kept, rendered.cut.tokens_cut) == (2, 1)
 
 
 def test_evidence_recall_and_answer_coverage_are_scored_on_the_context_the_reader_got(

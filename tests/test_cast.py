@@ -59,7 +59,24 @@ def question(text: str) -> Question:
 
 
 def system(embedder: Embedder, nlp: NLP, **options: object) -> CAST:
+    """CAST at the paper's reader depth (the fused top-k only) unless ``options`` say else:
+    the tests of Algorithm 2 read its top-k."""
+    options = {"reader_depth": "top_k", **options}
     return CAST(Services(embedder=embedder, tokens=None, nlp=nlp), **options)  # type: ignore[arg-type]
+
+
+def test_at_budget_depth_the_reader_gets_the_fused_top_k_then_every_message_by_score(
+    embedder: Embedder, nlp: NLP
+) -> None:
+    memory = system(embedder, nlp).construct(conversation())
+    ask = question("What did Gina's team win?")
+    paper = system(embedder, nlp, top_k=3).retrieve(memory, ask)
+    deep = system(embedder, nlp, top_k=3, reader_depth="budget").retrieve(memory, ask)
+    assert deep.items[:3] == paper.items and len(paper.items) == 3
+    assert len(deep.items) == len(memory.messages) > 3  # every message, for the budget to cut
+    below = [item.turn_ids[0] for item in deep.items[3:]]
+    assert below == [turn for turn in paper.ranking if turn in below]  # by semantic score
+    assert deep.ranking == paper.ranking
 
 
 # -- Scene aggregation: two of three ---------------------------------------------------------
@@ -370,7 +387,8 @@ def test_llm_query_analysis_and_recognition_filter(embedder: Embedder, nlp: NLP)
 def test_llm_mode_with_the_embedded_backbone(tmp_path: Path, embedder: Embedder, nlp: NLP) -> None:
     services, accounting = embedded_llm_services(tmp_path / "llm.sqlite", embedder, nlp)
     tiny = tiny_fixture()
-    cast = CAST(services, extraction="llm", query_analysis="llm", query_linking="triples")
+    cast = CAST(services, extraction="llm", query_analysis="llm", query_linking="triples",
+                reader_depth="top_k")  # fmt: skip
     memory = cast.load_memory(json.loads(json.dumps(cast.dump_memory(cast.construct(tiny)))))
     openie, summaries = memory.report["llm"]["openie"], memory.report["llm"]["summaries"]
     assert openie["units"] == len(tiny.turns) == 8

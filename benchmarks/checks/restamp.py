@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 from benchmarks.config.compose import CONF, compose_config
 from benchmarks.config.values import ConfigError
 from benchmarks.metrics.ranking import OfficialIds
-from benchmarks.pipeline.harness import answer_batch, build_harness, get_memory
+from benchmarks.pipeline.harness import answer_batch, build_harness, get_memory, turn_texts_of
 from benchmarks.pipeline.provenance import code_version, method_source, recorded_method_source
 from benchmarks.pipeline.run import conversations_source
 from benchmarks.pipeline.settings import run_id, run_identity, validate
@@ -141,7 +141,8 @@ def recompute(cfg: DictConfig, chosen: dict[str, list[str]], work: Path) -> list
             questions = [q for q in conversation.questions if q.question_id in ids]
             official = OfficialIds.of(conversation) if settings.spec.longmemeval_scores else None
             memory = get_memory(harness, conversation).memory
-            records += answer_batch(harness, memory, questions, official)
+            texts = turn_texts_of(conversation)
+            records += answer_batch(harness, memory, questions, official, texts)
     finally:
         harness.close()
     return records

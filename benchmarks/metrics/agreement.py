@@ -94,7 +94,7 @@ def first_verdicts(record: Mapping[str, Any]) -> dict[str, bool]:
     repeated = record.get("judge_repeats") or {}
     scores = record.get("scores") or {}
     names = {}
-    if record.get("judging"):
+    if (record.get("judging") or {}).get("protocol"):  # records before protocols: none
         names[record["judging"]["protocol"]] = "judge_acc"
     for protocol in record.get("other_judgings") or {}:
         names[protocol] = f"{OTHER_JUDGE_PREFIX}{protocol}"

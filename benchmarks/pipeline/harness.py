@@ -151,17 +151,20 @@ def answer_batch(
     harness: Harness,
     memory: Any,
     questions: Sequence[Question],
-    official_ids: OfficialIds | None = None,
+    official_ids: OfficialIds | None,
+    turn_texts: Mapping[str, str],
 ) -> list[dict[str, Any]]:
     """Retrieve, answer, judge and score a batch of questions; one record each, in order.
 
     ``official_ids`` (LongMemEval) maps the conversation's turns to the official corpus ids
-    each record's ``ranking`` is stored in (:mod:`benchmarks.metrics.ranking`).
+    each record's ``ranking`` is stored in (:mod:`benchmarks.metrics.ranking`); ``turn_texts``
+    (:func:`turn_texts_of` the conversation) tells which turns an item cut to fit the budget
+    still shows.
     """
     settings = harness.settings
     harness.system.prepare_queries(questions)
     harness.system.prepare_retrieval(memory, questions)
-    prepared = [prepare(harness, memory, question) for question in questions]
+    prepared = [prepare(harness, memory, question, turn_texts) for question in questions]
 
     replies: list[LLMResponse | LLMError | None] = [None] * len(prepared)
     if harness.answerer is not None and settings.template:
@@ -201,14 +204,20 @@ class Prepared:
     render_s: float
 
 
-def prepare(harness: Harness, memory: Any, question: Question) -> Prepared:
+def prepare(
+    harness: Harness, memory: Any, question: Question, turn_texts: Mapping[str, str]
+) -> Prepared:
     """Retrieve for ``question`` from ``memory`` and render its context within the budget."""
     settings = harness.settings
     started = time.perf_counter()
     retrieval = harness.system.retrieve(memory, question)
     retrieved_s = time.perf_counter() - started
     context = render_context(
-        retrieval.items, harness.services.tokens, settings.context_budget, settings.context_order
+        retrieval.items,
+        harness.services.tokens,
+        settings.context_budget,
+        settings.context_order,
+        turn_texts,
     )
     messages = (
         tuple(answer_messages(settings.template, question, context.text, seed=settings.seed))
@@ -258,6 +267,7 @@ def build_record(
             else answer_coverage(context.text, [question.answer])
         ),
         "context": context.text,
+        **({"context_cut": context.cut.to_json()} if context.cut else {}),
         "latency_s": {
             "retrieve": round(prepared.retrieved_s, 6),
             "render": round(prepared.render_s, 6),
@@ -415,6 +425,13 @@ def answer_conversation(
     official_ids = (
         OfficialIds.of(conversation) if harness.settings.spec.longmemeval_scores else None
     )
+    texts = turn_texts_of(conversation)
     batch_size = harness.settings.batch_size
     for start in range(0, len(pending), batch_size):
-        yield answer_batch(harness, memory, pending[start : start + batch_size], official_ids)
+        batch = pending[start : start + batch_size]
+        yield answer_batch(harness, memory, batch, official_ids, texts)
+
+
+def turn_texts_of(conversation: Conversation) -> dict[str, str]:
+    """Each turn's text by its id."""
+    return {turn.turn_id: turn.text for s in conversation.sessions for turn in s.turns}

@@ -114,10 +114,22 @@ def code_versions(invocations: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 #: The package whose imports a method's fingerprint follows, the folder of the methods (each a
-#: module, or a package of its own) and the module every method relies on.
+#: module, or a package of its own).
 SHARED_PACKAGE = "memsys"
 METHODS_DIR = ("memsys", "methods")
-ALWAYS_HASHED = ("memsys/base.py",)
+#: Hashed for every method: the module every method relies on, and the harness code that turns a
+#: retrieval into a record's numbers (the context packer, the answer prompts, the per-question
+#: scorers, the stored rankings): a change there moves every row's numbers as surely as a change
+#: to the method, so it makes every row stale until rebuilt or re-stamped.
+ALWAYS_HASHED = (
+    "memsys/base.py",
+    "benchmarks/answering/context.py",
+    "benchmarks/answering/prompts.py",
+    "benchmarks/metrics/coverage.py",
+    "benchmarks/metrics/qa.py",
+    "benchmarks/metrics/ranking.py",
+    "benchmarks/metrics/retrieval.py",
+)
 #: Hex digits of a fingerprint shown and recorded.
 FINGERPRINT_LENGTH = 12
 
@@ -129,7 +141,8 @@ def method_source_files(target: str, root: Path = REPO_ROOT) -> list[Path] | Non
 
     Exactly: (1) the module of the method class (a package's ``__init__.py``); (2) where that
     module lies in a package of its own under ``memsys/methods/`` (``memsys/methods/cast/``),
-    every ``.py`` file under that package; (3) ``memsys/base.py``; (4) every module of
+    every ``.py`` file under that package; (3) :data:`ALWAYS_HASHED` (``memsys/base.py`` and the
+    harness's packer, answer prompts and per-question scorers); (4) every module of
     ``memsys`` these files import, statically (``import``/``from ... import`` anywhere in the
     file, relative imports too; ``from memsys.a import b``: ``memsys.a`` and, where it is a
     submodule, ``memsys.a.b``), and transitively: its ``.py`` file, or a package's

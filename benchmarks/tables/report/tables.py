@@ -95,6 +95,12 @@ def fmt_footprint(found: dict[str, Any] | None) -> str:
     return f"{found['items']['mean']:.0f} · {tokens} · {found['bytes']['mean'] / 1000:.0f}"
 
 
+def budget_used(row: Row) -> float | None:
+    """The row's mean context tokens over its context budget."""
+    budget = row.run.config.get("answer", {}).get("context_budget")
+    return None if row.context_tokens is None or not budget else row.context_tokens / budget
+
+
 def fmt_wall(invocations: dict[str, Any]) -> str:
     """Wall seconds over the run's invocations, with the most worker processes any of them used
     (a run's wall time is comparable with another's only at the same count)."""
@@ -237,6 +243,7 @@ RETRIEVAL_COLUMNS = (
     Column("All ev.", lambda row: fmt_number(row.all_evidence_share), "evidence"),
     Column("Ans. cov.", lambda row: fmt_cell(row.answer_coverage["overall"]), "coverage"),
     Column("Ctx tok", lambda row: fmt_number(row.context_tokens, 0), "tokens"),
+    Column("Budget used", lambda row: fmt_number(budget_used(row), 2)),
 )
 
 
@@ -462,7 +469,7 @@ def longmemeval_retrieval_table(report: Report) -> Table:
 def own_repeats(row: Row) -> dict[str, Any] | None:
     """The row's repeat agreement under its dataset's own protocol (the J column's), or None
     where it asked one verdict per answer."""
-    own = next((r["judging"]["protocol"] for r in row.run.records if r.get("judging")), None)
+    own = next((r["judging"].get("protocol") for r in row.run.records if r.get("judging")), None)
     return judge_repeats(row.run.records).get(own) if own else None
 
 

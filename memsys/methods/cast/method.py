@@ -67,6 +67,7 @@ from .memory import CastMemory
 from .prompts import OPENIE_PROMPT, OPENIE_SCHEMA, SUMMARY_PROMPT, SUMMARY_SCHEMA
 from .retrieval import (
     FUSIONS,
+    READER_DEPTHS,
     QueryAnalysis,
     analyse_lite,
     analyse_llm,
@@ -92,6 +93,7 @@ class CASTOptions(MethodOptions):
     summary_messages: int = 3
     synonym_threshold: float = 0.8
     top_k: int = 5
+    reader_depth: str = "budget"
     fusion: str = "rerank"
     query_linking: str = "entities"
     link_top_k: int = 5
@@ -110,6 +112,7 @@ class CASTOptions(MethodOptions):
             ("mention_scope", self.mention_scope, MENTION_SCOPES),
             ("missing_location", self.missing_location, MISSING_LOCATION),
             ("fusion", self.fusion, FUSIONS),
+            ("reader_depth", self.reader_depth, READER_DEPTHS),
             ("query_linking", self.query_linking, QUERY_LINKING),
         )
         if self.window < 0 or min(self.top_k, self.summary_messages, self.link_top_k) < 1:
@@ -337,8 +340,9 @@ class CAST(MemorySystem[CastMemory]):
             self._kept_facts.update(zip(pending, kept, strict=True))
 
     def retrieve(self, memory: CastMemory, question: Question) -> Retrieval:
-        """The fused top-k (Algorithm 2); for the ranking metrics, every message below them by
-        the semantic search's score (the same PageRank, not cut at k)."""
+        """The fused top-k (Algorithm 2), then (``reader_depth: budget``) every other message by
+        the semantic search's score, for the reader's budget to cut; for the ranking metrics,
+        every message below the fused top-k by that score (the same PageRank, not cut at k)."""
         if question.question not in self._queries:
             self.prepare_queries([question])
         query = self._queries[question.question]
@@ -354,7 +358,12 @@ class CAST(MemorySystem[CastMemory]):
             else self.episodic_search(memory, question, query, query_vector)
         )
         order = combine(self.options.fusion, ranked, episodic, self.options.top_k)
-        scores = dict(semantic)
+        scores = dict(semantic)  # the fused top-k's: an episodic-only message scores 0
+        if self.options.reader_depth == "budget":
+            fused = set(order)
+            below = [(position, score) for position, score in every if position not in fused]
+            order += [position for position, _ in below]
+            scores.update(below)
         items = []
         for position in order:
             message = memory.messages[position]

@@ -34,6 +34,10 @@ FILTER_KEEP = 4
 FILTER_MAX_TOKENS = 200
 #: How the semantic and episodic lists are combined (module docstring).
 FUSIONS = ("rerank", "slot3", "union", "none")
+#: What the reader is handed: ``budget``, the fused top-k then every other message by semantic
+#: score, as deep as the harness's context budget allows (equal-budget tables); ``top_k``, the
+#: fused top-k only, the paper's depth (k = 5; the paper-setting grid's value).
+READER_DEPTHS = ("budget", "top_k")
 
 
 @dataclass(frozen=True)
