@@ -106,7 +106,7 @@ PAPER_ENTRIES ?=
 PAPER_BACKBONES ?=
 PAPER_SWEEP = $(if $(PAPER_ENTRIES),paper=$(PAPER_ENTRIES)) $(if $(PAPER_BACKBONES),backbone=$(PAPER_BACKBONES))
 
-.PHONY: setup test test-browser test-full test-cluster ci-regression regression-refresh lint format data stats bench ablations reproduce-table1 check-table1 reproduce-libraries reproduce-table2 reproduce-retrieval frontier reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
+.PHONY: setup test test-browser test-full test-cluster ci-regression regression-refresh mutation lint format data stats bench ablations reproduce-table1 check-table1 reproduce-libraries reproduce-table2 reproduce-retrieval frontier reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra; then fetch and verify the data
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -142,6 +142,16 @@ ci-regression:  ## every method/segmenter on small subsets, replayed LLM replies
 
 regression-refresh:  ## re-record results/regression/{replay.jsonl,expected.json}; review the git diff
 	$(BENCH) regression refresh
+
+# Mutation testing of the code where a silent change moves a published number (the scorers, the
+# context packer, the run log's resume and duplicate rules, each paper method's thresholds and
+# orderings): scripts/mutation.py, scoped there and in pyproject.toml's [tool.mutmut]. Each mutant
+# runs the nearest tests that call its function; prints each module's score and every surviving
+# mutant. Not in CI (about 25 minutes on 2 cores: docs/development.md#mutation-testing).
+MUTATION_JOBS ?= 2
+
+mutation:  ## mutation score per module of the scorers, packer, run log and methods' thresholds (not in CI)
+	$(PY) scripts/mutation.py --max-children $(MUTATION_JOBS)
 
 lint:
 	$(VENV)/bin/ruff check .
