@@ -71,6 +71,10 @@ COMMANDS: dict[str, Command | Group] = {
     "results": Group(
         "the committed results: whether each row is still what today's code gives",
         {
+            "status": Command(
+                "benchmarks.checks.ledger:main",
+                "every committed table's rows: fresh, restamped, stale, partial (results/ledger.yaml)",
+            ),
             "restamp": Command(
                 "benchmarks.checks.restamp:main",
                 "recompute a sample of a stale run's records; stamp it fresh when identical",

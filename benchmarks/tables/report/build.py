@@ -233,7 +233,7 @@ def build_report(
     if audit is not None:
         notes += audit_notes(audit, rows, categories)
     notes += [
-        ("costs", note("report.costs")),
+        ("costs", costs_note(rows)),
         ("footprint", note("report.footprint")),
         ("source", source_note(runs_dir)),
         ("unfinished", None if partial else unfinished_runs_line(configs, dataset, subset, where)),
@@ -290,3 +290,17 @@ def protocol_agreement_note(rows: Sequence[Row]) -> str | None:
     more."""
     records = [record for row in rows if not row.key.retrieval_only for record in row.run.records]
     return note("report.protocol_agreement") if protocol_agreement(records) else None
+
+
+def costs_note(rows: Sequence[Row]) -> str:
+    """The costs note, for the costs tables the rows make: answered rows' and retrieval-only
+    rows'."""
+    parts = [
+        note(f"report.costs.{kind}")
+        for kind, present in (
+            ("answered", any(not row.key.retrieval_only for row in rows)),
+            ("retrieval", any(row.key.retrieval_only for row in rows)),
+        )
+        if present
+    ]
+    return "; ".join(parts)

@@ -33,6 +33,7 @@ from benchmarks.tables.report.tables import (
     Column,
     answer_columns,
     fmt_cell,
+    fmt_delta,
     fmt_number,
     judge_repeats_table,
     judge_scores,
@@ -83,6 +84,9 @@ def merged_notes(retrieval: Report, qa: Report, missing: Sequence[str]) -> Footn
             continue
         qa_text = note("main_job.qa_prefix") + text
         entries.append((f"qa_{key}", qa_text) if key in known else (key, text))
+    entries = [
+        (key, note("main_job.costs")) if key == "costs" else (key, text) for key, text in entries
+    ]
     entries.append(("asked", note("main_job.asked")))
     if missing:
         entries.append(("missing", note("main_job.missing", methods=", ".join(missing))))
@@ -135,6 +139,15 @@ def audited_mean(name: str, label: str, note_key: str = "") -> Column:
     return Column(label, cell, note_key)
 
 
+def audited_delta(name: str) -> Column:
+    """A row's audited minus published mean of ``name`` over the questions both keys score."""
+
+    def cell(row: Row) -> str:
+        return DASH if row.audited is None else fmt_delta(row.audited[name].delta)
+
+    return Column("Δ", cell)
+
+
 def asked_cell(row: Row) -> str:
     """``asked / all``: the LLM requests the run sent to the model, of every request it made
     (answers, verdicts, probes; the rest came from the recorded replies or the response cache),
@@ -153,13 +166,16 @@ def retrieval_overall(job: MainJob) -> Table:
     columns = [
         Column("Ev. recall pub", lambda row: fmt_cell(row.evidence_recall), "evidence"),
         audited_mean("evidence_recall", "aud", "audit"),
+        audited_delta("evidence_recall"),
         Column("Ans. cov. pub", lambda row: fmt_cell(row.answer_coverage["overall"]), "coverage"),
         audited_mean("answer_coverage", "aud"),
+        audited_delta("answer_coverage"),
         Column("All ev.", lambda row: fmt_number(row.all_evidence_share), "evidence"),
         Column("Ctx tok", lambda row: fmt_number(row.context_tokens, 0), "tokens"),
     ]
     questions = max((len(row.run.records) for row in report.rows), default=0)
-    caption = [note("main_job.retrieval_caption", ceiling=report.notes.mark("ceiling"))]
+    marks = {"audit": report.notes.mark("audit"), "ceiling": report.notes.mark("ceiling")}
+    caption = [note("main_job.retrieval_caption", **marks)]
     title = f"Overall: retrieval ({questions} questions, no LLM)"
     return layout(report, title, report.rows, columns, caption=caption)
 
