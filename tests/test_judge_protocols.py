@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from fakes.llm import Recorder
 
 from benchmarks.data import sources
 from benchmarks.data.paths import REPO_ROOT, resolve_data_dir
@@ -29,7 +30,6 @@ from benchmarks.metrics.judge import (
 )
 from benchmarks.metrics.judging import MAX_ATTEMPTS, RETRY_REMINDER, Judge
 from benchmarks.metrics.official_prompts import EvaluatorFileError
-from memsys.llm import LLMRequest, LLMResponse
 from memsys.types import LONGMEMEVAL_CATEGORIES, Question
 
 pytestmark = pytest.mark.usefixtures("no_env_overrides")
@@ -159,18 +159,6 @@ def test_bad_protocol_or_type_is_one_error_line(capsys: pytest.CaptureFixture[st
     assert completed.returncode == 2 and completed.stdout == ""
     assert completed.stderr.startswith("error: unknown judge protocol")
     assert completed.stderr.count("\n") == 1
-
-
-class Recorder:
-    """A backbone that answers each request with the next scripted reply, and keeps them."""
-
-    def __init__(self, replies: Sequence[str]) -> None:
-        self.replies = list(replies)
-        self.sent: list[LLMRequest] = []
-
-    def complete_many(self, requests: Sequence[LLMRequest], **_: object) -> list[LLMResponse]:
-        self.sent.extend(requests)
-        return [LLMResponse(self.replies.pop(0), 1, 1, 0.0, False, "m") for _ in requests]
 
 
 def grade(protocol: str, replies: Sequence[str], question: Question) -> tuple[Recorder, object]:

@@ -4,10 +4,10 @@ Fleiss' κ; and the agreement between protocols (Cohen's κ)."""
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from fakes.llm import Recorder
 from run_helpers import compose_config, fixture_overrides, read_records
 from sklearn.metrics import cohen_kappa_score
 
@@ -24,22 +24,9 @@ from benchmarks.pipeline.harness import failed, repeat_mean
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.settings import run_identity, validate
 from benchmarks.tables.report import main as report_main
-from memsys.llm import LLMRequest, LLMResponse
 from memsys.types import Question
 
 QUESTION = Question("q", "c", "Where?", "Lisbon", "multi_session")
-
-
-class Recorder:
-    """A backbone that answers each request with the next scripted reply, and keeps them."""
-
-    def __init__(self, replies: Sequence[str]) -> None:
-        self.replies = list(replies)
-        self.sent: list[LLMRequest] = []
-
-    def complete_many(self, requests: Sequence[LLMRequest], **_: object) -> list[LLMResponse]:
-        self.sent.extend(requests)
-        return [LLMResponse(self.replies.pop(0), 1, 1, 0.0, False, "m") for _ in requests]
 
 
 def test_repeat_one_is_the_single_verdicts_request_and_the_others_differ_by_seed() -> None:

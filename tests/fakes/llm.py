@@ -19,6 +19,7 @@ from memsys.llm import (
     BackboneSettings,
     Completion,
     LLMRequest,
+    LLMResponse,
     ResponseCache,
     RetryPolicy,
 )
@@ -77,6 +78,19 @@ class BatchingProvider(ScriptedProvider):
     def generate_batch(self, requests: Sequence[LLMRequest]) -> list[Completion]:
         self.batches.append(len(requests))
         return [self.generate(request, 1.0) for request in requests]
+
+
+class Recorder:
+    """A backbone that answers each request with the next scripted reply, and keeps them (the
+    judge's tests: every request it sends, in order)."""
+
+    def __init__(self, replies: Sequence[str]) -> None:
+        self.replies = list(replies)
+        self.sent: list[LLMRequest] = []
+
+    def complete_many(self, requests: Sequence[LLMRequest], **_: object) -> list[LLMResponse]:
+        self.sent.extend(requests)
+        return [LLMResponse(self.replies.pop(0), 1, 1, 0.0, False, "m") for _ in requests]
 
 
 class RuleProvider:
