@@ -75,6 +75,10 @@ COMMANDS: dict[str, Command | Group] = {
                 "benchmarks.checks.ledger:main",
                 "every committed table's rows: fresh, restamped, stale, partial (results/ledger.yaml)",
             ),
+            "pack": Command(
+                "benchmarks.pipeline.packed:main",
+                "gzip finished runs' records to commit them (--unpack restores them)",
+            ),
             "restamp": Command(
                 "benchmarks.checks.restamp:main",
                 "recompute a sample of a stale run's records; stamp it fresh when identical",

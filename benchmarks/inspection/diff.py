@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks.pipeline.packed import predictions_file
 from benchmarks.render import Table
 from benchmarks.runs.folders import own_records
 from benchmarks.runs.naming import row_key
@@ -189,7 +190,7 @@ def outcome(record: Mapping[str, Any], metric: str) -> Outcome:
 def read_side(path: Path, metric: str) -> Side:
     """A run folder or an ablation record file (``*.jsonl.gz``) as a side."""
     if path.is_dir():
-        if not (path / "predictions.jsonl").is_file():
+        if not predictions_file(path).is_file():
             raise DiffError(f"{path}: not a run folder (no predictions.jsonl)")
         config = yaml.safe_load((path / "config.yaml").read_text())
         return run_side(path, config, own_records(path), metric)

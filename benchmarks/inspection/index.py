@@ -35,10 +35,11 @@ from benchmarks.inspection.model import (
     run_entry,
     run_result,
 )
+from benchmarks.pipeline.packed import PACKED, PLAIN, open_log, predictions_file
 from benchmarks.runs.folders import Run, dataset_name, own_lines
 
 #: The files of a run folder the inspector reads.
-RUN_FILES = ("config.yaml", "metrics.json", "predictions.jsonl", "questions.json")
+RUN_FILES = ("config.yaml", "metrics.json", PLAIN, PACKED, "questions.json")
 
 
 def check_inside(directory: Path) -> None:
@@ -74,7 +75,7 @@ def index_run(directory: Path, dataset: Dataset, questions: dict[str, dict[str, 
     """Index one run folder, adding its questions to ``questions`` (the first run to answer a
     question gives its entry)."""
     check_inside(directory)
-    log = directory / "predictions.jsonl"
+    log = predictions_file(directory)
     size = log.stat().st_size if log.exists() else 0
     run = read_run(directory, with_records=False)
     lines = own_lines(directory)
@@ -123,7 +124,7 @@ class Index:
         """Index again the runs whose log has grown since (a run still being written)."""
         with self._lock:
             for name, indexed in list(self.runs.items()):
-                log = indexed.run.directory / "predictions.jsonl"
+                log = predictions_file(indexed.run.directory)
                 if log.exists() and log.stat().st_size != indexed.size:
                     self.runs[name] = index_run(indexed.run.directory, self.dataset, self.questions)
                     self._listing = None
@@ -167,7 +168,7 @@ class Index:
             span = indexed.spans.get(question_id)
             if span is None:
                 continue
-            record = read_record(indexed.run.directory / "predictions.jsonl", span)
+            record = read_record(predictions_file(indexed.run.directory), span)
             turns = self.dataset.turns.get(str(record.get("conversation_id")), {})
             audited = spec_of(indexed.run.config).audited_key
             erratum = self.dataset.errata.get(question_id) if audited else None
@@ -186,7 +187,7 @@ class Index:
 
 
 def read_record(log: Path, span: Span) -> dict[str, Any]:
-    """The record at ``span`` of ``log``."""
-    with log.open("rb") as handle:
+    """The record at ``span`` of ``log`` (plain or packed: offsets count its plain bytes)."""
+    with open_log(log) as handle:
         handle.seek(span.offset)
         return json.loads(handle.read(span.length))

@@ -21,6 +21,7 @@ from benchmarks.inspection.index import Index
 from benchmarks.inspection.model import InspectError, build_model, load_dataset, read_run
 from benchmarks.inspection.page import render_page
 from benchmarks.inspection.server import serve
+from benchmarks.pipeline.packed import open_log, predictions_file
 from benchmarks.runs.folders import in_repo
 
 #: The largest single-file page written (MB, estimated before it is built): past it a browser
@@ -37,9 +38,13 @@ def estimated_page_mb(directories: Sequence[Path]) -> float:
     >>> estimated_page_mb([])
     0.0
     """
-    logs = [directory / "predictions.jsonl" for directory in directories]
-    sizes = [log.stat().st_size for log in logs if log.exists()]
-    lines = [sum(1 for _ in log.open("rb")) for log in logs if log.exists()]
+    logs = [predictions_file(directory) for directory in directories]
+    lines, sizes = [], []
+    for log in (log for log in logs if log.exists()):
+        with open_log(log) as handle:  # a packed log's page holds its plain bytes
+            counted = [len(raw) for raw in handle]
+        lines.append(len(counted))
+        sizes.append(sum(counted))
     pairs = sum(min(a, b) for i, a in enumerate(lines) for b in lines[i + 1 :])
     return (sum(sizes) + pairs * DIFF_BYTES_PER_SHARED_QUESTION) / 1e6
 

@@ -28,6 +28,7 @@ from benchmarks.data.paths import resolve_data_dir
 from benchmarks.data.specs import named_spec, spec_of
 from benchmarks.inspection import diff
 from benchmarks.metrics.judge import judgings
+from benchmarks.pipeline.packed import predictions_file
 from benchmarks.runs.folders import Run, dataset_name, is_finished, lookup, own_records
 from benchmarks.runs.naming import row_key
 from memsys.compression.passages import render_turns
@@ -57,7 +58,7 @@ def read_run(directory: Path, *, with_records: bool = True) -> Run:
     """One run folder as the report reads it (its own records, unless ``with_records`` is
     False); an unfinished run (no ``metrics.json``) is read too, with a warning: the inspector
     shows what it logged."""
-    if not (directory / "config.yaml").is_file() or not (directory / "predictions.jsonl").is_file():
+    if not (directory / "config.yaml").is_file() or not predictions_file(directory).is_file():
         raise InspectError(f"{directory}: not a run folder (needs config.yaml, predictions.jsonl)")
     config = yaml.safe_load((directory / "config.yaml").read_text())
     metrics: dict[str, Any] = {}

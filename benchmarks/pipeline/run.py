@@ -66,6 +66,7 @@ from benchmarks.pipeline.harness import (
     lost_to_a_failed_request,
 )
 from benchmarks.pipeline.memories_ahead import MemoriesAhead
+from benchmarks.pipeline.packed import PACKED, PLAIN, predictions_file, unpack
 from benchmarks.pipeline.progress import STAGES, QuestionBar, llm_calls_status, show_stage, ticking
 from benchmarks.pipeline.provenance import code_versions, provenance
 from benchmarks.pipeline.ray_pool import RayPool
@@ -276,7 +277,9 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat()
     write_atomically(run_dir / "config.yaml", redact(OmegaConf.to_yaml(OmegaConf.create(identity))))
     data_dir = settings.paths.data_dir
-    log = RecordLog(run_dir / "predictions.jsonl", retryable=failed)
+    if predictions_file(run_dir).name == PACKED:  # a committed, packed run resumed: append plain
+        unpack(run_dir)
+    log = RecordLog(run_dir / PLAIN, retryable=failed)
     if len(log):  # resuming: the rows logged must be this run's own
         owner = f"this run's question set ({settings.dataset}, subset {settings.subset.name})"
         # the question set a finished invocation wrote, else one pass over the dataset

@@ -22,6 +22,7 @@ import yaml
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.aggregate import dataset_name as named_dataset
 from benchmarks.pipeline.harness import failed
+from benchmarks.pipeline.packed import open_log, predictions_file
 from benchmarks.pipeline.provenance import recorded_method_source
 from benchmarks.pipeline.runlog import (
     QUESTIONS_FILE,
@@ -121,7 +122,7 @@ def load_runs(
     runs = []
     for directory, config in matching_runs(configs, dataset, subset, where):
         finished = is_finished(directory)
-        if not finished and not (partial and (directory / "predictions.jsonl").exists()):
+        if not finished and not (partial and predictions_file(directory).exists()):
             print(
                 f"warning: skipping unfinished run {directory} (no metrics.json)", file=sys.stderr
             )
@@ -166,13 +167,13 @@ def own_lines(directory: Path) -> dict[str, OwnLine]:
     run's own: a question outside its ``questions.json`` (runs without the file are not checked
     for this), or a row after the question's settled (not failed) one. A last line without its
     newline is a record still being written: it is not read."""
-    path = directory / "predictions.jsonl"
+    path = predictions_file(directory)
     listed = read_question_set(directory)
     question_set = None if listed is None else set(listed)
     kept: dict[str, OwnLine] = {}
     settled_on: dict[str, int] = {}
     offset = 0
-    with path.open("rb") as handle:
+    with open_log(path) as handle:
         for line, raw in enumerate(handle, 1):
             start, offset = offset, offset + len(raw)
             if not raw.endswith(b"\n") or not raw.strip():

@@ -18,6 +18,7 @@ from benchmarks.data.specs import DatasetSpec, dataset_spec, spec_of
 from benchmarks.metrics.aggregate import Cell, plural, resampling_case, understated
 from benchmarks.metrics.ranking import stored_turn_ranking
 from benchmarks.metrics.stats import MIN_CLUSTERS
+from benchmarks.pipeline.packed import PLAIN
 from benchmarks.pipeline.provenance import UNKNOWN
 from benchmarks.pipeline.runlog import latest_records
 from benchmarks.pipeline.settings import declared_context_order
@@ -441,7 +442,7 @@ def unfinished_runs_line(
     for directory, config in matching_runs(configs, dataset, subset, where):
         if is_finished(directory):
             continue
-        log = directory / "predictions.jsonl"
+        log = directory / PLAIN  # an unfinished run is never packed
         logged = len(latest_records(read_records(log), "question_id")) if log.exists() else 0
         key = row_key(config)
         label = f"{key.method}, {key.extraction}" if key.extraction else key.method

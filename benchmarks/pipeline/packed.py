@@ -1,0 +1,90 @@
+"""Committed run folders, packed: ``predictions.jsonl`` gzipped, every record whole (the reader's
+context included), so that a table's records can be committed and its every cell re-rendered on
+any clone within ``results/``'s size budget.
+
+``memsys-bench results pack RUN_DIR...`` writes ``predictions.jsonl.gz`` (deterministic: no
+name or time in the gzip header, so packing twice gives the same bytes) and removes the plain
+file once the packed one reads back identical; ``unpack`` undoes it. Every reader of a run's
+records goes through :func:`predictions_file` and :func:`open_log`, so a packed folder reads as
+a plain one; a run resumed in a packed folder is unpacked first (the runner appends to the plain
+file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+PLAIN = "predictions.jsonl"
+PACKED = "predictions.jsonl.gz"
+
+
+def predictions_file(directory: Path) -> Path:
+    """The run's records: the plain log, or the packed one where only that exists."""
+    plain, packed = directory / PLAIN, directory / PACKED
+    return packed if packed.exists() and not plain.exists() else plain
+
+
+def open_log(path: Path) -> IO[bytes]:
+    """A run's records for reading, as bytes, whether plain or packed."""
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+
+
+def pack(directory: Path) -> tuple[int, int]:
+    """Pack a finished run's records; the sizes before and after, in bytes."""
+    plain = directory / PLAIN
+    if not (directory / "metrics.json").exists():
+        raise ValueError(f"{directory}: unfinished (no metrics.json): pack a finished run only")
+    data = plain.read_bytes()
+    packed = directory / PACKED
+    partial = packed.with_suffix(".gz.part")
+    with partial.open("wb") as raw, gzip.GzipFile("", "wb", 9, raw, mtime=0) as stream:
+        stream.write(data)
+    if gzip.decompress(partial.read_bytes()) != data:
+        partial.unlink()
+        raise ValueError(f"{directory}: the packed records do not read back identical")
+    partial.replace(packed)
+    plain.unlink()
+    return len(data), packed.stat().st_size
+
+
+def unpack(directory: Path) -> None:
+    """Restore the plain records of a packed run (for the runner to append to)."""
+    packed = directory / PACKED
+    plain = directory / PLAIN
+    partial = plain.with_suffix(".jsonl.part")
+    partial.write_bytes(gzip.decompress(packed.read_bytes()))
+    partial.replace(plain)
+    packed.unlink()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="memsys-bench results pack",
+        description="Gzip finished runs' predictions.jsonl (deterministic, verified); --unpack "
+        "restores them.",
+    )
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders")
+    parser.add_argument("--unpack", action="store_true")
+    args = parser.parse_args(argv)
+    status = 0
+    for directory in args.runs:
+        try:
+            if args.unpack:
+                unpack(directory)
+                print(f"{directory}: unpacked")
+            else:
+                before, after = pack(directory)
+                print(f"{directory}: {before:,} → {after:,} bytes")
+        except (OSError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
