@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from run_helpers import CONF, compose_config, fixture_overrides
+from run_helpers import CONF, FIXTURE, compose_config, fixture_overrides
 
 from benchmarks import registry
 from benchmarks.pipeline.run import run
@@ -29,6 +29,7 @@ from benchmarks.plan import (
     sweep,
     warm_caches,
 )
+from benchmarks.plan.costs import LocalWork
 from benchmarks.plan.render import markdown
 from memsys.llm.providers.scripted import ScriptedConfig, prompt_tokens
 from memsys.llm.types import LLMRequest, SamplingParams
@@ -90,6 +91,26 @@ def test_a_retrieval_only_plan_counts_the_texts_a_run_embeds_and_parses(tmp_path
     )
     assert warm.rows[0].local.encoded == 0 and warm.rows[0].local.parsed == 0
     assert "texts embedded / parsed (k)" in markdown(plan)
+
+
+def test_texts_shared_across_conversations_scale_by_distinct_content(tmp_path: Path) -> None:
+    """LongMemEval's haystacks share sessions: a second conversation with the first's texts
+    costs the content cache nothing, so the plan scales embedded texts by distinct texts, not
+    turns, and meets the run's count exactly."""
+    conversation = json.loads((FIXTURE / "locomo" / "tiny_conversation.json").read_text())[0]
+    twin = {**conversation, "sample_id": "tiny-2"}
+    data = tmp_path / "data" / "locomo"
+    data.mkdir(parents=True)
+    (data / "twins.json").write_text(json.dumps([conversation, twin]))
+    overrides = [*fixture_overrides(tmp_path / "results", tmp_path / "cache"),
+                 f"data_dir={tmp_path / 'data'}", "dataset.file=locomo/twins.json",
+                 "method=turn_rag_dense", "answer=none"]  # fmt: skip
+    ran = run(compose_config(overrides))["invocation"]
+    plan = make_plan(overrides, rates=Rates(), work_dir=tmp_path / "plan", conversations=1)
+    (row,) = plan.rows
+    assert (plan.sample.turns, plan.full.turns) == (8, 16)
+    assert plan.sample.distinct_texts == plan.full.distinct_texts == 8
+    assert row.local.encoded == ran["embedding"]["encoded"] > 0  # not twice it
 
 
 def test_the_plan_never_writes_a_response_cache(tmp_path: Path) -> None:
@@ -160,7 +181,12 @@ def test_prices_throughputs_and_shares_come_from_the_command_line() -> None:
 
 def test_a_sample_scales_construction_by_turns_and_the_rest_by_questions() -> None:
     factors = scale_factors(Extent(2, 100, 40), Extent(10, 1000, 200))
-    assert factors == {"construction": 10.0, "retrieval": 5.0, "answering": 5.0, "judging": 5.0}
+    assert factors == {"construction": 10.0, "retrieval": 5.0, "answering": 5.0, "judging": 5.0,
+                       "content": 10.0}  # fmt: skip
+    shared = scale_factors(Extent(2, 100, 40, 90), Extent(10, 1000, 200, 270))
+    assert (shared["construction"], shared["content"]) == (10.0, 3.0)
+    work = LocalWork(encoded=90, parsed=30, seconds=100, encode_seconds=20, parse_seconds=10)
+    assert work.scaled(10.0, 3.0) == LocalWork(270, 90, 70 * 10 + 30 * 3, 60, 30)
     assert StageCount(3, 30, 6).scaled(10.0) == StageCount(30, 300, 60)
 
 

@@ -39,8 +39,9 @@ class Row:
 
     @property
     def local(self) -> LocalWork:
-        """The sample's CPU-side work scaled to the whole subset by turns (memories dominate it)."""
-        return self.measurement.local.scaled(self.scale["construction"])
+        """The sample's CPU-side work scaled to the whole subset: what the content caches absorb
+        by distinct texts, the rest by turns (memories dominate it)."""
+        return self.measurement.local.scaled(self.scale["construction"], self.scale["content"])
 
     def total(self, name: str) -> float:
         return sum(getattr(stage, name) for stage in self.stages.values())

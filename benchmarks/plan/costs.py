@@ -4,6 +4,7 @@ stage's dollars and hours, and the factors that scale a sample to the whole subs
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -78,18 +79,36 @@ class Rates:
 
 @dataclass(frozen=True)
 class Extent:
-    """How much of a dataset a run covers."""
+    """How much of a dataset a run covers: conversations, turns, questions, and distinct turn
+    texts (LongMemEval's haystacks share sessions: what the content caches hold grows with the
+    distinct texts, not with the turns)."""
 
     conversations: int = 0
     turns: int = 0
     questions: int = 0
+    distinct_texts: int = 0
 
-    def add(self, conversation: Conversation) -> Extent:
-        return Extent(
-            self.conversations + 1,
-            self.turns + len(conversation.turns),
-            self.questions + len(conversation.questions),
+
+@dataclass
+class ExtentCount:
+    """An :class:`Extent` counted conversation by conversation (turn texts by their digest)."""
+
+    conversations: int = 0
+    turns: int = 0
+    questions: int = 0
+    texts: set[bytes] = field(default_factory=set)
+
+    def add(self, conversation: Conversation) -> None:
+        self.conversations += 1
+        self.turns += len(conversation.turns)
+        self.questions += len(conversation.questions)
+        self.texts.update(
+            hashlib.blake2b(turn.text.encode(), digest_size=12).digest()
+            for turn in conversation.turns
         )
+
+    def extent(self) -> Extent:
+        return Extent(self.conversations, self.turns, self.questions, len(self.texts))
 
 
 @dataclass(frozen=True)
@@ -129,19 +148,24 @@ GPU_ENCODE_RATE = 2100.0
 class LocalWork:
     """The work a run does on this machine's CPUs, not on an LLM server: texts embedded and
     parsed (after the content caches) and the seconds one process spent building memories and
-    retrieving, of which ``encode_seconds`` the embedder took."""
+    retrieving, of which ``encode_seconds`` the embedder and ``parse_seconds`` the parser took."""
 
     encoded: float = 0
     parsed: float = 0
     seconds: float = 0
     encode_seconds: float = 0
+    parse_seconds: float = 0
 
-    def scaled(self, factor: float) -> LocalWork:
+    def scaled(self, by_turns: float, by_content: float) -> LocalWork:
+        """The work of a larger subset: what the content caches absorb (texts embedded and
+        parsed, and their seconds) by ``by_content`` (distinct texts), the rest by ``by_turns``."""
+        cached_seconds = self.encode_seconds + self.parse_seconds
         return LocalWork(
-            self.encoded * factor,
-            self.parsed * factor,
-            self.seconds * factor,
-            self.encode_seconds * factor,
+            self.encoded * by_content,
+            self.parsed * by_content,
+            (self.seconds - cached_seconds) * by_turns + cached_seconds * by_content,
+            self.encode_seconds * by_content,
+            self.parse_seconds * by_content,
         )
 
     def hours(self, workers: int = 1, *, gpu: bool = False) -> float:
@@ -155,10 +179,13 @@ class LocalWork:
 
 def scale_factors(sample: Extent, full: Extent) -> dict[str, float]:
     """Per stage, the factor from the sample to the whole subset: construction by turns, the
-    other stages (one request or a few per question) by questions."""
+    other stages (one request or a few per question) by questions; and ``content``, by distinct
+    turn texts, for what the content caches absorb (:meth:`LocalWork.scaled`)."""
     by_turns = full.turns / sample.turns if sample.turns else 1.0
     by_questions = full.questions / sample.questions if sample.questions else 1.0
-    return {stage: by_turns if stage == "construction" else by_questions for stage in STAGES}
+    by_content = full.distinct_texts / sample.distinct_texts if sample.distinct_texts else by_turns
+    factors = {stage: by_turns if stage == "construction" else by_questions for stage in STAGES}
+    return {**factors, "content": by_content}
 
 
 def cost(count: StageCount, stage: str, backbone: str, rates: Rates) -> StagePlan:

@@ -25,7 +25,7 @@ from benchmarks.pipeline.harness import (
 from benchmarks.pipeline.run import conversations_source
 from benchmarks.pipeline.settings import RunSettings, validate
 from benchmarks.pipeline.subsets import select
-from benchmarks.plan.costs import Extent, LocalWork, StageCount
+from benchmarks.plan.costs import Extent, ExtentCount, LocalWork, StageCount
 from memsys.llm.structured import ExtractionReport
 from memsys.types import Conversation
 
@@ -51,14 +51,14 @@ def measure(cfg: DictConfig) -> Measurement:
     exactly as :mod:`benchmarks.pipeline.run` does, and count what it cost."""
     settings = validate(cfg)
     started = time.perf_counter()
-    sample, context_tokens = Extent(), 0
+    sample, context_tokens = ExtentCount(), 0
     census: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="plan-run-") as run_dir:
         harness = build_harness(settings, Path(run_dir))
         working = time.perf_counter()  # the services are built; the work starts
         try:
             for conversation in subset_conversations(settings):
-                sample = sample.add(conversation)
+                sample.add(conversation)
                 memory = construct_memory(harness, conversation, ConstructionCounts())
                 census.update(fallback_counts(harness.system.dump_memory(memory), "memory"))
                 questions = conversation.questions
@@ -74,6 +74,7 @@ def measure(cfg: DictConfig) -> Measurement:
                 work["parsing"]["parsed"],
                 time.perf_counter() - working,
                 work["embedding"]["encode_seconds"],
+                work["parsing"]["parse_seconds"],
             )
         finally:
             harness.close()
@@ -84,7 +85,7 @@ def measure(cfg: DictConfig) -> Measurement:
             for stage, c in counted.items()
         },
         backbones=stage_backbones(cfg, settings),
-        sample=sample,
+        sample=sample.extent(),
         context_tokens=context_tokens,
         fallbacks=dict(sorted(census.items())),
         seconds=time.perf_counter() - started,
@@ -151,7 +152,7 @@ def service_reports(harness: Harness) -> dict[str, Any]:
 
 def extent(cfg: DictConfig) -> Extent:
     """Conversations, turns and questions of the config's subset."""
-    total = Extent()
+    total = ExtentCount()
     for conversation in subset_conversations(validate(cfg)):
-        total = total.add(conversation)
-    return total
+        total.add(conversation)
+    return total.extent()

@@ -176,8 +176,10 @@ def assumption_lines(plan: Plan) -> list[str]:
     lines.append(
         "* `texts embedded / parsed`: the texts the embedder and spaCy processed on the sample "
         "after the content caches (each distinct text once: a text some earlier row or run "
-        "embedded is free), scaled by turns. `local hours`: the wall time this machine spent "
-        "building the sample's memories and retrieving, scaled by turns, in one process, on the "
+        "embedded is free), scaled by distinct turn texts (haystacks that share sessions share "
+        "what the caches absorb). `local hours`: the wall time this machine spent building the "
+        "sample's memories and retrieving (its embedding and parsing seconds scaled by distinct "
+        "texts, the rest by turns), in one process, on the "
         "run's workers (`workers` / `executor.workers`, perfect scaling assumed) and with the "
         f"embedding on a GPU at {GPU_ENCODE_RATE:,.0f} texts/s (MiniLM on an H100, "
         "results/bench.md); measured against cold runs in docs/longmemeval-at-scale.md."
