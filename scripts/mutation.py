@@ -166,7 +166,7 @@ SCOPE = (
     Module(
         "benchmarks/answering/context.py",
         SCORERS,
-        ("x_date_header", "x_render_context"),
+        ("x_date_header", "x_render_context", "x_fit"),
         (
             "tests/test_answering.py",
             "tests/test_boundaries.py",
@@ -279,7 +279,259 @@ class Equivalent:
 
 #: Survivors judged equivalent, matched by function and changed line (not by mutmut's number,
 #: which moves when the function changes).
-EQUIVALENT: tuple[Equivalent, ...] = ()
+EQUIVALENT: tuple[Equivalent, ...] = (
+    # benchmarks/metrics/qa.py
+    Equivalent(
+        "x_f1_set",
+        "if not predicted or not gold:",
+        "if not predicted and not gold:",
+        "with one side empty the overlap is 0, and the next test returns the same 0.0",
+    ),
+    Equivalent(
+        "x_bleu1",
+        "if not hypothesis or not reference:",
+        "if not hypothesis and not reference:",
+        "nltk's sentence_bleu returns 0 for an empty hypothesis or reference, the guard's value",
+    ),
+    Equivalent(
+        "x_normalize_locomo_answer",
+        'text = text.replace(",", "").lower().translate(_ASCII_PUNCTUATION)',
+        'text = text.replace("XX,XX", "").lower().translate(_ASCII_PUNCTUATION)',
+        "the punctuation table right after drops commas too (only an answer holding the literal"
+        " 'XX,XX' would differ)",
+    ),
+    # benchmarks/metrics/coverage.py
+    *(
+        Equivalent(
+            "x_covers",
+            "for start, token in enumerate(context_tokens[: len(context_tokens) - width + 1])",
+            f"for start, token in enumerate(context_tokens[: len(context_tokens) {bound}])",
+            "a window starting past len - width is shorter than the answer and never equals it:"
+            " the bound only saves work",
+        )
+        for bound in ("+ width + 1", "- width + 2")
+    ),
+    # benchmarks/metrics/ranking.py
+    *(
+        Equivalent(
+            "x_decided",
+            'return int(metric.rsplit("@", 1)[1]) <= depth',
+            f"return int(metric.{split}[1]) <= depth",
+            "every metric name holds exactly one '@'",
+        )
+        for split in ('rsplit("@", )', 'split("@", 1)', 'rsplit("@", 2)')
+    ),
+    # benchmarks/metrics/segmentation.py
+    Equivalent(
+        "x__f1",
+        "where=denominator > 0,",
+        "where=denominator > 1,",
+        "a denominator of 1 means one side has no such label, so TP = 0 and the F1 is the 0 of out",
+    ),
+    *(
+        Equivalent(
+            "x__flatten",
+            f"{name} = np.fromiter(chain.from_iterable({v} for {pair} in pairs), np.int64, count=total)",
+            f"{name} = np.fromiter(chain.from_iterable({v} for {pair} in pairs), np.int64, )",
+            "count only preallocates: the labels number exactly total",
+        )
+        for name, v, pair in (("reference", "r", "r, _"), ("prediction", "p", "_, p"))
+    ),
+    *(
+        Equivalent(
+            function,
+            f"{name} = np.bincount(dialogue, weights={weights}, minlength=n_dialogues){tail}",
+            f"{name} = np.bincount(dialogue, weights={weights}, ){tail}",
+            "every dialogue has a label and a window, so the last index is n - 1 and bincount"
+            " is n long without minlength",
+        )
+        for function, name, weights, tail in (
+            ("x__window_errors", "pk", "pk_errors", " / n_windows"),
+            ("x__window_errors", "wd", "wd_errors", " / n_windows"),
+            ("x_score_segmentation", "hits", "reference & prediction", ""),
+            ("x_score_segmentation", "zero_hits", "both_zero", ""),
+        )
+    ),
+    *(
+        Equivalent(
+            "x_score_segmentation",
+            "both_zero = (1 - reference) & (1 - prediction)",
+            f"both_zero = {mutated}",
+            "labels are 0 or 1, and 2 & x = 0 for x in {0, 1}: 1 + label masks like 1 - label",
+        )
+        for mutated in ("(1 + reference) & (1 - prediction)", "(1 - reference) & (1 + prediction)")
+    ),
+    # benchmarks/metrics/stats.py
+    *(
+        Equivalent(
+            "x__cluster_index",
+            "return np.array([numbers.setdefault(label, len(numbers)) for label in clusters],"
+            " dtype=np.intp)",
+            "return np.array([numbers.setdefault(label, len(numbers)) for label in clusters],"
+            f" {dtype})",
+            "Python ints become int64, which is intp on a 64-bit platform",
+        )
+        for dtype in ("dtype=None", "")
+    ),
+    *(
+        Equivalent(
+            "x__resampled_means",
+            f"{name} = rng.integers(0, {size}, size=(n_resamples, {size}))",
+            f"{name} = rng.integers({size}, size=(n_resamples, {size}))",
+            "Generator.integers(high) draws from [0, high) with the same stream as"
+            " integers(0, high)",
+        )
+        for name, size in (("indices", "values.size"), ("drawn", "sums.size"))
+    ),
+    # benchmarks/answering/context.py
+    Equivalent(
+        "x_date_header",
+        'clock = timestamp.strftime("%I:%M %p").lstrip("0").lower()',
+        'clock = timestamp.strftime("%I:%M %P").lstrip("0").lower()',
+        "glibc's %P is the lower-case am/pm that .lower() makes of %p",
+    ),
+    Equivalent(
+        "x_date_header",
+        'clock = timestamp.strftime("%I:%M %p").lstrip("0").lower()',
+        'clock = timestamp.strftime("%I:%M %p").lstrip("XX0XX").lower()',
+        "lstrip takes a set of characters, and a clock never opens with 'X'",
+    ),
+    *(
+        Equivalent(
+            "x_render_context",
+            f"previous{annotation} = None",
+            f'previous{annotation} = ""',
+            "a date header is never empty, so no header equals the first previous either way",
+        )
+        for annotation in (": str | None", "")
+    ),
+    *(
+        Equivalent(
+            "x_render_context",
+            'text = fit(tokens, item.text, room) if room > 0 else ""',
+            f'text = fit(tokens, item.text, room) if {condition} else ""',
+            "fit returns the empty text itself for a room of 0 or less",
+        )
+        for condition in ("(room > 0) or True", "room >= 0")
+    ),
+    Equivalent(
+        "x_render_context",
+        'turn for turn in item.turn_ids if (turn_texts or {}).get(turn, "\\0") in text',
+        'turn for turn in item.turn_ids if (turn_texts or {}).get(turn, "XX\\0XX") in text',
+        "neither marker occurs in a context's text (it holds no NUL)",
+    ),
+    Equivalent(
+        "x_fit",
+        "while limit > 0:",
+        "while limit >= 0:",
+        "a prefix of 0 tokens is the empty text, which fits: the return the loop falls to",
+    ),
+    # benchmarks/pipeline/runlog.py
+    Equivalent(
+        "xǁRecordLogǁappend",
+        'line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\\n"',
+        'line = json.dumps(record, ensure_ascii=None, sort_keys=True) + "\\n"',
+        "json reads ensure_ascii as a truth value: None is False",
+    ),
+    Equivalent(
+        "x__read_lines",
+        'record = json.loads(line.decode("utf-8"))',
+        'record = json.loads(line.decode("UTF-8"))',
+        "codec names are case-insensitive",
+    ),
+    Equivalent(
+        "xǁRecordLogǁappend",
+        '_append_line(fd, self.path, line.encode("utf-8"))',
+        '_append_line(fd, self.path, line.encode("UTF-8"))',
+        "codec names are case-insensitive",
+    ),
+    Equivalent(
+        "xǁRecordLogǁ__init__",
+        "self.retryable = retryable or (lambda record: False)",
+        "self.retryable = retryable or (lambda record: None)",
+        "the default predicate's answer is only ever negated (not retryable(...))",
+    ),
+    Equivalent(
+        "x__drop_partial_tail",
+        "step = min(4096, position)",
+        "step = min(4097, position)",
+        "the chunk size of the backward search, not where the last newline is",
+    ),
+    Equivalent(
+        "x__drop_partial_tail",
+        "chunk = handle.read(step)",
+        "chunk = handle.read(None)",
+        "reading on to the end rescans bytes already known to hold no newline",
+    ),
+    Equivalent(
+        "x__drop_partial_tail",
+        "if end < size:",
+        "if end <= size:",
+        "truncating a file to its own size changes nothing",
+    ),
+    # memsys/methods/fracom/retrieval.py
+    Equivalent(
+        "x_rank_every",
+        "scores = match_arguments(memory, arguments, embedder, options, cut=False).scores",
+        "scores = match_arguments(memory, arguments, embedder, options, cut=None).scores",
+        "match_arguments reads `not cut`: None and False alike",
+    ),
+    *(
+        Equivalent(
+            "x_rank_every",
+            'return [index for index, _ in order(memory, scores, "idf")]',
+            f"return [index for index, _ in order({arguments})]",
+            "order reads the memory and the ranking name only for 'time'; anything else is idf",
+        )
+        for arguments in (
+            'None, scores, "idf"',
+            "memory, scores, None",
+            'memory, scores, "XXidfXX"',
+            'memory, scores, "IDF"',
+        )
+    ),
+    # memsys/methods/hingemem/retrieval.py
+    *(
+        Equivalent(
+            "xǁRetrievalIndexǁmatch",
+            "names = plan.names.get(element, ())",
+            f"names = plan.names.get(element, {default})",
+            "a missing element's names are falsy either way and the element is skipped",
+        )
+        for default in ("None", "")
+    ),
+    Equivalent(
+        "xǁRetrievalIndexǁmatch",
+        'exact = {f"{element}:{normalize_name(element, name)}" for name in names}',
+        'exact = {f"{element}:{normalize_name(None, name)}" for name in names}',
+        "normalize_name sets only 'person' apart; locations and topics normalize alike",
+    ),
+    Equivalent(
+        "xǁRetrievalIndexǁmatch",
+        "matched[element] |= exact & set(nodes)",
+        "matched[element] = exact & set(nodes)",
+        "the element's set is still empty there, so = and |= agree",
+    ),
+    # memsys/methods/esmem/retrieval.py
+    *(
+        Equivalent(
+            function,
+            f'order = np.argsort(-{scores}, kind="stable")[:{cut}]',
+            f'order = np.argsort(-{scores}, kind="STABLE")[:{cut}]',
+            "numpy reads the sort kind case-insensitively",
+        )
+        for function, scores, cut in (
+            ("x_rank_events", "anchor_scores", "anchor_k"),
+            ("x_rank_flat", "summary_scores", "top_events"),
+        )
+    ),
+    Equivalent(
+        "x_rank_events",
+        "if best is None or (-candidate[0], candidate[1]) < (-best[0], best[1]):",
+        "if best is None or (-candidate[0], candidate[1]) <= (-best[0], best[1]):",
+        "an equal (score, distance) would replace the entry with an equal one",
+    ),
+)
 
 MODULES = {module.dotted: module for module in SCOPE}
 KILLED = ("killed", "timeout", "caught by type check")
@@ -345,7 +597,7 @@ def mutmut_run(max_children: int, globs: list[str]) -> None:
     """``mutmut run --max-children N GLOBS``, each mutant given only the tests of its module's
     :attr:`Module.tests` that call the mutated function (mutmut itself would give it every
     test of the selection that does: a packer mutant would rerun the pipeline tests of every
-    method)."""
+    method), fastest first."""
     os.chdir(ROOT)
     import mutmut.__main__ as mutmut_main
     from mutmut.state import state
@@ -366,8 +618,24 @@ def mutmut_run(max_children: int, globs: list[str]) -> None:
             test for name in names for test in tests_of.get(name.partition("__mutmut_")[0], set())
         }
 
+    make_runner = mutmut_main.get_mutant_runner
+
+    def fastest_first(*args, **kwargs):
+        """Hand each mutant its tests fastest first: pytest stops at the first failure (-x),
+        so a killed mutant is mostly done in milliseconds."""
+        runner = make_runner(*args, **kwargs)
+        submit = runner.submit
+
+        def ordered(name: str, tests: list[str], *rest) -> None:
+            durations = state().duration_by_test
+            submit(name, sorted(tests, key=lambda test: (durations.get(test, 0.0), test)), *rest)
+
+        runner.submit = ordered
+        return runner
+
     mutmut_main.collect_or_load_stats = nearest_only
     mutmut_main.tests_for_mutant_names = tests_for_mutant_names
+    mutmut_main.get_mutant_runner = fastest_first
     mutmut_main._run(tuple(globs), max_children)
 
 

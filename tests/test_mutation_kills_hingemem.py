@@ -26,6 +26,9 @@ from memsys.methods.hingemem.retrieval import (
 
 TOLERANCE = 1e-9
 
+#: A mutant that loops forever fails here in seconds, not at mutmut's CPU limit.
+pytestmark = pytest.mark.timeout(10)
+
 
 # -- the adaptive stop ---------------------------------------------------------------------------
 
@@ -180,3 +183,10 @@ def test_a_day_query_does_not_reach_a_day_outside_it() -> None:
     plan = QueryPlan("recall", {}, ((datetime(2023, 5, 9), "day"),), ())
     routes = RetrievalIndex(MEMORY, Encoder()).match(plan, 0.9)  # type: ignore[arg-type]
     assert routes.nodes["time"] == set() and routes.edges["time"] == set()
+
+
+def test_the_node_match_score_sums_the_weights_of_the_elements_that_reach_a_hyperedge() -> None:
+    index = RetrievalIndex(MEMORY, Encoder())  # type: ignore[arg-type]
+    routes = Routes({}, {"person": {0, 2}, "topic": {0, 3}, "time": {1}, "location": set()})
+    scores = index.match_scores(routes, {"person": 0.5, "topic": 0.25, "location": 1.0})
+    assert scores.tolist() == [0.75, 0.0, 0.5, 0.25]  # time has no weight: edge 1 gets nothing

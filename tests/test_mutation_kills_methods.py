@@ -25,6 +25,9 @@ from memsys.methods.fracom.retrieval import (
 from memsys.methods.secom.retrieval import rank_segments
 from memsys.types import MemoryItem
 
+#: A mutant that loops forever fails here in seconds, not at mutmut's CPU limit.
+pytestmark = pytest.mark.timeout(10)
+
 # -- CAST ----------------------------------------------------------------------------------------
 
 
@@ -153,6 +156,13 @@ def idf(degree: int, total: int = 4) -> float:
     return float(np.log(1 + total / degree))
 
 
+def test_a_proposition_keeps_its_best_node_whichever_comes_first() -> None:
+    memory = Memory({"hound": [0], "puppy": [0, 1]}, ["eat", "move", "eat", "move"])
+    found = match_arguments(memory, ["dog"], ENCODER, RetrievalOptions(theta=0.7))  # type: ignore[arg-type]
+    # hound (0.75 · idf(1) ≈ 1.21) reaches 0 before puppy (0.9 · idf(2) ≈ 0.99) does
+    assert found.scores == pytest.approx({0: 0.75 * idf(1), 1: 0.9 * idf(2)})
+
+
 def test_a_proposition_scores_its_best_node_per_query_argument() -> None:
     found = match_arguments(fracom_memory(), ["dog"], ENCODER, RetrievalOptions(theta=0.7))  # type: ignore[arg-type]
     # proposition 1 is reached by puppy (0.9 · idf(2)) and hound (0.75 · idf(1)): the best
@@ -188,12 +198,12 @@ def test_equal_scores_go_to_the_earlier_proposition() -> None:
 
 def test_the_predicate_filter_keeps_speaker_only_members_it_keeps() -> None:
     memory = fracom_memory(speakers=("puppy",))
-    options = RetrievalOptions(theta=0.7, predicate_filter=True, predicate_threshold=0.5)
+    options = RetrievalOptions(theta=0.5, predicate_filter=True, predicate_threshold=0.5)
     found = plausible_retrieval(memory, ["dog"], ["eat"], ENCODER, options)  # type: ignore[arg-type]
-    # puppy reaches 0 and 1 (speaker only: 0); the filter keeps "eat" propositions: 0
-    assert set(found.scores) == {0}
+    # puppy reaches 0 and 1, hound 1, cat 2 (speaker only: 0); the filter keeps "eat": 0 and 2
+    assert set(found.scores) == {0, 2}
     assert found.speaker_only == frozenset({0})
-    assert found.before_predicate_filter == 2
+    assert found.before_predicate_filter == 3
 
 
 def test_the_predicate_filter_encodes_the_memorys_predicates_with_its_embedder() -> None:

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from benchmarks.answering.context import date_header, render_context
+import pytest
+
+from benchmarks.answering.context import date_header, fit, render_context
 from memsys.types import MemoryItem
 
 MAY = datetime(2023, 5, 8, 9, 5)
 JUNE = datetime(2023, 6, 1, 21, 30)
+
+#: A mutant that loops forever fails here in seconds, not at mutmut's CPU limit.
+pytestmark = pytest.mark.timeout(10)
 
 
 class Words:
@@ -50,3 +55,31 @@ def test_items_of_one_date_and_position_stay_in_rank_order() -> None:
     rendered = render_context(items, Words(), 1000)
     assert [item.text for item in rendered.items] == ["second", "first", "third"]
     assert rendered.dropped == 0
+
+
+class Pieces:
+    """Words, where a hyphen splits a word in two; truncation keeps whole words and the space
+    after the last one (as a tokenizer's decoded prefix may)."""
+
+    def count(self, text: str) -> int:
+        return len(text.replace("-", " ").split())
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        return "".join(word + " " for word in text.split()[:max_tokens])
+
+
+def test_fit_keeps_the_longest_prefix_that_counts_within_the_room() -> None:
+    assert fit(Pieces(), "a b c d", 2) == "a b"
+    assert fit(Pieces(), "a x-y b", 2) == "a"  # "a x-y" counts 3: one word less
+    assert fit(Pieces(), "x-y-z b", 2) == ""  # no prefix fits
+    assert fit(Pieces(), "a b", 0) == ""
+
+
+def test_one_token_of_room_still_takes_the_cut_items_first_word() -> None:
+    header = Pieces().count(date_header(None))  # "[undated]": one word
+    items = [MemoryItem("a b c", ("t1",)), MemoryItem("d", ("t2",))]
+    rendered = render_context(items, Pieces(), header + 1, turn_texts={"t1": "a b c"})
+    assert rendered.text == "[undated]\na"
+    assert rendered.tokens == header + 1
+    assert rendered.cut is not None and rendered.cut.turns_left_out == ("t1",)
+    assert rendered.dropped == 1

@@ -24,6 +24,9 @@ from benchmarks.metrics.ranking import (
 )
 from memsys.types import Conversation, MemoryItem, Retrieval, Session, Turn
 
+#: A mutant that loops forever fails here in seconds, not at mutmut's CPU limit.
+pytestmark = pytest.mark.timeout(10)
+
 
 def conversation(*sessions: tuple[str, tuple[tuple[str, bool | None], ...]]) -> Conversation:
     """Sessions ``(session_id, ((speaker, has_answer), ...))``; turn ids ``D<i>:<j>``."""

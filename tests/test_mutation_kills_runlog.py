@@ -21,6 +21,9 @@ from benchmarks.pipeline.runlog import (
     latest_records,
 )
 
+#: A mutant that loops forever fails here in seconds, not at mutmut's CPU limit.
+pytestmark = pytest.mark.timeout(10)
+
 
 def line(question: str, **fields: object) -> bytes:
     return (json.dumps({"question_id": question, **fields}, sort_keys=True) + "\n").encode()
@@ -125,6 +128,14 @@ def test_foreign_rows_are_named_by_the_line_they_were_appended_on(tmp_path: Path
         log.check_ids(["q1", "q2"], "the run's questions")
     assert refused.value.problems == [(3, "question_id 'q9' is not in the run's questions")]
     assert RecordLog(path).count_on_disk() == 3
+
+
+def test_a_new_logs_first_record_is_line_one(tmp_path: Path) -> None:
+    log = RecordLog(tmp_path / "log.jsonl")
+    log.append([{"question_id": "q9"}])
+    with pytest.raises(ForeignRowsError) as refused:
+        log.check_ids(["q1"], "the run's questions")
+    assert refused.value.problems == [(1, "question_id 'q9' is not in the run's questions")]
 
 
 def test_a_record_is_one_line_of_sorted_keys_with_its_text_unescaped(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ mutation`` (docs/development.md): each test pins a value a mutant would change."
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from benchmarks.metrics.qa import QAPrediction, bleu1, f1_set, score_prediction
@@ -16,6 +18,9 @@ from benchmarks.metrics.stats import ConfidenceInterval, bootstrap_ci, paired_bo
 # "ﬁ" (U+FB01) lower-cases to itself and upper-cases to "FI": only an upper-casing scorer
 # would call it the word "fi".
 LIGATURE = "\ufb01"
+
+#: A mutant that loops forever fails here in seconds, not at mutmut's CPU limit.
+pytestmark = pytest.mark.timeout(10)
 
 
 def test_the_set_f1_and_bleu1_lower_case_rather_than_upper_case() -> None:
@@ -37,6 +42,14 @@ def test_evidence_recall_counts_every_question_it_skips() -> None:
     assert (summary.recalls, summary.n_skipped) == ((1.0,), 2)
     with pytest.raises(ValueError, match=r"^question has no evidence; recall is undefined$"):
         evidence_recall([], ["D1:1"])
+
+
+def test_a_class_absent_on_both_sides_scores_zero_with_no_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns of uninitialized output without ``out``
+        scores = score_segmentation([([0, 0, 0], [0, 0, 0]), ([0, 1, 0], [0, 1, 0])])
+    assert scores.f1.tolist() == [0.0, 1.0]
+    assert scores.f1_macro.tolist() == [0.5, 1.0]
 
 
 def test_segmentation_refuses_no_dialogues_by_name() -> None:
