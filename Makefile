@@ -147,7 +147,7 @@ regression-refresh:  ## re-record results/regression/{replay.jsonl,expected.json
 # context packer, the run log's resume and duplicate rules, each paper method's thresholds and
 # orderings): scripts/mutation.py, scoped there and in pyproject.toml's [tool.mutmut]. Each mutant
 # runs the nearest tests that call its function; prints each module's score and every surviving
-# mutant. Not in CI (about 25 minutes on 2 cores: docs/development.md#mutation-testing).
+# mutant. Not in CI (about 10 minutes on 2 cores: docs/development.md#mutation-testing).
 MUTATION_JOBS ?= 2
 
 mutation:  ## mutation score per module of the scorers, packer, run log and methods' thresholds (not in CI)
