@@ -60,7 +60,7 @@ def test_retrieval_columns_lead_and_the_qa_grid_follows_as_a_pipeline_check(
         "Notes",
     ]
     header, *rows = markdown_section(markdown, titles[0])
-    assert header[:4] == ["Method", "Ev. recall pub", "aud", "Ans. cov. pub"]
+    assert header[:5] == ["Method", "Ev. recall pub", "aud", "Δ", "Ans. cov. pub"]
     assert [row[0] for row in rows] == ["TurnRAG (dense)"]
     qa_header, *qa_rows = markdown_section(markdown, titles[1])
     assert qa_header == ["Method", "F1", "BLEU-1", "J", "p"]  # a judge without probes is shown

@@ -32,6 +32,7 @@ from benchmarks.tables.report.tables import (
     WALL,
     Column,
     answer_columns,
+    budget_used,
     fmt_cell,
     fmt_delta,
     fmt_number,
@@ -55,7 +56,6 @@ QA_NOTES = (
     "p",
     "judge_repeats",
     "protocol_agreement",
-    "costs",
     "source",
     "unfinished",
     "invalid",
@@ -172,6 +172,7 @@ def retrieval_overall(job: MainJob) -> Table:
         audited_delta("answer_coverage"),
         Column("All ev.", lambda row: fmt_number(row.all_evidence_share), "evidence"),
         Column("Ctx tok", lambda row: fmt_number(row.context_tokens, 0), "tokens"),
+        Column("Budget used", lambda row: fmt_number(budget_used(row), 2)),
     ]
     questions = max((len(row.run.records) for row in report.rows), default=0)
     marks = {"audit": report.notes.mark("audit"), "ceiling": report.notes.mark("ceiling")}
