@@ -32,6 +32,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -41,6 +42,8 @@ log = logging.getLogger(__name__)
 
 #: How long a writer waits for another process's transaction before giving up.
 BUSY_TIMEOUT_S = 60.0
+#: Pause between tries of a journal-mode switch that found the file locked.
+WAL_RETRY_S = 0.05
 #: SQLite's default limit on host parameters in one statement is 999 on old builds.
 _MAX_PARAMS = 900
 #: Rows copied per transaction when salvaging a damaged file.
@@ -49,6 +52,27 @@ _SALVAGE_BATCH = 500
 _KEY_WIDTH = 64
 
 T = TypeVar("T")
+
+
+def switch_to_wal(connection: sqlite3.Connection, timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    """Put the file in WAL mode, trying again while another process holds it.
+
+    Two processes opening a new file at once both ask for the switch; each holds a shared lock
+    and wants an exclusive one, and SQLite answers one of them "database is locked" at once,
+    without its busy timeout (it would deadlock otherwise). Found under load: a worker of a cold
+    ``workers=2`` run died so on the parse cache. A file already in WAL mode needs no switch.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(WAL_RETRY_S)
 
 
 class CacheError(RuntimeError):
@@ -171,7 +195,7 @@ class SQLiteKV:
             path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None
         )
         try:
-            connection.execute("PRAGMA journal_mode=WAL")
+            switch_to_wal(connection)
             connection.execute("PRAGMA synchronous=NORMAL")
             if "digest" not in self._columns(connection):
                 connection.execute("BEGIN IMMEDIATE")  # one process migrates, the others wait
