@@ -4,7 +4,8 @@ A run is stale when its method's source fingerprint moved since it was produced.
 was a refactor, this check recomputes a sample of the run's records with today's code — the
 run's own config rebuilt from its ``config.yaml`` (its run id must come out the same), its
 memories from the memory cache or built now, LLM replies only from the response cache
-(``replay``: a reply not cached is an error, never a new answer) — and compares each with the
+(``replay``: a reply not cached is an error, never a new answer) or a table's shipped replies
+(``--llm-replies``) — and compares each with the
 committed record, field by field (timings and cache flags apart; fields the committed record was
 stored without, like a 499-question run's ``context``, are not compared). Every record identical:
 a stamp is appended to the run's ``restamps.jsonl`` (:mod:`benchmarks.runs.restamps`) and tables
@@ -149,7 +150,13 @@ def recompute(cfg: DictConfig, chosen: dict[str, list[str]], work: Path) -> list
 
 
 def restamp(
-    run_dir: Path, *, questions: int, seed: int, cache_dir: Path, data_dir: str | None = None
+    run_dir: Path,
+    *,
+    questions: int,
+    seed: int,
+    cache_dir: Path,
+    data_dir: str | None = None,
+    llm_replies: Path | None = None,
 ) -> list[str]:
     """Check ``run_dir`` and stamp it when its sample recomputes identical; the differences
     (none: stamped, or nothing to do)."""
@@ -165,8 +172,11 @@ def restamp(
     committed = {record["question_id"]: record for record in own_records(run_dir)}
     chosen = sample(list(committed.values()), questions, seed)
     with tempfile.TemporaryDirectory(dir=cache_dir, prefix="restamp-") as work:
+        mode = ["llm_cache_mode=replay"]
+        if llm_replies is not None:  # a table answered from shipped replies (Table 1's)
+            mode = ["llm_cache_mode=recorded", f"llm_replies={llm_replies.resolve()}"]
         locations = [f"cache_dir={cache_dir}", f"results_dir={work}", "progress=false",
-                     "llm_cache_mode=replay", "workers=1"]  # fmt: skip
+                     "workers=1", *mode]  # fmt: skip
         if data_dir is not None:
             locations.append(f"data_dir={data_dir}")
         try:
@@ -207,13 +217,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="which records (a seeded choice)")
     parser.add_argument("--cache-dir", type=Path, default=Path(".cache"), help="the caches")
     parser.add_argument("--data-dir", help="the datasets (default: the runner's data_dir)")
+    parser.add_argument(
+        "--llm-replies",
+        type=Path,
+        help="answer from these recorded replies (llm_cache_mode=recorded: a reply not there is "
+        "asked live, and then likely differs), e.g. results/table1_replies.jsonl.gz",
+    )
     args = parser.parse_args(argv)
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     failed = 0
     for run_dir in args.runs:
         try:
             found = restamp(run_dir, questions=args.questions, seed=args.seed,
-                            cache_dir=args.cache_dir.resolve(), data_dir=args.data_dir)  # fmt: skip
+                            cache_dir=args.cache_dir.resolve(), data_dir=args.data_dir,
+                            llm_replies=args.llm_replies)  # fmt: skip
         except (RestampError, OSError) as error:
             print(f"error: {error}", file=sys.stderr)
             failed += 1
