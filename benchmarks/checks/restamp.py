@@ -166,7 +166,8 @@ def restamp(
     now = method_source(identity["method"]["_target_"])
     if recorded is None or now is None:
         raise RestampError(f"{run_dir}: no method fingerprint recorded: nothing to carry")
-    if carried_source(recorded, read_restamps(run_dir))[0] == now:
+    carried = carried_source(recorded, read_restamps(run_dir))[0]
+    if carried == now:
         print(f"{run_dir.name}: fresh (fingerprint {now}); nothing to do")
         return []
     committed = {record["question_id"]: record for record in own_records(run_dir)}
@@ -191,7 +192,7 @@ def restamp(
     ]
     if not found:
         stamp = {
-            "recorded": carried_source(recorded, read_restamps(run_dir))[0],
+            "recorded": carried,
             "now": now,
             "questions": len(recomputed),
             "conversations": len(chosen),

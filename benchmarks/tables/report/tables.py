@@ -477,10 +477,12 @@ def judge_repeats_table(report: Report) -> Table | None:
     """Answered rows graded ``judge.repeats`` > 1 times: J as the mean over repeats, its spread
     across repeats, the unanimous share and Fleiss' κ; None where no row repeats."""
 
-    def cell(name: str, digits: int = 3) -> Callable[[Row], str]:
-        return lambda row: fmt_number((own_repeats(row) or {}).get(name), digits)
+    summaries = {id(row): own_repeats(row) for row in report.answered}  # once per row
 
-    rows = [row for row in report.answered if own_repeats(row)]
+    def cell(name: str, digits: int = 3) -> Callable[[Row], str]:
+        return lambda row: fmt_number((summaries[id(row)] or {}).get(name), digits)
+
+    rows = [row for row in report.answered if summaries[id(row)]]
     if not rows:
         return None
 
