@@ -14,8 +14,8 @@ from benchmarks.papers.models import SAME_MODEL
 from benchmarks.published.cells import PublishedCell
 from benchmarks.runs.conditions import data_keys
 from benchmarks.runs.folders import Run, lookup
+from benchmarks.runs.judges import own_protocol
 from benchmarks.runs.naming import construction_model, judge_description
-from benchmarks.tables.judge_calibration import own_protocol
 from benchmarks.tables.report import dataset_description
 
 

@@ -25,11 +25,8 @@ from benchmarks.metrics.stats import INTERVAL_UNITS
 from benchmarks.render import Footnotes
 from benchmarks.runs.conditions import check_one_run_per_row, shared_conditions, with_variants
 from benchmarks.runs.folders import ReportError, Run, load_runs, run_configs
-from benchmarks.tables.judge_calibration import (
-    calibration_lines,
-    hidden_judge_scores,
-    probe_figures,
-)
+from benchmarks.runs.judges import hidden_judge_scores, probe_figures
+from benchmarks.tables.judge_calibration import calibration_lines
 from benchmarks.tables.notes import note
 from benchmarks.tables.report.header import (
     context_order_line,

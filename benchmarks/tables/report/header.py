@@ -23,8 +23,8 @@ from benchmarks.pipeline.provenance import UNKNOWN
 from benchmarks.pipeline.runlog import latest_records
 from benchmarks.pipeline.settings import declared_context_order
 from benchmarks.runs.folders import Run, is_finished, lookup, matching_runs, read_records
+from benchmarks.runs.judges import grades_itself, judge_model, own_protocol
 from benchmarks.runs.naming import row_key
-from benchmarks.tables.judge_calibration import grades_itself, judge_model, own_protocol
 from benchmarks.tables.notes import note, template
 from benchmarks.tables.report.rows import Row
 

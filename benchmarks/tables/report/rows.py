@@ -137,7 +137,7 @@ class Row:
     #: behavioural check, :mod:`benchmarks.runs.restamps`), or empty.
     restamped: list[dict[str, Any]] = field(default_factory=list)
     #: The judge scores not to show as accuracy: their judge does not discriminate on its
-    #: probes (:func:`benchmarks.tables.judge_calibration.hidden_judge_scores`).
+    #: probes (:func:`benchmarks.runs.judges.hidden_judge_scores`).
     hidden_judges: frozenset[str] = frozenset()
     #: Each of :data:`AUDITED_SCORES` under both LoCoMo keys; None where no audit applies.
     audited: dict[str, KeyComparison] | None = None
