@@ -72,15 +72,18 @@ def table_run_ids(markdown: str) -> list[str]:
 
 @functools.cache
 def method_configs(target: str) -> dict[str, dict[str, Any]]:
-    """Every ``conf/method`` config of ``target``, composed as a run composes it (registry out)."""
+    """Every ``conf/method`` config of ``target`` (its own or, through its ``defaults``, a
+    parent's: :attr:`benchmarks.registry.Entry.target`), composed as a run composes it (registry
+    out)."""
     found = {}
-    for path in sorted((CONF / "method").glob("*.yaml")):
-        if target.rsplit(".", 1)[-1] not in path.read_text():
-            continue  # cheap pre-filter: its class name must appear in the file or its defaults
-        node = OmegaConf.to_container(compose_config([f"method={path.stem}"]).method, resolve=True)
+    for entry in sorted(registry.entries(), key=lambda entry: entry.config):
+        if entry.target != target:
+            continue
+        node = OmegaConf.to_container(
+            compose_config([f"method={entry.config}"]).method, resolve=True
+        )
         assert isinstance(node, dict)
-        if node.get("_target_") == target:
-            found[path.stem] = node
+        found[entry.config] = node
     return found
 
 
