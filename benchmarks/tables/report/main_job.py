@@ -32,9 +32,9 @@ from benchmarks.tables.report.tables import (
     WALL,
     Column,
     answer_columns,
+    audited,
     budget_used,
     fmt_cell,
-    fmt_delta,
     fmt_number,
     judge_repeats_table,
     judge_scores,
@@ -130,24 +130,6 @@ def build_main_job(
     )
 
 
-def audited_mean(name: str, label: str, note_key: str = "") -> Column:
-    """A row's mean of ``name`` under the audited key, or a dash without an audit."""
-
-    def cell(row: Row) -> str:
-        return DASH if row.audited is None else fmt_number(row.audited[name].audited)
-
-    return Column(label, cell, note_key)
-
-
-def audited_delta(name: str) -> Column:
-    """A row's audited minus published mean of ``name`` over the questions both keys score."""
-
-    def cell(row: Row) -> str:
-        return DASH if row.audited is None else fmt_delta(row.audited[name].delta)
-
-    return Column("Δ", cell)
-
-
 def asked_cell(row: Row) -> str:
     """``asked / all``: the LLM requests the run sent to the model, of every request it made
     (answers, verdicts, probes; the rest came from the recorded replies or the response cache),
@@ -165,11 +147,11 @@ def retrieval_overall(job: MainJob) -> Table:
     report = job.retrieval
     columns = [
         Column("Ev. recall pub", lambda row: fmt_cell(row.evidence_recall), "evidence"),
-        audited_mean("evidence_recall", "aud", "audit"),
-        audited_delta("evidence_recall"),
+        audited("evidence_recall", "audited", "aud", "audit"),
+        audited("evidence_recall", "delta", "Δ"),
         Column("Ans. cov. pub", lambda row: fmt_cell(row.answer_coverage["overall"]), "coverage"),
-        audited_mean("answer_coverage", "aud"),
-        audited_delta("answer_coverage"),
+        audited("answer_coverage", "audited", "aud"),
+        audited("answer_coverage", "delta", "Δ"),
         Column("All ev.", lambda row: fmt_number(row.all_evidence_share), "evidence"),
         Column("Ctx tok", lambda row: fmt_number(row.context_tokens, 0), "tokens"),
         Column("Budget used", lambda row: fmt_number(budget_used(row), 2)),

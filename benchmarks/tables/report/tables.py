@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.metrics.aggregate import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell
+from benchmarks.metrics.aggregate import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell, LongMemEvalCells
 from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
 from benchmarks.render import Table
 from benchmarks.tables.report.build import Report
@@ -285,24 +285,17 @@ def per_category_table(
     """Answered rows: one number per category (``cell(row, scope)``), and where
     ``all_evidence``, on the overall questions whose evidence was all shown; None where every
     cell is a dash."""
-    rows = report.answered
-    identity = identity_columns(report, rows)
     counts = questions_per_category(report)
     scopes = [*report.categories, *(["all_evidence"] if all_evidence else [])]
-    header = [
-        f"All ev. shown{report.notes.mark('evidence')}"
+    if all(cell(row, scope) == DASH for row in report.answered for scope in scopes):
+        return None
+    columns = [
+        Column("All ev. shown", lambda row: cell(row, "all_evidence"), "evidence")
         if scope == "all_evidence"
-        else f"{scope_label(scope)} (n={counts[scope]})"
+        else Column(f"{scope_label(scope)} (n={counts[scope]})", lambda row, s=scope: cell(row, s))
         for scope in scopes
     ]
-    values = [[cell(row, scope) for scope in scopes] for row in rows]
-    if all(value == DASH for line in values for value in line):
-        return None
-    body = [
-        [*identity_cells(report, row, identity), *line]
-        for row, line in zip(rows, values, strict=True)
-    ]
-    return section(f"{label} per category", identity, header, body)
+    return layout(report, f"{label} per category", report.answered, columns)
 
 
 def category_tables(report: Report) -> list[Table]:
@@ -381,89 +374,92 @@ def published_only(row: Row, name: str) -> float | None:
     return None if found is None else found.mean
 
 
+def audited(name: str, part: str, label: str, note: str = "") -> Column:
+    """One of a row's means of ``name`` (an :data:`AUDITED_SCORES` score) over the questions both
+    LoCoMo keys score: ``part`` ``published``, ``audited`` or their ``delta``; without an audit,
+    the published key's overall mean and dashes."""
+
+    def cell(row: Row) -> str:
+        if row.audited is None:
+            return fmt_number(published_only(row, name)) if part == "published" else DASH
+        found = row.audited[name]
+        return fmt_delta(found.delta) if part == "delta" else fmt_number(getattr(found, part))
+
+    return Column(label, cell, note)
+
+
 def audited_table(report: Report) -> Table:
     """Every row under LoCoMo's published key and the audited one, side by side (the F1 columns
     only where some row answered); dashes where the audit's files are missing."""
-    rows = report.rows
-    identity = identity_columns(report, rows)
     names = [name for name in AUDITED_SCORES if name != "f1_locomo" or report.answered]
-    header = []
-    for name in names:
-        header += [f"{AUDITED_LABELS[name]} pub", f"{AUDITED_LABELS[name]} aud", "Δ"]
-    body = []
-    for row in rows:
-        cells = identity_cells(report, row, identity)
-        for name in names:
-            if row.audited is None:
-                cells += [fmt_number(published_only(row, name)), DASH, DASH]
-                continue
-            found = row.audited[name]
-            cells += [
-                fmt_number(found.published),
-                fmt_number(found.audited),
-                fmt_delta(found.delta),
-            ]
-        body.append(cells)
+    columns = [
+        audited(name, part, label)
+        for name in names
+        for part, label in (
+            ("published", f"{AUDITED_LABELS[name]} pub"),
+            ("audited", f"{AUDITED_LABELS[name]} aud"),
+            ("delta", "Δ"),
+        )
+    ]
     mark = report.notes.mark
     ceiling = f"; the published key's ceiling{mark('ceiling')}" if mark("ceiling") else ""
     caption = [
         "pub: LoCoMo's published key (every other table's); aud: the audit's "
         f"key{mark('audit')}; Δ = aud − pub over the same questions{ceiling}."
     ]
-    return section("Published vs audited key", identity, header, body, caption=caption)
+    return layout(report, "Published vs audited key", report.rows, columns, caption=caption)
 
 
 def longmemeval_table(report: Report) -> Table:
-    """Answered rows: LongMemEval's Table 2, judge accuracy per question type and overall."""
+    """Answered rows: LongMemEval's Table 2, judge accuracy per question type and overall (a
+    dash where the judge does not discriminate)."""
     counts = questions_per_category(report)
-    rows = report.answered
-    identity = identity_columns(report, rows)
-    header = [
-        *(
-            f"{LONGMEMEVAL_TYPES.get(category, scope_label(category))} (n={counts[category]})"
-            for category in report.categories
-        ),
-        f"Overall (N={sum(counts.values())}){report.notes.mark('longmemeval_accuracy')}",
-        "Task-averaged",
-        "Abstention",
-        f"p{report.notes.mark('p')}",
+
+    def accuracy(shown: Callable[[LongMemEvalCells], str]) -> Callable[[Row], str]:
+        def cell(row: Row) -> str:
+            assert row.longmemeval is not None  # built for every row of a LongMemEval report
+            return DASH if "judge_acc" in row.hidden_judges else shown(row.longmemeval)
+
+        return cell
+
+    columns = [
+        Column(
+            f"{LONGMEMEVAL_TYPES.get(category, scope_label(category))} (n={counts[category]})",
+            accuracy(lambda cells, c=category: fmt_cell(cells.per_type.get(c))),
+        )
+        for category in report.categories
     ]
-    body = []
-    for row in rows:
-        cells = row.longmemeval
-        assert cells is not None  # built for every row of a LongMemEval report
-        if "judge_acc" in row.hidden_judges:
-            accuracy = [DASH] * (len(report.categories) + 3)
-        else:
-            accuracy = [
-                *(fmt_cell(cells.per_type.get(category)) for category in report.categories),
-                fmt_cell(cells.overall),
-                fmt_number(cells.task_averaged),
-                fmt_cell(cells.abstention),
-            ]
-        body.append([*identity_cells(report, row, identity), *accuracy, fmt_p(row, "judge_acc")])
-    return section("LongMemEval accuracy (judge) per question type", identity, header, body)
+    columns += [
+        Column(
+            f"Overall (N={sum(counts.values())})",
+            accuracy(lambda cells: fmt_cell(cells.overall)),
+            "longmemeval_accuracy",
+        ),
+        Column("Task-averaged", accuracy(lambda cells: fmt_number(cells.task_averaged))),
+        Column("Abstention", accuracy(lambda cells: fmt_cell(cells.abstention))),
+        Column("p", lambda row: fmt_p(row, "judge_acc"), "p"),
+    ]
+    title = "LongMemEval accuracy (judge) per question type"
+    return layout(report, title, report.answered, columns)
 
 
 def longmemeval_retrieval_table(report: Report) -> Table:
     """Every row: LongMemEval's session- and turn-level ranking metrics."""
-    identity = identity_columns(report, report.rows)
-    mark = report.notes.mark("longmemeval_retrieval")
-    header = []
+
+    def ranking(level: str, name: str) -> Callable[[Row], str]:
+        return lambda row: fmt_cell(row.longmemeval.retrieval[level][name])  # type: ignore[union-attr]
+
+    columns = []
     for level in RANKING_LEVELS:
-        header += [f"{level.capitalize()} {name}" for name in LONGMEMEVAL_RANKING]
-        header.append(f"{level.capitalize()} n")
-    header[0] += mark
-    body = []
-    for row in report.rows:
-        assert row.longmemeval is not None  # built for every row of a LongMemEval report
-        cells = identity_cells(report, row, identity)
-        for level in RANKING_LEVELS:
-            found = row.longmemeval.retrieval[level]
-            cells += [fmt_cell(found[name]) for name in LONGMEMEVAL_RANKING]
-            cells.append(str(row.longmemeval.ranked))
-        body.append(cells)
-    return section("LongMemEval retrieval", identity, header, body)
+        columns += [
+            Column(f"{level.capitalize()} {name}", ranking(level, name))
+            for name in LONGMEMEVAL_RANKING
+        ]
+        columns.append(
+            Column(f"{level.capitalize()} n", lambda row: str(row.longmemeval.ranked))  # type: ignore[union-attr]
+        )
+    columns[0] = columns[0].marked("longmemeval_retrieval")
+    return layout(report, "LongMemEval retrieval", report.rows, columns)
 
 
 def own_repeats(row: Row) -> dict[str, Any] | None:
