@@ -77,7 +77,11 @@ PROGRESS ?= true
 LME_RETRIEVAL_TABLE = results/retrieval_longmemeval$(if $(filter-out full,$(LME_RETRIEVAL_SUBSET)),_$(LME_RETRIEVAL_SUBSET))
 LME_RETRIEVAL_RUNS ?= $(LME_RETRIEVAL_TABLE)_runs
 
-# Ablation-effect table (conf/ablations.yaml: LoCoMo's first 2 conversations by default).
+# Ablation-effect table: conf/experiment/ablations.yaml's sweep (each method's own config and its
+# lite ablations and variants, retrieval only, LoCoMo's first 2 conversations) into its committed
+# run folder (results/ablations_runs; a finished run only reports again), less the rows
+# conf/ablations.yaml skips; then the table from that folder. ABLATION_METHODS=cast,fracom runs
+# only those methods' rows. Pack new runs before committing them: memsys-bench results pack.
 ABLATION_METHODS ?=
 ABLATION_WORKERS ?= 2
 
@@ -243,8 +247,9 @@ reproduce-retrieval-lme:  ## the same on LongMemEval-S (session and turn recall,
 	$(BENCH) run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=$(PROGRESS)
 	$(BENCH) report --runs $(LME_RETRIEVAL_RUNS) --dataset longmemeval_s --subset $(LME_RETRIEVAL_SUBSET) --where answer.template=null --title "LongMemEval-S retrieval (no LLM)" --partial --out $(LME_RETRIEVAL_TABLE)
 
-ablations:  ## every method's lite ablations/variants, retrieval only (conf/ablations.yaml) -> results/ablations.{md,json}
-	$(BENCH) ablations run --workers $(ABLATION_WORKERS) $(if $(ABLATION_METHODS),--methods $(ABLATION_METHODS))
+ablations:  ## every method's lite ablations/variants, retrieval only (+experiment=ablations) -> results/ablations.{md,json}
+	$(BENCH) run -m +experiment=ablations method=$$($(BENCH) ablations --sweep $(if $(ABLATION_METHODS),--methods $(ABLATION_METHODS))) workers=$(ABLATION_WORKERS) progress=$(PROGRESS)
+	$(BENCH) ablations
 
 reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}
 	$(BENCH) segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=$(PROGRESS)

@@ -22,7 +22,7 @@ anything reads it (``compose_config`` and the runner's entry apply it), so no ru
 Every grid is derived from the blocks, none is written as a list: the experiments' Hydra sweeps
 (``method: ${registry:table1}`` in ``conf/experiment/*.yaml``, a resolver that
 :mod:`benchmarks.config.compose` registers before ``@hydra.main`` composes; a command-line
-``method=a,b`` replaces it), ``conf/ablations.yaml``'s methods and rows
+``method=a,b`` replaces it), the ablation table's methods and rows
 (:mod:`benchmarks.tables.ablations`), the regression groups (:mod:`benchmarks.checks.regression`),
 the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m benchmarks.registry retrieval_lme``), and a
 grid's order (:func:`entries`' order). The report reads a run's role and display name here
@@ -158,7 +158,7 @@ GRIDS = {
     "retrieval_lme": "Makefile (LME_RETRIEVAL_METHODS)",
     "paper": "conf/experiment/paper_{locomo,longmemeval}.yaml (${registry:paper})",
     "libraries": "conf/experiment/libraries.yaml (${registry:libraries})",
-    "ablations": "conf/ablations.yaml (benchmarks.tables.ablations.load_spec)",
+    "ablations": "conf/experiment/ablations.yaml (${registry:ablations})",
     "locomo_retrieval": "conf/regression.yaml",
     "locomo_qa": "conf/regression.yaml",
     "longmemeval_qa": "conf/regression.yaml",

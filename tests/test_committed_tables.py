@@ -1,5 +1,6 @@
-"""The committed LongMemEval-S retrieval tables are what the report builds from the run records
-committed beside them, so every cell can be traced to the lines behind it on any clone."""
+"""The committed tables built from committed runs (Table 1, the LongMemEval-S retrieval tables,
+the ablation table) are what their builders make of the run records committed beside them, so
+every cell can be traced to the lines behind it on any clone."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.tables import ablations
 from benchmarks.tables.report import main
 
 #: Tables whose runs are committed (``make reproduce-retrieval-lme``'s folder): table, subset;
@@ -42,3 +44,14 @@ def test_committed_table_is_rebuilt_from_its_committed_runs(
     for suffix in (".md", ".csv", ".tex"):
         rebuilt = (tmp_path / "table").with_suffix(suffix).read_text()
         assert rebuilt == (REPO_ROOT / table).with_suffix(suffix).read_text(), suffix
+
+
+def test_the_ablation_table_is_rebuilt_from_its_committed_runs(tmp_path: Path) -> None:
+    """results/ablations.{md,json} from results/ablations_runs (the overlay's folder), as
+    committed."""
+    assert ablations.main(["--out", str(tmp_path / "ablations")]) == 0
+    for suffix in (".md", ".json"):
+        rebuilt = (tmp_path / "ablations").with_suffix(suffix).read_text()
+        assert rebuilt == (REPO_ROOT / "results" / "ablations").with_suffix(suffix).read_text(), (
+            suffix
+        )

@@ -31,7 +31,6 @@ LEAVES = {
 #: Subcommands whose arguments include Hydra overrides, and the word their help names them by.
 TAKES_OVERRIDES = {
     "plan": "Hydra overrides",
-    "ablations": "overrides",
     "ask": "Hydra overrides",
     "score qa": "Hydra overrides",
 }

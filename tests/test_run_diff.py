@@ -1,10 +1,9 @@
 """benchmarks.inspection.diff: two runs compared question by question, on hand-built records, on
-run folders and ablation record files, and on the committed ablation records against the
-ablation table's own count."""
+run folders (plain and packed), and on the committed ablation runs against the ablation table's
+own count."""
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import yaml
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.inspection import diff
 from benchmarks.inspection.diff import Outcome, Side, compare, describe, main, read_side
+from benchmarks.pipeline.packed import pack
 
 
 def outcome(
@@ -96,30 +96,15 @@ def write_run(folder: Path, contexts: dict[str, list[str]], f1: float) -> Path:
     return folder
 
 
-def write_ablation(path: Path, contexts: dict[str, list[str]]) -> Path:
-    header = {"config": "cast_x", "run": "abc", "overrides": []}
-    rows = [
-        {"question_id": q, "category": "multi_hop", "context": c, "context_tokens": 9,
-         "evidence_recall": float("D1:2" in c)}
-        for q, c in contexts.items()
-    ]  # fmt: skip
-    with gzip.open(path, "wt", encoding="utf-8") as out:
-        out.writelines(json.dumps(x) + "\n" for x in [header, *rows])
-    return path
-
-
-def test_a_run_folder_against_an_ablation_record_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_two_run_folders_one_packed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = write_run(tmp_path / "run1", {"c:q1": ["D1:1"], "c:q2": ["D1:2", "D1:3"]}, 0.4)
-    records = write_ablation(
-        tmp_path / "cast_x.jsonl.gz", {"c:q1": ["D1:2"], "c:q2": ["D1:3", "D1:2"]}
-    )
+    other = write_run(tmp_path / "run2", {"c:q1": ["D1:2"], "c:q2": ["D1:3", "D1:2"]}, 0.4)
+    (other / "metrics.json").write_text("{}")
+    pack(other)  # a committed run folder reads as a plain one
     assert read_side(run, "f1_set").outcomes["c:q1"].f1 == 0.4
-    assert read_side(records, "f1_set").outcomes["c:q1"].f1 is None  # no answers in records
-    assert main([str(run), str(records), "--top", "1"]) == 0
+    assert main([str(run), str(other), "--top", "1"]) == 0
     out = capsys.readouterr().out
-    assert "cast_x (run abc)" in out and "run1 (TurnRAG)" in out
+    assert "run1 (TurnRAG)" in out and "run2 (TurnRAG)" in out
     assert "| all | 2 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | 0 |" in out
     assert "the 1 that changed most:\nc:q1 (multi_hop): context +1 (D1:2) −1 (D1:1); " \
         "evidence found D1:2; evidence recall 0.00 → 1.00" in out  # fmt: skip
@@ -132,21 +117,18 @@ def test_a_path_that_is_neither_is_refused(
     assert "not a run folder (no predictions.jsonl)" in capsys.readouterr().err
 
 
-def test_committed_ablation_records_agree_with_the_ablation_table() -> None:
-    """The diff's order-only and set counts over the committed CAST records are the ablation
+def test_committed_ablation_runs_agree_with_the_ablation_table() -> None:
+    """The diff's order-only and set counts over the committed CAST runs are the ablation
     table's shares (computed there by :func:`benchmarks.tables.ablations.context_changes`)."""
-    folder = REPO_ROOT / "results" / "ablations"
     table: dict[str, Any] = json.loads((REPO_ROOT / "results" / "ablations.json").read_text())
-    row = next(r for r in table["rows"] if r["config"] == "cast_semantic_only")
+    rows = {r["config"]: r for r in table["rows"]}
+    folder = REPO_ROOT / "results" / "ablations_runs"
     comparison = compare(
-        read_side(folder / "cast.jsonl.gz", "f1_set"),
-        read_side(folder / "cast_semantic_only.jsonl.gz", "f1_set"),
+        read_side(folder / rows["cast"]["run"], "f1_set"),
+        read_side(folder / rows["cast_semantic_only"]["run"], "f1_set"),
     )
     overall = comparison.counts()["all"]
-    assert overall["set_changed"] / overall["questions"] == pytest.approx(
-        row["set_changed"], abs=1e-4
-    )
-    assert overall["order_only"] / overall["questions"] == pytest.approx(
-        row["order_only"], abs=1e-4
-    )
+    row = rows["cast_semantic_only"]
+    assert overall["set_changed"] / overall["questions"] == pytest.approx(row["set_changed"])
+    assert overall["order_only"] / overall["questions"] == pytest.approx(row["order_only"])
     assert overall["order_only"] > 0

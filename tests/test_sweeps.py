@@ -52,6 +52,7 @@ def sweep_jobs(experiment: str, command_line: list[str]) -> list[list[str]]:
         ("table2", "table2", "method"),
         ("retrieval", "retrieval", "method"),
         ("libraries", "libraries", "method"),
+        ("ablations", "ablations", "method"),
         ("paper_locomo", "paper", "paper"),
         ("paper_longmemeval", "paper", "paper"),
     ],

@@ -59,7 +59,7 @@ COMMANDS: dict[str, Command | Group] = {
     ),
     "ablations": Command(
         "benchmarks.tables.ablations:main",
-        "run | table: does each lite ablation change the reader's context",
+        "the ablation table from its run folder: does each lite ablation change the context",
     ),
     "inspect": Command(
         "benchmarks.inspection.inspect:main",

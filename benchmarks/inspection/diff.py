@@ -3,10 +3,8 @@ context, which evidence one found and the other missed, which verdicts flipped a
 counted per category, then the questions where the two differ most. An aggregate says that an
 ablation or a config change moved a number; this says on which questions, and through what.
 
-A side is a run folder (``results/runs/<id>``: its own records, :func:`benchmarks.tables.report.
-runs.own_records`) or an ablation record file (``results/ablations/<config>.jsonl.gz``,
-:func:`benchmarks.tables.ablations.read_records`: contexts and evidence recall only, no answers).
-The inspector (:mod:`benchmarks.inspection.inspect`) shows the same :func:`compare` for any two runs.
+A side is a run folder (``results/runs/<id>``, ``results/ablations_runs/<id>``: its own
+records, :func:`benchmarks.runs.folders.own_records`). The inspector (:mod:`benchmarks.inspection.inspect`) shows the same :func:`compare` for any two runs.
 
     python -m benchmarks.inspection.diff RUN_A RUN_B [--top N] [--metric f1_set]
 """
@@ -26,7 +24,6 @@ from benchmarks.pipeline.packed import predictions_file
 from benchmarks.render import Table
 from benchmarks.runs.folders import own_records
 from benchmarks.runs.naming import row_key
-from benchmarks.tables import ablations
 from benchmarks.tables.report.build import PRIMARY_METRICS
 
 #: The F1 a diff compares unless told otherwise: the report's default.
@@ -65,7 +62,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Side:
-    """A run folder or an ablation record file, read as outcomes by question id."""
+    """A run folder, read as outcomes by question id."""
 
     path: Path
     label: str
@@ -169,10 +166,10 @@ def _changes(diff: QuestionDiff) -> dict[str, bool]:
 
 
 def outcome(record: Mapping[str, Any], metric: str) -> Outcome:
-    """A run's record (``predictions.jsonl``) or an ablation's compact record as an outcome."""
+    """A run's record (``predictions.jsonl``) as an outcome."""
     scores = record.get("scores") or {}
     judged = scores.get("judge_acc")
-    context = record.get("retrieved_turn_ids", record.get("context"))
+    context = record.get("retrieved_turn_ids")
     if not isinstance(context, list):
         raise DiffError(f"question {record.get('question_id')!r}: no context turn ids recorded")
     evidence = record.get("evidence")
@@ -188,28 +185,20 @@ def outcome(record: Mapping[str, Any], metric: str) -> Outcome:
 
 
 def read_side(path: Path, metric: str) -> Side:
-    """A run folder or an ablation record file (``*.jsonl.gz``) as a side."""
-    if path.is_dir():
-        if not predictions_file(path).is_file():
-            raise DiffError(f"{path}: not a run folder (no predictions.jsonl)")
-        config = yaml.safe_load((path / "config.yaml").read_text())
-        return run_side(path, config, own_records(path), metric)
-    if path.name.endswith(".jsonl.gz") and path.is_file():
-        header, by_question = ablations.read_records(path)
-        label = f"{header.get('config', path.name)} (run {header.get('run', '?')})"
-        return side_of(path, label, by_question.values(), metric)
-    raise DiffError(f"{path}: expected a run folder or an ablation record file (.jsonl.gz)")
+    """A run folder as a side."""
+    if not (path.is_dir() and predictions_file(path).is_file()):
+        raise DiffError(f"{path}: not a run folder (no predictions.jsonl)")
+    config = yaml.safe_load((path / "config.yaml").read_text())
+    return run_side(path, config, own_records(path), metric)
 
 
 def run_side(
     directory: Path, config: Mapping[str, Any], records: Iterable[Mapping[str, Any]], metric: str
 ) -> Side:
     """A run's records as a side, labelled with its folder and method."""
-    return side_of(directory, f"{directory.name} ({row_key(dict(config)).method})", records, metric)
-
-
-def side_of(path: Path, label: str, records: Iterable[Mapping[str, Any]], metric: str) -> Side:
-    return Side(path, label, {o.question_id: o for o in (outcome(r, metric) for r in records)})
+    label = f"{directory.name} ({row_key(dict(config)).method})"
+    outcomes = (outcome(record, metric) for record in records)
+    return Side(directory, label, {o.question_id: o for o in outcomes})
 
 
 def diff_question(a: Outcome, b: Outcome) -> QuestionDiff:
@@ -339,7 +328,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.inspection.diff", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("run_a", type=Path, help="a run folder or an ablation .jsonl.gz")
+    parser.add_argument("run_a", type=Path, help="a run folder")
     parser.add_argument("run_b", type=Path, help="the same, read as the change from A")
     parser.add_argument("--top", type=int, default=15, help="questions listed (default 15)")
     parser.add_argument("--metric", default=DEFAULT_METRIC, choices=PRIMARY_METRICS)
