@@ -124,16 +124,26 @@ def config_state(method: dict[str, Any], grid: str | None = None) -> tuple[bool,
             return True, name
     if not configs:
         return False, f"no config of {settings['_target_']} today"
+    name, differing = nearest_config(settings)
+    composed = configs[name]
+    changes = ", ".join(
+        f"{k}: {settings.get(k, '—')} (today {composed.get(k, '—')})" for k in differing
+    )
+    return False, f"nearest config {name}: {changes}"
+
+
+def nearest_config(method: dict[str, Any]) -> tuple[str, list[str]]:
+    """Today's config of the method (a run's settings, renamed keys mapped) whose settings differ
+    from ``method`` in the fewest top-level keys, and those keys."""
+    settings = renamed(method)
 
     def differing(composed: dict[str, Any]) -> list[str]:
         keys = sorted(set(composed) | set(settings))
         return [k for k in keys if composed.get(k, "—") != settings.get(k, "—")]
 
-    name, composed = min(configs.items(), key=lambda item: len(differing(item[1])))
-    changes = ", ".join(
-        f"{k}: {settings.get(k, '—')} (today {composed.get(k, '—')})" for k in differing(composed)
-    )
-    return False, f"nearest config {name}: {changes}"
+    configs = method_configs(settings["_target_"])
+    name = min(configs, key=lambda found: len(differing(configs[found])))
+    return name, differing(configs[name])
 
 
 def run_state(table: str, directory: Path, grid: str | None = None) -> RowState:

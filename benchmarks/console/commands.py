@@ -83,6 +83,10 @@ COMMANDS: dict[str, Command | Group] = {
                 "benchmarks.checks.restamp:main",
                 "recompute a sample of a stale run's records; stamp it fresh when identical",
             ),
+            "rebuild": Command(
+                "benchmarks.checks.rebuild:main",
+                "rerun every stale or partial row of the committed tables, then re-render them",
+            ),
         },
     ),
     "score": Group(
