@@ -276,12 +276,12 @@ def test_each_method_runs_in_its_own_context_order_and_keeps_its_run_id(answer: 
 
 def test_committed_run_ids_resolve_as_they_were_pinned() -> None:
     """TurnRAG retrieval-only as pinned in test_reliability_secrets (time order), and CAST's
-    ablation run (rank order; since ``reader_depth`` joined CAST's options, a new id: the
-    committed results/ablations/cast.jsonl.gz predates it and is rebuilt with the table)."""
+    ablation run (rank order), committed in results/ablations_runs."""
     turn = compose_config(["method=turn_rag_bm25", "answer=none", "subset.max_questions=40"])
     assert run_id(run_identity(turn)) == "5dba7141ba5e"
-    ablation = ["dataset=locomo", "subset=full", "subset.conversations=2", "answer=none"]
-    assert run_id(run_identity(compose_config([*ablation, "method=cast"]))) == "01ec0844dff9"
+    ablation = compose_config(["+experiment=ablations", "method=cast"])
+    assert run_id(run_identity(ablation)) == "01ec0844dff9"
+    assert (REPO_ROOT / "results" / "ablations_runs" / "01ec0844dff9" / "config.yaml").is_file()
 
 
 #: Overrides → run id, pinned (tests/fixtures/README.md).
