@@ -46,15 +46,25 @@ PROTOCOLS ?=
 # -> results/table1_two_sessions; LIB_SUBSET=smoke adds their rows to results/table1 itself.
 LIB_SUBSET ?= two_sessions
 LIB_TABLE = results/table1$(if $(filter-out smoke,$(LIB_SUBSET)),_$(LIB_SUBSET))
-# Table 2: conf/experiment/table2.yaml on LongMemEval-S (its context budget), three judge
-# protocols (default: 12 questions stratified by type,
-# offline: 87 minutes measured on 2 cores shared with other work, load 5-10, from a cold cache;
-# LME_SUBSET=lme30, 30 questions, about 2.5 hours idle; LME_SUBSET=full for the paper setting).
-# TABLE2_METHODS=a,b runs only those methods.
+# Table 2: the grid of conf/experiment/table2.yaml (every registered method and baseline) on
+# LongMemEval-S, its sample (lme30: 30 questions stratified by type) and context budget stated
+# there only (LME_SUBSET and LME_BUDGET override them), read by SmolLM2-135M and judged by
+# LongMemEval's official per-type prompts. As Table 1's QA grid, it answers from its shipped
+# replies (TABLE2_REPLIES, llm_cache_mode=recorded; a request not among them is asked and
+# counted); REASK=1 also re-asks every request (runs in TABLE2_REASK_RUNS) and writes
+# results/table2_reask.md. The memories are built first by the same grid retrieval-only
+# (answer=none, TABLE2_WORKERS processes, runs in TABLE2_MEMORY_RUNS, no part of the table).
+# TABLE2_METHODS=a,b runs only those methods; TABLE2_RUNS is where the runs go. Measured times:
+# docs/tables.md.
 TABLE2_METHODS ?=
-LME_SUBSET ?= lme12
-# Table 2's context budget is conf/experiment/table2.yaml's; LME_BUDGET overrides it.
+LME_SUBSET ?=
 LME_BUDGET ?=
+TABLE2_RUNS ?= results/runs
+TABLE2_MEMORY_RUNS ?= results/runs/table2_memories
+TABLE2_OUT ?= results/table2
+TABLE2_WORKERS ?= 2
+TABLE2_REPLIES ?= results/table2_replies.jsonl.gz
+TABLE2_REASK_RUNS ?= results/runs_table2_reask
 # Retrieval-only comparison (no LLM): conf/experiment/retrieval.yaml, lite mode, full LoCoMo.
 RETRIEVAL_METHODS ?=
 # The same on LongMemEval-S, with SeCom's compression off (offline self-information compression
@@ -110,7 +120,7 @@ PAPER_ENTRIES ?=
 PAPER_BACKBONES ?=
 PAPER_SWEEP = $(if $(PAPER_ENTRIES),paper=$(PAPER_ENTRIES)) $(if $(PAPER_BACKBONES),backbone=$(PAPER_BACKBONES))
 
-.PHONY: setup test test-browser test-full test-cluster ci-regression regression-refresh mutation lint format data stats bench ablations reproduce-table1 check-table1 reproduce-libraries reproduce-table2 reproduce-retrieval frontier reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
+.PHONY: setup test test-browser test-full test-cluster ci-regression regression-refresh mutation lint format data stats bench ablations reproduce-table1 check-table1 reproduce-libraries reproduce-table2 check-table2 reproduce-retrieval frontier reproduce-retrieval-lme reproduce-segmentation reproduce-segmentation-reflection reproduce-paper clean
 
 setup:  ## create .venv: CPU torch first, then the project with its dev extra; then fetch and verify the data
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -193,6 +203,10 @@ TABLE1_REPORT = $(BENCH) report --dataset locomo --subset $(SUBSET) --where answ
 TABLE1_GRID = $(if $(TABLE1_METHODS),method=$(TABLE1_METHODS))
 TABLE1_SETTING = backbone=$(BACKBONES) judge=$(JUDGE) subset=$(SUBSET) $(if $(BUDGET),answer.context_budget=$(BUDGET)) $(if $(PROTOCOLS),'judge.protocols=$(PROTOCOLS)') progress=$(PROGRESS)
 TABLE2_BUDGET = $(or $(LME_BUDGET),$(call config_value,answer.context_budget,+experiment=table2))
+TABLE2_SUBSET = $(or $(LME_SUBSET),$(call config_value,subset.name,+experiment=table2))
+TABLE2_GRID = +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) subset=$(TABLE2_SUBSET) $(if $(LME_BUDGET),answer.context_budget=$(LME_BUDGET)) progress=$(PROGRESS)
+TABLE2_SETTING = $(TABLE2_GRID) backbone=$(BACKBONES) judge=$(JUDGE) $(if $(PROTOCOLS),'judge.protocols=$(PROTOCOLS)')
+TABLE2_SELECTION = --dataset longmemeval_s --subset $(TABLE2_SUBSET) --where answer.context_budget=$(TABLE2_BUDGET)
 
 reproduce-table1:  ## Table 1: retrieval columns on 497 LoCoMo questions, QA pipeline check on 20 (shipped replies)
 	@if [ "$(SUBSET)" = smoke ]; then echo "NOTE: offline main job (retrieval on 3 LoCoMo conversations; QA on 20 questions, backbone $(BACKBONES), a pipeline check): not the papers' setting"; fi
@@ -228,12 +242,28 @@ reproduce-libraries:  ## Mem0 and LangMem beside Table 1's grid on LIB_SUBSET (d
 	$(TABLE1_REPORT)
 	$(sweeps_done)
 
-reproduce-table2:  ## Table 2 (default: offline lme12 sample, embedded SmolLM2 reader and judge)
-	@if [ "$(LME_SUBSET)" != full ]; then echo "NOTE: offline $(LME_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting"; fi
+reproduce-table2:  ## Table 2: LongMemEval-S QA on the lme30 sample, SmolLM2-135M reader and official judge prompts (shipped replies)
+	@if [ "$(TABLE2_SUBSET)" != full ]; then echo "NOTE: offline $(TABLE2_SUBSET) setting (backbone $(BACKBONES)): not the papers' setting"; fi
 	$(sweeps_start)
-	$(call sweep,$(BENCH) run -m +experiment=table2 $(if $(TABLE2_METHODS),method=$(TABLE2_METHODS)) backbone=$(BACKBONES) judge=$(JUDGE) subset=$(LME_SUBSET) $(if $(LME_BUDGET),answer.context_budget=$(LME_BUDGET)) progress=$(PROGRESS))
-	$(BENCH) report --dataset longmemeval_s --subset $(LME_SUBSET) --where answer.context_budget=$(TABLE2_BUDGET) --out results/table2
+	$(call sweep,$(BENCH) run -m $(TABLE2_GRID) answer=none workers=$(TABLE2_WORKERS) results_dir=$(TABLE2_MEMORY_RUNS))
+	$(call sweep,$(BENCH) run -m $(TABLE2_SETTING) results_dir=$(TABLE2_RUNS) llm_cache_mode=recorded llm_replies=$(TABLE2_REPLIES))
+	$(BENCH) report --runs $(TABLE2_RUNS) $(TABLE2_SELECTION) --out $(TABLE2_OUT)
 	$(sweeps_done)
+	$(if $(REASK),$(BENCH) run -m $(TABLE2_SETTING) results_dir=$(TABLE2_REASK_RUNS) llm_cache_mode=off)
+	$(if $(REASK),$(PY) -m benchmarks.checks.reask --recorded $(TABLE2_RUNS) --reasked $(TABLE2_REASK_RUNS) $(TABLE2_SELECTION) --title "Table 2" --out results/table2_reask.md)
+
+# Table 2's slice reproduced from nothing: reproduce-table2 on TABLE2_CHECK_SUBSET (lme6: one
+# question of each LongMemEval type, all of them lme30's) with its runs, report and an empty cache
+# in a scratch folder, then each question's record and each judge probe of every row compared with
+# the committed run's of the same setting (the slice's cells are means over 6 questions, so the
+# records they come from are compared: benchmarks/checks/reproduced.py --runs).
+TABLE2_CHECK ?= results/table2_check
+TABLE2_CHECK_SUBSET ?= lme6
+
+check-table2:  ## Table 2's lme6 slice reproduced cold in $(TABLE2_CHECK), every record compared with results/table2_runs
+	rm -rf $(TABLE2_CHECK)
+	MEMSYS_CACHE_DIR=$(abspath $(TABLE2_CHECK))/cache $(MAKE) --no-print-directory reproduce-table2 LME_SUBSET=$(TABLE2_CHECK_SUBSET) TABLE2_RUNS=$(TABLE2_CHECK)/runs TABLE2_MEMORY_RUNS=$(TABLE2_CHECK)/memories TABLE2_OUT=$(TABLE2_CHECK)/table2
+	$(PY) -m benchmarks.checks.reproduced results/table2.csv $(TABLE2_CHECK)/table2.csv --runs results/table2_runs $(TABLE2_CHECK)/runs
 
 reproduce-retrieval:  ## evidence recall and context size of every method, lite, full LoCoMo, no LLM
 	$(BENCH) run -m +experiment=retrieval $(if $(RETRIEVAL_METHODS),method=$(RETRIEVAL_METHODS)) workers=$(WORKERS) progress=$(PROGRESS)

@@ -228,6 +228,8 @@ def test_table2_experiment_composes_the_lme12_grid() -> None:
     cfg = compose_with_hydra(["+experiment=table2"])
     assert (cfg.dataset.name, cfg.dataset.variant, cfg.subset.name) == ("longmemeval", "s", "lme12")
     assert cfg.answer.template == "uniform" and cfg.answer.context_budget == 1024
+    # judged by LongMemEval's own protocol only (its official per-type prompts)
+    assert cfg.dataset.judge_protocol == "longmemeval" and list(cfg.judge.protocols) == []
     methods = sweep_values(cfg.hydra.sweeper.params.method)
     table1 = sweep_values(compose_with_hydra(["+experiment=table1"]).hydra.sweeper.params.method)
     # SeCom without its CPU compression on ~115k-token haystacks; every other row as in Table 1

@@ -1,13 +1,16 @@
-"""``benchmarks.checks.reproduced`` (``make check-table1``'s comparison): every measured
-cell of a report's CSV must match, what the run cost on the machine may differ."""
+"""``benchmarks.checks.reproduced`` (``make check-table1``'s and ``make check-table2``'s
+comparison): every measured cell of a report's CSV, or every record of a slice's runs, must
+match; what the run cost on the machine may differ."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
-from benchmarks.checks.reproduced import differences, main
+from benchmarks.checks.reproduced import differences, main, slice_differences
 from benchmarks.data.paths import REPO_ROOT
 
 HEADER = "subset,method,backbone,run,evidence_recall_mean,f1_set_mean,wall_s,answering_calls\n"
@@ -45,3 +48,53 @@ def test_the_command_exits_1_on_a_difference_and_names_a_file_that_is_no_report(
     other.write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match=r"other\.csv: no column 'subset'"):
         main([str(committed), str(other)])
+
+
+def write_run(runs: Path, run: str, subset: str, records: list[dict], probes: list[dict]) -> None:
+    """A run folder as the runner writes it: its config, its records and its graded probes."""
+    folder = runs / run
+    folder.mkdir(parents=True)
+    config = {"method": {"_target_": "TurnRAG"}, "subset": {"name": subset}, "seed": 0}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "judge_probes.json").write_text(json.dumps(probes))
+
+
+def record(question: str, prediction: str, latency: float) -> dict:
+    return {"question_id": question, "prediction": prediction, "scores": {"judge_acc": 1.0},
+            "answering": {"cached": latency > 1, "latency_s": latency}}  # fmt: skip
+
+
+def probe(question: str, verdict: bool) -> dict:
+    return {"probe_id": f"{question}:gold", "kind": "gold", "verdicts": {"longmemeval": verdict}}
+
+
+def test_a_slice_is_compared_record_by_record_with_the_committed_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """make check-table2: the slice's runs have other ids and fewer questions; each question's
+    record and probe must equal the committed run's (timings and cache flags apart)."""
+    committed, reproduced = tmp_path / "committed", tmp_path / "reproduced"
+    full = [record(q, f"answer {q}", 9.0) for q in ("q1", "q2", "q3")]
+    write_run(committed, "aaa", "lme30", full, [probe("q1", True), probe("q2", False)])
+    committed_csv = table(tmp_path, "a.csv", "lme30,TurnRAG,,aaa,0.5,0.25,10.0,20")
+    reproduced_csv = table(tmp_path, "b.csv", "lme6,TurnRAG,,bbb,0.1,0.5,1.0,0")
+    runs = ["--runs", str(committed), str(reproduced)]
+    write_run(reproduced, "bbb", "lme6", [record("q2", "answer q2", 0.5)], [probe("q2", False)])
+    assert main([str(committed_csv), str(reproduced_csv), *runs]) == 0
+    assert "every record and probe of its 1 rows" in capsys.readouterr().out
+
+    (reproduced / "bbb" / "predictions.jsonl").write_text(
+        json.dumps(record("q2", "another answer", 0.5)) + "\n"
+    )
+    (reproduced / "bbb" / "judge_probes.json").write_text(json.dumps([probe("q2", True)]))
+    assert main([str(committed_csv), str(reproduced_csv), *runs]) == 1
+    out = capsys.readouterr().out
+    assert "lme6 · TurnRAG ·  · bbb (committed run aaa): question q2: prediction" in out
+    assert "probe q2:gold: verdicts.longmemeval: committed 'False', now 'True'" in out
+
+    (reproduced / "bbb" / "config.yaml").write_text(yaml.safe_dump({"method": "other"}))
+    assert slice_differences(committed_csv, reproduced_csv, committed, reproduced) == [
+        f"no row of {committed_csv} has the setting of lme6 · TurnRAG ·  · bbb",
+        "not reproduced: lme30 · TurnRAG ·  · aaa",
+    ]

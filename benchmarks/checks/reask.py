@@ -1,7 +1,8 @@
-"""``python -m benchmarks.checks.reask``: how far re-asking the model moves Table 1's QA runs.
+"""``python -m benchmarks.checks.reask``: how far re-asking the model moves a table's QA runs.
 
-``make reproduce-table1`` answers from Table 1's recorded replies; with ``REASK=1`` it also runs
-the QA grid with every request asked again (``llm_cache_mode=off``) into a second runs folder.
+``make reproduce-table1`` answers from Table 1's recorded replies (``make reproduce-table2`` from
+Table 2's); with ``REASK=1`` it also runs the QA grid with every request asked again
+(``llm_cache_mode=off``) into a second runs folder.
 A run's id leaves the cache mode out, so each recorded run has its re-asked twin under the same
 id; this command pairs them and counts, per row, the questions whose answer changed and those
 whose verdict changed under any judge protocol (a small embedded model's replies differ between
@@ -67,14 +68,16 @@ def compare_runs(
     return [compare(run, reasked[run.directory.name]) for run in recorded]
 
 
-def changes_table(rows: Sequence[Changes], recorded_dir: Path, reasked_dir: Path) -> Table:
+def changes_table(
+    rows: Sequence[Changes], recorded_dir: Path, reasked_dir: Path, table: str = "Table 1"
+) -> Table:
     """The markdown the command writes and prints."""
     return Table(
         ["Method", "Run", "Questions", "Answers changed", "Verdicts changed"],
         [[r.method, r.run, str(r.questions), str(r.answers), str(r.verdicts)] for r in rows],
-        title="Table 1's QA pipeline check, re-asked vs recorded",
+        title=f"{table}'s QA runs, re-asked vs recorded",
         caption=[
-            f"Recorded: the runs in {recorded_dir} (Table 1's shipped replies); re-asked: their "
+            f"Recorded: the runs in {recorded_dir} ({table}'s shipped replies); re-asked: their "
             f"twins in {reasked_dir}, every request asked of the model again. A verdict changed "
             "where any judge protocol's verdict differs."
         ],
@@ -89,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dataset", default="locomo")
     parser.add_argument("--subset", default="smoke")
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--title", default="Table 1", help="the table whose runs these are")
     parser.add_argument("--out", type=Path, default=Path("results/table1_reask.md"))
     args = parser.parse_args(argv)
     try:
@@ -102,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    text = "\n".join(changes_table(rows, args.recorded, args.reasked).markdown_lines(1)) + "\n"
+    table = changes_table(rows, args.recorded, args.reasked, args.title)
+    text = "\n".join(table.markdown_lines(1)) + "\n"
     in_repo(args.out).write_text(text, encoding="utf-8")
     print(text, end="")
     return 0

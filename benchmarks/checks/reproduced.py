@@ -7,6 +7,15 @@ makes fewer). The first kind must come out the same on any machine from the ship
 (docs/tables.md); this command compares it cell by cell, rows keyed by subset, method, backbone
 and run id, and exits 1 naming each cell that differs and each row that only one table has.
 ``make check-table1`` runs it after a cold ``make reproduce-table1`` in a scratch folder.
+
+A slice of a table (``--runs COMMITTED_RUNS REPRODUCED_RUNS``: its grid on a subset whose
+questions are all the committed table's, as ``make check-table2`` reproduces Table 2 on lme6)
+has other run ids and means over fewer questions, so its cells are not the committed ones. It is
+compared one level down instead, where every cell comes from: each row of the reproduced table
+is paired with the committed row whose run has the same config but for ``subset``, and each
+question's record, and each judge probe, of the reproduced run must equal the committed run's
+(timings and cache flags apart, :data:`benchmarks.checks.restamp.VOLATILE`). Equal records give
+equal cells over any question set.
 """
 
 from __future__ import annotations
@@ -17,6 +26,13 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.checks.restamp import differences as record_differences
+from benchmarks.metrics.judge_probes import read_probes
+from benchmarks.runs.folders import in_repo, own_records
 
 #: Columns that say what a run cost here, not what it measured (left out of the comparison).
 COST_COLUMNS = re.compile(
@@ -52,13 +68,77 @@ def differences(committed: Path, reproduced: Path) -> list[str]:
     return sorted(lines)
 
 
+def setting(run_dir: Path) -> str:
+    """A run's config but for its subset: what pairs a slice's run with the table's."""
+    config = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+    return yaml.safe_dump({k: v for k, v in config.items() if k != "subset"}, sort_keys=True)
+
+
+def slice_differences(
+    committed: Path, reproduced: Path, committed_runs: Path, reproduced_runs: Path
+) -> list[str]:
+    """One line per record or probe of a reproduced slice that differs from the committed
+    run's, per reproduced row without a committed twin and per committed row left unchecked."""
+    before, after = read_rows(committed), read_rows(reproduced)
+    twins = {setting(committed_runs / key[-1]): key for key in before}
+    lines, checked = [], set()
+    for key in sorted(after):
+        twin = twins.get(setting(reproduced_runs / key[-1]))
+        if twin is None:
+            lines.append(f"no row of {committed} has the setting of {' · '.join(key)}")
+            continue
+        checked.add(twin)
+        row = f"{' · '.join(key)} (committed run {twin[-1]})"
+        for where, line in compared(committed_runs / twin[-1], reproduced_runs / key[-1]):
+            lines.append(f"{row}: {where}: {line}")
+    lines += [f"not reproduced: {' · '.join(key)}" for key in before if key not in checked]
+    return lines
+
+
+def compared(committed_run: Path, reproduced_run: Path) -> list[tuple[str, str]]:
+    """``(question or probe id, difference)`` for every question the reproduced run logged and
+    every probe it graded, against the committed run's of the same id."""
+    found: list[tuple[str, str]] = []
+    pairs: list[tuple[str, dict[str, Any]]] = [
+        (f"question {record['question_id']}", record) for record in own_records(reproduced_run)
+    ]
+    pairs += [(f"probe {probe['probe_id']}", probe) for probe in read_probes(reproduced_run) or []]
+    committed_items = {f"question {r['question_id']}": r for r in own_records(committed_run)}
+    committed_items |= {f"probe {p['probe_id']}": p for p in read_probes(committed_run) or []}
+    for where, item in pairs:
+        if where not in committed_items:
+            found.append((where, "not in the committed run"))
+            continue
+        found += [(where, line) for line in record_differences(committed_items[where], item)]
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("committed", type=Path, help="the committed table's CSV")
     parser.add_argument("reproduced", type=Path, help="the reproduced table's CSV")
+    parser.add_argument(
+        "--runs",
+        nargs=2,
+        type=Path,
+        metavar=("COMMITTED_RUNS", "REPRODUCED_RUNS"),
+        help="a slice: compare the rows' records and probes in these run folders, not cells",
+    )
     args = parser.parse_args(argv)
-    found = differences(args.committed, args.reproduced)
     rows = len(read_rows(args.committed))
+    if args.runs:
+        runs = [in_repo(path) for path in args.runs]
+        found = slice_differences(args.committed, args.reproduced, *runs)
+        checked = len(read_rows(args.reproduced))
+        if found:
+            print(f"{args.reproduced} does not reproduce its slice of {args.committed}: "
+                  f"{len(found)} differences")  # fmt: skip
+            print("\n".join(found))
+            return 1
+        print(f"{args.reproduced} reproduces its slice of {args.committed}: every record and "
+              f"probe of its {checked} rows equal to the committed runs' ({rows} rows)")  # fmt: skip
+        return 0
+    found = differences(args.committed, args.reproduced)
     if found:
         print(f"{args.reproduced} does not reproduce {args.committed}: {len(found)} differences")
         print("\n".join(found))
