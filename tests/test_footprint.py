@@ -79,7 +79,7 @@ def test_memories_cached_before_costs_were_recorded_are_counted_apart() -> None:
 
 
 def test_the_retrieval_costs_table_shows_the_footprint(tmp_path: Path) -> None:
-    from benchmarks.tables.report import main
+    from benchmarks.tables.report.cli import main
 
     results = tmp_path / "runs"
     summary = run(

@@ -23,7 +23,7 @@ from benchmarks.metrics.judging import Judge
 from benchmarks.pipeline.harness import failed, repeat_mean
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.settings import run_identity, validate
-from benchmarks.tables.report import main as report_main
+from benchmarks.tables.report.cli import main as report_main
 from memsys.types import Question
 
 QUESTION = Question("q", "c", "Where?", "Lisbon", "multi_session")

@@ -12,7 +12,7 @@ from benchmarks.inspection.index import Index
 from benchmarks.pipeline.packed import PACKED, PLAIN, main, pack, unpack
 from benchmarks.pipeline.run import run
 from benchmarks.runs.folders import own_records
-from benchmarks.tables.report import main as report
+from benchmarks.tables.report.cli import main as report
 
 
 def test_a_packed_run_reads_renders_and_resumes_as_the_plain_one(tmp_path: Path) -> None:

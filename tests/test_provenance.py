@@ -21,7 +21,8 @@ from benchmarks.pipeline.provenance import (
     provenance,
     recorded_method_source,
 )
-from benchmarks.tables.report import build_report, main
+from benchmarks.tables.report.build import build_report
+from benchmarks.tables.report.cli import main
 
 
 def test_the_code_version_is_the_checkout_described_by_git() -> None:

@@ -31,8 +31,10 @@ from benchmarks.metrics.aggregate import interval_line, summarize_run
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
 from benchmarks.runs.folders import ReportError
 from benchmarks.runs.naming import method_name, row_key
-from benchmarks.tables.report import build_report, main, render_markdown
+from benchmarks.tables.report.build import build_report
+from benchmarks.tables.report.cli import main
 from benchmarks.tables.report.header import short_label
+from benchmarks.tables.report.render import render_markdown
 
 
 def test_writes_md_csv_tex_png_with_the_header(tmp_path: Path) -> None:

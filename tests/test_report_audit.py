@@ -12,7 +12,8 @@ import pytest
 from report_helpers import TURN_RAG, config, markdown_section, read_table, record, write_run
 
 from benchmarks.metrics.qa import f1_locomo
-from benchmarks.tables.report import build_report, main
+from benchmarks.tables.report.build import build_report
+from benchmarks.tables.report.cli import main
 
 SATURDAY = "The Saturday before 25 May 2023"
 

@@ -19,7 +19,7 @@ from report_helpers import (
     write_run,
 )
 
-from benchmarks.tables.report import main
+from benchmarks.tables.report.cli import main
 
 
 def test_every_judge_protocol_gets_a_column_and_its_probe_figures(tmp_path: Path) -> None:

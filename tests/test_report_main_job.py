@@ -20,7 +20,7 @@ from report_helpers import (
     write_run,
 )
 
-from benchmarks.tables.report import main
+from benchmarks.tables.report.cli import main
 
 THREE = {"name": "three", "conversations": 3, "max_questions": None}
 

@@ -10,14 +10,15 @@ from typing import Any
 
 from benchmarks.data.paths import shown_path
 from benchmarks.data.specs import named_spec
+from benchmarks.metrics.aggregate import Cell
 from benchmarks.papers.models import SAME_MODEL
 from benchmarks.published.cells import PublishedCell, how_measured, published_cells, read_papers
 from benchmarks.published.compare import differences
 from benchmarks.published.grid import GRIDS, Entry, entry_runs, grid_entries
 from benchmarks.registry import PUBLISHED_DIR
 from benchmarks.runs.folders import ReportError, Run, load_runs, run_configs
-from benchmarks.tables.report import Cell, category_order, interval_description, score_cells
-from benchmarks.tables.report.header import unfinished_runs_line
+from benchmarks.tables.report.header import interval_description, unfinished_runs_line
+from benchmarks.tables.report.rows import category_order, score_cells
 
 TITLES = {"locomo": "LoCoMo", "longmemeval_s": "LongMemEval-S"}
 

@@ -16,7 +16,7 @@ from benchmarks.runs.conditions import data_keys
 from benchmarks.runs.folders import Run, lookup
 from benchmarks.runs.judges import own_protocol
 from benchmarks.runs.naming import construction_model, judge_description
-from benchmarks.tables.report import dataset_description
+from benchmarks.tables.report.header import dataset_description
 
 
 def reader_difference(cell: PublishedCell, run: Run) -> str | None:

@@ -4,11 +4,12 @@ runs with everything each was measured with, and the published cells not shown."
 from __future__ import annotations
 
 from benchmarks.data.specs import spec_of
+from benchmarks.metrics.aggregate import Cell
 from benchmarks.published.build import PaperReport
 from benchmarks.render import Table
 from benchmarks.runs.folders import Run, lookup
 from benchmarks.runs.naming import extraction_description, judge_description
-from benchmarks.tables.report import Cell, subset_description
+from benchmarks.tables.report.header import subset_description
 
 NOT_RUN = "not run"
 

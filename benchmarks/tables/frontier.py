@@ -19,6 +19,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from benchmarks.metrics.aggregate import Cell
 from benchmarks.render import Table
 from benchmarks.runs.conditions import conditions, differing_keys
 from benchmarks.runs.folders import (
@@ -30,14 +31,13 @@ from benchmarks.runs.folders import (
     run_configs,
 )
 from benchmarks.tables.notes import note
-from benchmarks.tables.report import (
-    Cell,
-    build_report,
+from benchmarks.tables.report.build import build_report
+from benchmarks.tables.report.header import (
+    code_versions,
     dataset_description,
     interval_description,
     subset_description,
 )
-from benchmarks.tables.report.header import code_versions
 from benchmarks.tables.report.plot import save_figure
 from benchmarks.tables.report.rows import Row
 
