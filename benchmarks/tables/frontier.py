@@ -1,7 +1,7 @@
 """``python -m benchmarks.tables.frontier``: the efficiency frontier of retrieval (png and csv).
 
 Each point is a retrieval-only run's row in the report of its context budget
-(:func:`benchmarks.tables.report.build_report`), so it has that row's means, intervals and
+(:func:`benchmarks.tables.report.build.build_report`), so it has that row's means, intervals and
 checks; what the figure shows and the readings taken are in docs/tables.md ("The efficiency
 frontier"), its words in ``notes.yaml`` (``frontier``).
 """

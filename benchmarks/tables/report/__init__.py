@@ -15,30 +15,3 @@ lays out and formats its cells (one layout of :class:`~benchmarks.tables.report.
 lists; ``main_job`` is Table 1's configuration of it), ``render`` and ``plot`` write the files,
 ``cli`` is the command line.
 """
-
-from benchmarks.metrics.aggregate import Cell
-from benchmarks.tables.report.build import Report, build_report
-from benchmarks.tables.report.cli import main
-from benchmarks.tables.report.header import (
-    dataset_description,
-    interval_description,
-    subset_description,
-)
-from benchmarks.tables.report.render import render_markdown
-from benchmarks.tables.report.rows import LONGMEMEVAL_TYPES, category_order, score_cells
-
-#: The names other modules and the tests import from ``benchmarks.tables.report`` (``Cell`` as the
-#: tables' interval type, from :mod:`benchmarks.metrics.aggregate`).
-__all__ = [
-    "LONGMEMEVAL_TYPES",
-    "Cell",
-    "Report",
-    "build_report",
-    "category_order",
-    "dataset_description",
-    "interval_description",
-    "main",
-    "render_markdown",
-    "score_cells",
-    "subset_description",
-]
