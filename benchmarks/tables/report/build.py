@@ -40,12 +40,12 @@ from benchmarks.tables.report.header import (
     partial_rows_line,
     restamped_rows_line,
     setting_line,
+    shallow_rows_line,
     source_note,
     stale_rows_line,
     statistics_note,
     tokens_note,
     unfinished_runs_line,
-    unranked_rows_line,
 )
 from benchmarks.tables.report.rows import (
     Row,
@@ -237,7 +237,7 @@ def build_report(
         ("partial", partial_rows_line(rows)),
         ("invalid", invalid_rows_line(rows, max_failure_share)),
         ("no_context", no_context_line(rows)),
-        ("unranked", unranked_rows_line(rows)),
+        ("shallow", shallow_rows_line(rows)),
         ("stale", stale_rows_line(rows)),
         ("restamped", restamped_rows_line(rows)),
     ]

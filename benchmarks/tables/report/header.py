@@ -393,37 +393,20 @@ def no_context_line(rows: Sequence[Row]) -> str | None:
     return note("report.no_context", rows="; ".join(empty)) if empty else None
 
 
-def unranked_rows_line(rows: Sequence[Row]) -> str | None:
-    """The notes naming the LongMemEval rows whose records stored no ranking (the full
-    LongMemEval runs, logged before records kept one), in whole or in part: those records have
-    no ranking metric; and the rows whose stored rankings are not full depth (logged before
-    full-depth rankings, or a method that ranks no deeper than its items): a metric deeper than
-    such a ranking is not computable. None when every record has a full-depth ranking."""
-    unranked, partly, shallow = [], [], []
+def shallow_rows_line(rows: Sequence[Row]) -> str | None:
+    """The note naming the LongMemEval rows whose stored rankings are not full depth (a method
+    that ranks no deeper than its items): a metric deeper than such a ranking is not computable.
+    None when every stored ranking is full depth."""
+    shallow = []
     for row in rows:
         if row.longmemeval is None:
             continue
-        records, label = row.run.records, row.key.label()
-        stored = [r for r in records if stored_turn_ranking(r) is not None]
-        missing = len(records) - len(stored)
-        if missing == len(records):
-            unranked.append(label)
-        elif missing:
-            partly.append(f"{label} ({missing} of {len(records)} records)")
+        stored = [r for r in row.run.records if stored_turn_ranking(r) is not None]
         short = sum(not r["ranking"].get("complete") for r in stored)
         if short:
-            shallow.append(label if short == len(records) else f"{label} ({short} records)")
-    lines = []
-    if unranked or partly:
-        which = (
-            note("report.unranked_all")
-            if len(unranked) == len(rows)
-            else note("report.unranked_some", rows="; ".join(unranked + partly))
-        )
-        lines.append(note("report.unranked", which=which))
-    if shallow:
-        lines.append(note("report.shallow", rows="; ".join(shallow)))
-    return " ".join(lines) or None
+            label = row.key.label()
+            shallow.append(label if short == len(row.run.records) else f"{label} ({short} records)")
+    return note("report.shallow", rows="; ".join(shallow)) if shallow else None
 
 
 def partial_rows_line(rows: Sequence[Row]) -> str | None:
