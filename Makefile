@@ -270,8 +270,8 @@ reproduce-retrieval:  ## evidence recall and context size of every method, lite,
 	$(BENCH) report --dataset locomo --subset full --where answer.template=null --where subset.conversations=null --title "LoCoMo retrieval (no LLM)" --out results/retrieval_locomo
 
 frontier:  ## evidence recall and answer coverage vs context tokens, the retrieval grid at 5 budgets, no LLM -> results/frontier_locomo.{png,csv}
-	$(BENCH) run -m +experiment=frontier workers=$(WORKERS) progress=$(PROGRESS)
-	$(BENCH) frontier --dataset locomo --subset $(call config_value,subset.name,+experiment=frontier) --out results/frontier_locomo
+	$(BENCH) run -m +experiment=frontier workers=$(WORKERS) progress=$(PROGRESS) results_dir=results/frontier_runs
+	$(BENCH) frontier --runs results/frontier_runs --dataset locomo --subset $(call config_value,subset.name,+experiment=frontier) --out results/frontier_locomo
 
 reproduce-retrieval-lme:  ## the same on LongMemEval-S (session and turn recall, nDCG)
 	$(BENCH) run -m +experiment=retrieval dataset=longmemeval_s subset=$(LME_RETRIEVAL_SUBSET) method=$(LME_RETRIEVAL_METHODS) workers=$(WORKERS) results_dir=$(LME_RETRIEVAL_RUNS) progress=$(PROGRESS)
