@@ -220,3 +220,12 @@ def retrieval_overrides(data_dir: Path, root: Path, *extra: str) -> list[str]:
         "progress=false",
         *extra,
     ]
+
+
+def pretend_produced_under(run_dir: Path, fingerprint: str) -> None:
+    """Rewrite the run's recorded method fingerprint, as if an older source had produced it."""
+    ledger = run_dir / "invocations.jsonl"
+    lines = [json.loads(line) for line in ledger.read_text().splitlines()]
+    for line in lines:
+        line["provenance"]["method_source"] = fingerprint
+    ledger.write_text("".join(json.dumps(line) + "\n" for line in lines))

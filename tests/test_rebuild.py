@@ -4,11 +4,10 @@ run cut short resumes, and the table is re-rendered; status then passes."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import yaml
-from run_helpers import FIXTURE, compose_config, fixture_overrides
+from run_helpers import FIXTURE, compose_config, fixture_overrides, pretend_produced_under
 
 from benchmarks.checks import ledger, rebuild
 from benchmarks.pipeline.run import run
@@ -28,14 +27,6 @@ def _table(tmp_path: Path, overrides: list[str]) -> tuple[Path, Path, Path]:
     return runs, path, results / "table.md"
 
 
-def _pretend_produced_under(run_dir: Path, fingerprint: str) -> None:
-    log = run_dir / "invocations.jsonl"
-    lines = [json.loads(line) for line in log.read_text().splitlines()]
-    for line in lines:
-        line["provenance"]["method_source"] = fingerprint
-    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
-
-
 def _rebuild(path: Path, cache: Path, *extra: str) -> int:
     return rebuild.main(["--ledger", str(path), "--cache-dir", str(cache), *extra])
 
@@ -48,7 +39,7 @@ def test_a_stale_code_row_is_rerun_under_its_own_config_and_the_table_rerendered
     assert _rebuild(path, tmp_path / "cache") == 0  # nothing stale: nothing run
     assert "to rebuild" not in capsys.readouterr().out
     pristine = (run_dir / "predictions.jsonl").read_text()
-    _pretend_produced_under(run_dir, "0ld50urce000")
+    pretend_produced_under(run_dir, "0ld50urce000")
     assert ledger.main(["--ledger", str(path)]) == 1
 
     assert _rebuild(path, tmp_path / "cache", "--dry-run") == 0

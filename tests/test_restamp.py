@@ -6,22 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from run_helpers import FIXTURE, compose_config, fixture_overrides
+from run_helpers import FIXTURE, compose_config, fixture_overrides, pretend_produced_under
 
 from benchmarks.checks.restamp import differences, main, sample
 from benchmarks.pipeline.run import run
 from benchmarks.runs.folders import load_runs
 from benchmarks.runs.restamps import RESTAMPS_FILE, read_restamps
 from benchmarks.tables.report.rows import build_row, mark_stale
-
-
-def _pretend_produced_under(run_dir: Path, fingerprint: str) -> None:
-    """Rewrite the run's recorded method fingerprint, as if an older source had produced it."""
-    ledger = run_dir / "invocations.jsonl"
-    lines = [json.loads(line) for line in ledger.read_text().splitlines()]
-    for line in lines:
-        line["provenance"]["method_source"] = fingerprint
-    ledger.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
 def test_a_run_is_stamped_only_when_its_records_recompute_identical(tmp_path: Path, capsys) -> None:
@@ -33,7 +24,7 @@ def test_a_run_is_stamped_only_when_its_records_recompute_identical(tmp_path: Pa
     assert main(argv) == 0  # produced under today's source: nothing to do
     assert read_restamps(run_dir) == []
 
-    _pretend_produced_under(run_dir, "0ld50urce000")
+    pretend_produced_under(run_dir, "0ld50urce000")
     predictions = run_dir / "predictions.jsonl"
     pristine = predictions.read_text()
     records = [json.loads(line) for line in pristine.splitlines()]
