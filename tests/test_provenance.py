@@ -26,7 +26,10 @@ from benchmarks.tables.report.cli import main
 
 
 def test_the_code_version_is_the_checkout_described_by_git() -> None:
-    """The commit, marked dirty only by uncommitted code or configs (not by rewritten tables)."""
+    """The commit, marked dirty only by uncommitted code or configs (not by rewritten tables).
+    The version is read once per process; read it afresh, so that a commit landing while the
+    suite runs does not set the two reads apart."""
+    code_version.cache_clear()
     described = subprocess.run(
         ["git", "describe", "--always"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
