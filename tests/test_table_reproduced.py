@@ -46,7 +46,7 @@ def test_the_command_exits_1_on_a_difference_and_names_a_file_that_is_no_report(
     assert "questions '497' -> '496'" in capsys.readouterr().out
     other = tmp_path / "other.csv"
     other.write_text("a,b\n1,2\n")
-    with pytest.raises(ValueError, match=r"other\.csv: no column 'subset'"):
+    with pytest.raises(ValueError, match=r"other\.csv: no column 'method'"):
         main([str(committed), str(other)])
 
 

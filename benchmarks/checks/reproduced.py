@@ -39,8 +39,11 @@ COST_COLUMNS = re.compile(
     r"latency_s|^construction_s$|^wall_s$|^workers$|^peak_rss_mb$|^texts_"
     r"|^construction_memories_loaded$|_calls$|_prompt_tokens$|_completion_tokens$"
 )
-#: What identifies a row of a report's CSV.
+#: What identifies a row of a report's CSV: its columns of these (Table 1's has a subset column,
+#: its two parts being two samples; a LongMemEval table has none), the run id last.
 ROW_KEY = ("subset", "method", "backbone", "run")
+#: The columns every report's CSV has.
+REQUIRED = ("method", "backbone", "run")
 
 
 def read_rows(path: Path) -> dict[tuple[str, ...], dict[str, str]]:
@@ -48,10 +51,12 @@ def read_rows(path: Path) -> dict[tuple[str, ...], dict[str, str]]:
     with path.open(newline="", encoding="utf-8") as text:
         reader = csv.DictReader(line for line in text if not line.startswith("#"))
         rows = list(reader)
-    missing = [key for key in ROW_KEY if key not in (reader.fieldnames or [])]
+    columns = reader.fieldnames or []
+    missing = [key for key in REQUIRED if key not in columns]
     if missing:
         raise ValueError(f"{path}: no column {missing[0]!r}: not a report's CSV")
-    return {tuple(row[key] for key in ROW_KEY): row for row in rows}
+    key = [name for name in ROW_KEY if name in columns]
+    return {tuple(row[name] for name in key): row for row in rows}
 
 
 def differences(committed: Path, reproduced: Path) -> list[str]:
