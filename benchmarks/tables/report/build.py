@@ -231,7 +231,10 @@ def build_report(
         notes += audit_notes(audit, rows, categories)
     notes += [
         ("costs", costs_note(rows)),
-        ("footprint", note("report.footprint")),
+        (
+            "footprint",
+            note("report.footprint") if any(r.key.retrieval_only for r in rows) else None,
+        ),
         ("source", source_note(runs_dir)),
         ("unfinished", None if partial else unfinished_runs_line(configs, dataset, subset, where)),
         ("partial", partial_rows_line(rows)),

@@ -410,6 +410,12 @@ def audited_table(report: Report) -> Table:
     return layout(report, "Published vs audited key", report.rows, columns, caption=caption)
 
 
+def judge_p(row: Row) -> str:
+    """The p-value on judge accuracy, a dash where the judge does not discriminate (its J
+    cells are dashes: a test on its verdicts would test nothing)."""
+    return DASH if "judge_acc" in row.hidden_judges else fmt_p(row, "judge_acc")
+
+
 def longmemeval_table(report: Report) -> Table:
     """Answered rows: LongMemEval's Table 2, judge accuracy per question type and overall (a
     dash where the judge does not discriminate)."""
@@ -437,7 +443,7 @@ def longmemeval_table(report: Report) -> Table:
         ),
         Column("Task-averaged", accuracy(lambda cells: fmt_number(cells.task_averaged))),
         Column("Abstention", accuracy(lambda cells: fmt_cell(cells.abstention))),
-        Column("p", lambda row: fmt_p(row, "judge_acc"), "p"),
+        Column("p", judge_p, "p"),
     ]
     title = "LongMemEval accuracy (judge) per question type"
     return layout(report, title, report.answered, columns)
