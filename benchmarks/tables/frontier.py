@@ -34,6 +34,7 @@ from benchmarks.tables.notes import note
 from benchmarks.tables.report.build import build_report
 from benchmarks.tables.report.header import (
     code_versions,
+    context_order_line,
     dataset_description,
     interval_description,
     subset_description,
@@ -107,8 +108,11 @@ def build_frontier(
         "embedder": lookup(first, "embedder.model", "?"),
         "code": code_versions(runs),
         "intervals": interval_description(cells, "conversation", spec.memory_name),
+        "evidence": spec.evidence,
+        "order": context_order_line(reports[budgets[0]].rows),
     }
-    caption = [note(f"frontier.{key}", **facts) for key in ("data", "tokens", "statistics")]
+    keys = ("data", "scores", "tokens", "statistics")
+    caption = [note(f"frontier.{key}", **facts) for key in keys]
     title = note("frontier.title", **facts)
     return Frontier(points, title, caption)
 
