@@ -100,21 +100,22 @@ def slice_differences(
     return lines
 
 
+def logged_items(run: Path) -> dict[str, dict[str, Any]]:
+    """A run's records and graded probes, by ``question <id>`` and ``probe <id>``."""
+    items = {f"question {r['question_id']}": r for r in own_records(run)}
+    return items | {f"probe {p['probe_id']}": p for p in read_probes(run) or []}
+
+
 def compared(committed_run: Path, reproduced_run: Path) -> list[tuple[str, str]]:
     """``(question or probe id, difference)`` for every question the reproduced run logged and
     every probe it graded, against the committed run's of the same id."""
+    committed = logged_items(committed_run)
     found: list[tuple[str, str]] = []
-    pairs: list[tuple[str, dict[str, Any]]] = [
-        (f"question {record['question_id']}", record) for record in own_records(reproduced_run)
-    ]
-    pairs += [(f"probe {probe['probe_id']}", probe) for probe in read_probes(reproduced_run) or []]
-    committed_items = {f"question {r['question_id']}": r for r in own_records(committed_run)}
-    committed_items |= {f"probe {p['probe_id']}": p for p in read_probes(committed_run) or []}
-    for where, item in pairs:
-        if where not in committed_items:
+    for where, item in logged_items(reproduced_run).items():
+        if where not in committed:
             found.append((where, "not in the committed run"))
             continue
-        found += [(where, line) for line in record_differences(committed_items[where], item)]
+        found += [(where, line) for line in record_differences(committed[where], item)]
     return found
 
 
