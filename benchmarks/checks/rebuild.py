@@ -89,8 +89,9 @@ def rerun_config(step: Step, overrides: Sequence[str], cache_dir: Path) -> DictC
     locations = [f"results_dir={step.directory.parent}", f"cache_dir={cache_dir}", *overrides]
     cfg = rebuilt_config(source, locations)
     if step.row.state == "stale-config":
-        identity = yaml.safe_load((source / "config.yaml").read_text())
-        nearest, differing = nearest_config(identity["method"])
+        method = OmegaConf.to_container(cfg.method, resolve=True)  # the run's own, as read
+        assert isinstance(method, dict)
+        nearest, differing = nearest_config(method)
         if not differing:  # today's config, in a grid or role its row's name does not stand for
             raise RestampError(f"{step.row.run}: {step.row.detail}: choose its config by hand")
         OmegaConf.set_struct(cfg, False)
