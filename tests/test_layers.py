@@ -245,7 +245,7 @@ def layer_map(text: str) -> dict[str, int]:
 
 def layer_unit(module: str) -> str:
     """The map's unit a module belongs to: its package one level below the top
-    (``benchmarks.tables.report.rows`` → ``benchmarks.tables``), or the top-level module itself."""
+    (``benchmarks.tables.report.build`` → ``benchmarks.tables``), or the top-level module itself."""
     return ".".join(module.split(".")[:2])
 
 

@@ -143,7 +143,7 @@ def test_a_run_whose_method_source_changed_is_marked_stale_and_one_without_a_rec
     now = {TURN_RAG["_target_"]: "111111111111", ZERO["_target_"]: "222222222222"}
     asked: list[str] = []
     monkeypatch.setattr(
-        "benchmarks.tables.report.rows.method_source",
+        "benchmarks.runs.rows.method_source",
         lambda target: asked.append(target) or now[target],
     )
     runs = tmp_path / "runs"

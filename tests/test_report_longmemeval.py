@@ -24,9 +24,9 @@ from run_helpers import compose_with_hydra, longmemeval_item, sweep_values, writ
 from benchmarks.metrics.aggregate import longmemeval_summary
 from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import bootstrap_ci, paired_bootstrap_pvalue
+from benchmarks.runs.rows import LONGMEMEVAL_RANKING, LONGMEMEVAL_TYPES
 from benchmarks.tables.report.build import build_report
 from benchmarks.tables.report.cli import main
-from benchmarks.tables.report.rows import LONGMEMEVAL_RANKING, LONGMEMEVAL_TYPES
 from memsys.types import LONGMEMEVAL_CATEGORIES
 
 LME_DATASET = {"name": "longmemeval", "variant": "s"}

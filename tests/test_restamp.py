@@ -12,7 +12,7 @@ from benchmarks.checks.restamp import differences, main, sample
 from benchmarks.pipeline.run import run
 from benchmarks.runs.folders import load_runs
 from benchmarks.runs.restamps import RESTAMPS_FILE, read_restamps
-from benchmarks.tables.report.rows import build_row, mark_stale
+from benchmarks.runs.rows import build_row, mark_stale
 
 
 def test_a_run_is_stamped_only_when_its_records_recompute_identical(tmp_path: Path, capsys) -> None:

@@ -21,8 +21,9 @@ from benchmarks.metrics.segmentation import main as score_cli
 from benchmarks.papers.segmentation import published_segmentation
 from benchmarks.pipeline.runlog import RecordLog
 from benchmarks.pipeline.segment import run
-from benchmarks.tables.segmentation import collect
+from benchmarks.runs.segmentation import collect
 from benchmarks.tables.segmentation import main as table_cli
+from benchmarks.tables.segmentation import method_cell
 
 CONF = REPO_ROOT / "conf"
 
@@ -202,13 +203,13 @@ def test_table_marks_rows_where_half_the_dialogues_fell_back(tmp_path: Path, dat
     write_run(runs, "c", "rare-fallback", [False, True, False], chunks)  # 1/3: not marked
     write_run(runs, "d", "unnamed", [True, True, True], None)  # no substitute named
     cells = {c.key.backbone: c for c in collect(runs, data, seed=0)}
-    assert cells["mostly-fallback"].method == (
+    assert method_cell(cells["mostly-fallback"]) == (
         "SeCom segmentation — FALLBACK on 2/3 dialogues: their labels are fixed chunks of 3 "
         "utterances, not SeCom segmentation's"
     )
-    assert cells["half-fallback"].method.startswith("SeCom segmentation — FALLBACK on 1/2 ")
-    assert cells["rare-fallback"].method == "SeCom segmentation"
-    assert "their labels are a non-LLM substitute" in cells["unnamed"].method
+    assert method_cell(cells["half-fallback"]).startswith("SeCom segmentation — FALLBACK on 1/2 ")
+    assert method_cell(cells["rare-fallback"]) == "SeCom segmentation"
+    assert "their labels are a non-LLM substitute" in method_cell(cells["unnamed"])
 
     out = tmp_path / "table"
     assert table_cli(["--runs", str(runs), "--out", str(out), "--data-dir", str(data)]) == 0
@@ -218,7 +219,7 @@ def test_table_marks_rows_where_half_the_dialogues_fell_back(tmp_path: Path, dat
     assert "| SeCom segmentation | llm | rare-fallback | 3 |" in markdown
     assert markdown.count("FALLBACK on") == 3
     rows = {r["backbone"]: r for r in csv.DictReader(out.with_suffix(".csv").open()) if r["n"]}
-    assert rows["mostly-fallback"]["method"] == cells["mostly-fallback"].method
+    assert rows["mostly-fallback"]["method"] == method_cell(cells["mostly-fallback"])
     assert rows["mostly-fallback"]["dialogues_with_fallback"] == "2"
     assert rows["rare-fallback"]["method"] == "SeCom segmentation"
     assert rows["rare-fallback"]["dialogues_with_fallback"] == "1"

@@ -15,16 +15,13 @@ from hydra import compose, initialize_config_dir
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.papers.segmentation import QuotedRow, published_segmentation
 from benchmarks.pipeline.segment import run
-from benchmarks.tables.segmentation import (
+from benchmarks.runs.segmentation import (
     MeasuredCell,
     RowKey,
     configured_segmenter,
-    csv_rows,
-    footnotes,
-    measured_table,
     published_counterpart,
-    quoted_table,
 )
+from benchmarks.tables.segmentation import csv_rows, footnotes, measured_table, quoted_table
 from benchmarks.tables.segmentation import main as table_cli
 
 CONF = REPO_ROOT / "conf"

@@ -17,8 +17,8 @@ from benchmarks.published.compare import differences
 from benchmarks.published.grid import GRIDS, Entry, entry_runs, grid_entries
 from benchmarks.registry import PUBLISHED_DIR
 from benchmarks.runs.folders import ReportError, Run, load_runs, run_configs
+from benchmarks.runs.rows import category_order, score_cells
 from benchmarks.tables.report.header import interval_description, unfinished_runs_line
-from benchmarks.tables.report.rows import category_order, score_cells
 
 TITLES = {"locomo": "LoCoMo", "longmemeval_s": "LongMemEval-S"}
 

@@ -2,7 +2,7 @@
 harmless.
 
 A row is stale when its method's source has changed since its run was produced
-(:func:`benchmarks.tables.report.rows.mark_stale`). Moving code, or adding what changes no
+(:func:`benchmarks.runs.rows.mark_stale`). Moving code, or adding what changes no
 output (a footprint hook), changes the fingerprint too; recomputing hours of runs for that proves
 nothing. ``memsys-bench results restamp RUN`` (:mod:`benchmarks.checks.restamp`) recomputes a
 sample of the run's records with today's code and, when every one is identical, appends a stamp

@@ -30,6 +30,7 @@ from benchmarks.runs.folders import (
     parse_where,
     run_configs,
 )
+from benchmarks.runs.rows import Row
 from benchmarks.tables.notes import note
 from benchmarks.tables.report.build import build_report
 from benchmarks.tables.report.header import (
@@ -40,7 +41,6 @@ from benchmarks.tables.report.header import (
     subset_description,
 )
 from benchmarks.tables.report.plot import save_figure
-from benchmarks.tables.report.rows import Row
 
 BUDGET = "answer.context_budget"
 #: One marker per line, cycled (with ten colours, every line differs in one or the other).

@@ -8,24 +8,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.data.errors import DataMissingError, DatasetError
-from benchmarks.data.locomo_audit import (
-    AUDIT_SOURCE,
-    AUDITORS_CEILING,
-    Erratum,
-    load_errata,
-    published_key_ceiling,
-)
+from benchmarks.data.locomo_audit import AUDIT_SOURCE, AUDITORS_CEILING
 from benchmarks.data.specs import DatasetSpec, spec_of
 from benchmarks.metrics.aggregate import score_names
 from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
-from benchmarks.metrics.longmemeval_official import Corpus
-from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import INTERVAL_UNITS
 from benchmarks.render import Footnotes
 from benchmarks.runs.conditions import check_one_run_per_row, shared_conditions, with_variants
-from benchmarks.runs.folders import ReportError, Run, load_runs, run_configs
+from benchmarks.runs.folders import ReportError, load_runs, run_configs
 from benchmarks.runs.judges import hidden_judge_scores, probe_figures
+from benchmarks.runs.rows import (
+    Audit,
+    Row,
+    add_p_values,
+    build_row,
+    category_order,
+    load_audit,
+    longmemeval_corpora,
+    mark_stale,
+    row_order,
+)
 from benchmarks.tables.judge_calibration import calibration_lines
 from benchmarks.tables.notes import note
 from benchmarks.tables.report.header import (
@@ -47,30 +49,10 @@ from benchmarks.tables.report.header import (
     tokens_note,
     unfinished_runs_line,
 )
-from benchmarks.tables.report.rows import (
-    Row,
-    add_p_values,
-    build_row,
-    category_order,
-    mark_stale,
-    row_order,
-)
 
 PRIMARY_METRICS = ("f1_set", "f1_locomo")
 #: A run with a larger share of failed questions (answers or verdicts) is marked INVALID.
 MAX_FAILURE_SHARE = 0.02
-
-
-@dataclass(frozen=True)
-class Audit:
-    """LoCoMo's audited key as a report uses it: the errata (None when the audit's files are
-    missing, ``missing`` saying so), and per category of the table's questions how many keep
-    their published answer under the audit, and how many there are
-    (:func:`benchmarks.data.locomo_audit.published_key_ceiling`)."""
-
-    errata: dict[str, Erratum] | None
-    missing: str | None
-    ceiling: dict[str, tuple[int, int]]
 
 
 @dataclass
@@ -106,31 +88,6 @@ class Report:
     def retrieval_only(self) -> list[Row]:
         """Rows of ``answer=none`` runs: retrieval and cost columns only."""
         return [row for row in self.rows if row.key.retrieval_only]
-
-
-def longmemeval_corpora(runs: Sequence[Run], shared: dict[str, Any]) -> dict[str, Corpus]:
-    """The official retrieval corpora of every question the runs logged, read from the dataset
-    (``MEMBENCH_DATA``): the stored rankings are scored against them."""
-    try:
-        return load_corpora(
-            shared.get("dataset", {}).get("variant") or "s",
-            {record["question_id"] for run in runs for record in run.records},
-        )
-    except (DatasetError, DataMissingError) as error:
-        raise ReportError(f"cannot score the stored rankings: {error}") from error
-
-
-def load_audit(spec: DatasetSpec, runs: Sequence[Run]) -> Audit | None:
-    """The audited key of the runs' dataset (from the data folder ``MEMBENCH_DATA`` names),
-    loaded once per report; None for a dataset without an audit."""
-    if not spec.audited_key:
-        return None
-    try:
-        errata = load_errata()
-    except (DataMissingError, DatasetError) as error:
-        return Audit(None, str(error), {})
-    questions = {(r["question_id"], r["category"]) for run in runs for r in run.records}
-    return Audit(errata, None, published_key_ceiling(sorted(questions), errata))
 
 
 def audit_notes(

@@ -25,8 +25,8 @@ from benchmarks.pipeline.settings import declared_context_order
 from benchmarks.runs.folders import Run, is_finished, lookup, matching_runs, read_records
 from benchmarks.runs.judges import grades_itself, judge_model, own_protocol
 from benchmarks.runs.naming import row_key
+from benchmarks.runs.rows import Row, table_cells
 from benchmarks.tables.notes import note, template
-from benchmarks.tables.report.rows import Row
 
 #: A method name longer than this is shortened in the tables (the notes give it whole).
 LABEL_WIDTH = 32
@@ -251,19 +251,6 @@ def context_order_line(rows: Sequence[Row]) -> str:
         parts.append(f"{words[groups[0][0]]} for {rest}")
     pieces = [note("report.order_own", parts="; ".join(parts))] if parts else []
     return note("report.order", parts="; ".join(pieces + list(dict.fromkeys(others))))
-
-
-def table_cells(rows: Sequence[Row]) -> list[Cell]:
-    """Every interval of the table's rows (answered and retrieval-only, LongMemEval's too)."""
-    cells: list[Cell | None] = []
-    for row in rows:
-        cells += [found for scope in row.scores.values() for found in scope.values()]
-        cells.append(row.evidence_recall)
-        if row.longmemeval is not None:
-            lme = row.longmemeval
-            cells += [*lme.per_type.values(), lme.overall, lme.abstention]
-            cells += [found for level in lme.retrieval.values() for found in level.values()]
-    return [found for found in cells if found is not None]
 
 
 def interval_description(cells: Sequence[Cell], unit: str, memory_name: str) -> str:

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.render import Document, Footnotes, Table
+from benchmarks.runs.rows import Row
 from benchmarks.tables.notes import note
 from benchmarks.tables.report.build import Report, build_report
 from benchmarks.tables.report.render import csv_record, write_document
-from benchmarks.tables.report.rows import Row
 from benchmarks.tables.report.tables import (
     CONSTRUCTION_S,
     DASH,

@@ -10,8 +10,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from benchmarks.metrics.aggregate import Cell
+from benchmarks.runs.rows import Row
 from benchmarks.tables.report.build import Report
-from benchmarks.tables.report.rows import Row
 
 #: Resolution of every figure the tables write.
 DPI = 120

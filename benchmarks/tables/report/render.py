@@ -11,9 +11,9 @@ from typing import Any
 
 from benchmarks.metrics.aggregate import Cell
 from benchmarks.render import Document
+from benchmarks.runs.rows import AUDITED_SCORES, STAGES, Comparison, Row
 from benchmarks.tables.report.build import Report
 from benchmarks.tables.report.plot import write_plot
-from benchmarks.tables.report.rows import AUDITED_SCORES, STAGES, Comparison, Row
 from benchmarks.tables.report.tables import sections
 
 

@@ -19,14 +19,14 @@ from typing import Any
 from benchmarks.metrics.aggregate import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell, LongMemEvalCells
 from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
 from benchmarks.render import Table
-from benchmarks.tables.report.build import Report
-from benchmarks.tables.report.header import STALE_MARK, one_value, short_label
-from benchmarks.tables.report.rows import (
+from benchmarks.runs.rows import (
     AUDITED_SCORES,
     LONGMEMEVAL_RANKING,
     LONGMEMEVAL_TYPES,
     Row,
 )
+from benchmarks.tables.report.build import Report
+from benchmarks.tables.report.header import STALE_MARK, one_value, short_label
 
 DASH = "—"
 

@@ -1,8 +1,10 @@
-"""Every number of a row, recomputed from a run's ``predictions.jsonl``: score cells with their
-intervals, LongMemEval's aggregates and ranking metrics, costs and latencies, and the p-values
-against the backbone's best baseline. Every aggregate that ``metrics.json`` also stores is
-computed by :mod:`benchmarks.metrics.aggregate` (the one aggregation); this module picks the run's
-records, seed and policy and adds what only a table shows."""
+"""Every number of a table's row, recomputed from a run's ``predictions.jsonl``: score cells with
+their intervals, LongMemEval's aggregates and ranking metrics (against the questions' official
+corpora), the scores under LoCoMo's audited key, costs and latencies, the p-values against the
+backbone's best baseline, and whether the method's source changed since the run. Every aggregate
+that ``metrics.json`` also stores is computed by :mod:`benchmarks.metrics.aggregate` (the one
+aggregation); this module picks the run's records, seed and policy and adds what only a table
+shows. The tables (:mod:`benchmarks.tables.report`) lay the rows out and word them."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.data.locomo_audit import Erratum
+from benchmarks.data.errors import DataMissingError, DatasetError
+from benchmarks.data.locomo_audit import Erratum, load_errata, published_key_ceiling
+from benchmarks.data.specs import DatasetSpec
 from benchmarks.metrics.aggregate import (
     Cell,
     LongMemEvalCells,
@@ -30,10 +34,11 @@ from benchmarks.metrics.aggregate import (
 from benchmarks.metrics.audited import audited_scores
 from benchmarks.metrics.judge import judgings
 from benchmarks.metrics.longmemeval_official import Corpus
+from benchmarks.metrics.ranking import load_corpora
 from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
 from benchmarks.pipeline.harness import lost_to_a_failed_request
 from benchmarks.pipeline.provenance import method_source
-from benchmarks.runs.folders import Run, lookup
+from benchmarks.runs.folders import ReportError, Run, lookup
 from benchmarks.runs.naming import RowKey, row_key
 from benchmarks.runs.restamps import carried_source
 from memsys.llm.accounting import latency_percentiles
@@ -95,6 +100,18 @@ class Comparison:
     questions: int
     unit: str
     conversations: int
+
+
+@dataclass(frozen=True)
+class Audit:
+    """LoCoMo's audited key as a report uses it: the errata (None when the audit's files are
+    missing, ``missing`` saying so), and per category of the table's questions how many keep
+    their published answer under the audit, and how many there are
+    (:func:`benchmarks.data.locomo_audit.published_key_ceiling`)."""
+
+    errata: dict[str, Erratum] | None
+    missing: str | None
+    ceiling: dict[str, tuple[int, int]]
 
 
 @dataclass
@@ -360,3 +377,41 @@ def category_order(runs: Sequence[Run]) -> list[str]:
     seen = {record["category"] for run in runs for record in run.records}
     known = [name for name in (*LOCOMO_CATEGORIES.values(), *LONGMEMEVAL_TYPES) if name in seen]
     return known + sorted(seen - set(known))
+
+
+def longmemeval_corpora(runs: Sequence[Run], shared: dict[str, Any]) -> dict[str, Corpus]:
+    """The official retrieval corpora of every question the runs logged, read from the dataset
+    (``MEMBENCH_DATA``): the stored rankings are scored against them."""
+    try:
+        return load_corpora(
+            shared.get("dataset", {}).get("variant") or "s",
+            {record["question_id"] for run in runs for record in run.records},
+        )
+    except (DatasetError, DataMissingError) as error:
+        raise ReportError(f"cannot score the stored rankings: {error}") from error
+
+
+def load_audit(spec: DatasetSpec, runs: Sequence[Run]) -> Audit | None:
+    """The audited key of the runs' dataset (from the data folder ``MEMBENCH_DATA`` names),
+    loaded once per report; None for a dataset without an audit."""
+    if not spec.audited_key:
+        return None
+    try:
+        errata = load_errata()
+    except (DataMissingError, DatasetError) as error:
+        return Audit(None, str(error), {})
+    questions = {(r["question_id"], r["category"]) for run in runs for r in run.records}
+    return Audit(errata, None, published_key_ceiling(sorted(questions), errata))
+
+
+def table_cells(rows: Sequence[Row]) -> list[Cell]:
+    """Every interval of the table's rows (answered and retrieval-only, LongMemEval's too)."""
+    cells: list[Cell | None] = []
+    for row in rows:
+        cells += [found for scope in row.scores.values() for found in scope.values()]
+        cells.append(row.evidence_recall)
+        if row.longmemeval is not None:
+            lme = row.longmemeval
+            cells += [*lme.per_type.values(), lme.overall, lme.abstention]
+            cells += [found for level in lme.retrieval.values() for found in level.values()]
+    return [found for found in cells if found is not None]
