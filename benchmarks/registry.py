@@ -23,7 +23,7 @@ Every grid is derived from the blocks, none is written as a list: the experiment
 (``method: ${registry:table1}`` in ``conf/experiment/*.yaml``, a resolver that
 :mod:`benchmarks.config.compose` registers before ``@hydra.main`` composes; a command-line
 ``method=a,b`` replaces it), the ablation table's methods and rows
-(:mod:`benchmarks.tables.ablations`), the regression groups (:mod:`benchmarks.checks.regression`),
+(:mod:`benchmarks.runs.ablations`), the regression groups (:mod:`benchmarks.checks.regression`),
 the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m benchmarks.registry retrieval_lme``), and a
 grid's order (:func:`entries`' order). The report reads a run's role and display name here
 (:func:`role_of`, :mod:`benchmarks.runs.naming`).

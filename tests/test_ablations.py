@@ -13,16 +13,9 @@ import pytest
 from benchmarks.config.compose import compose_config
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.settings import run_id, run_identity
+from benchmarks.runs.ablations import EXPERIMENT, load_spec, runs_by_config, variants
 from benchmarks.runs.folders import ReportError, Run
-from benchmarks.tables.ablations import (
-    EXPERIMENT,
-    EXPLAIN_BELOW,
-    load_spec,
-    main,
-    runs_by_config,
-    summarize,
-    variants,
-)
+from benchmarks.tables.ablations import EXPLAIN_BELOW, main, summarize
 from benchmarks.tables.notes import note
 
 RUNS = REPO_ROOT / "results" / "ablations_runs"

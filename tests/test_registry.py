@@ -20,7 +20,7 @@ from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.run import run
 from benchmarks.pipeline.settings import check_method_options, run_id, run_identity
 from benchmarks.published.cells import how_measured, measured_of, read_papers
-from benchmarks.tables.ablations import SPEC, load_spec, variants
+from benchmarks.runs.ablations import SPEC, load_spec, variants
 
 #: The experiment grids: file, and the sweep key that lists the method configs.
 SWEEP_GRIDS = {

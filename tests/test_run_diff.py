@@ -119,7 +119,7 @@ def test_a_path_that_is_neither_is_refused(
 
 def test_committed_ablation_runs_agree_with_the_ablation_table() -> None:
     """The diff's order-only and set counts over the committed CAST runs are the ablation
-    table's shares (computed there by :func:`benchmarks.tables.ablations.context_changes`)."""
+    table's shares (computed there by :func:`benchmarks.runs.ablations.context_changes`)."""
     table: dict[str, Any] = json.loads((REPO_ROOT / "results" / "ablations.json").read_text())
     rows = {r["config"]: r for r in table["rows"]}
     folder = REPO_ROOT / "results" / "ablations_runs"
