@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +23,11 @@ import yaml
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.aggregate import dataset_name as named_dataset
 from benchmarks.pipeline.harness import failed
-from benchmarks.pipeline.packed import open_log, predictions_file
-from benchmarks.pipeline.provenance import recorded_method_source
+from benchmarks.pipeline.packed import PLAIN, open_log, predictions_file
+from benchmarks.pipeline.provenance import UNKNOWN, recorded_method_source
 from benchmarks.pipeline.runlog import (
     QUESTIONS_FILE,
+    latest_records,
     read_question_set,
     summarize_invocations,
 )
@@ -218,6 +220,43 @@ def matching_runs(
         for directory, config in configs.items()
         if matches(config, dataset, subset, where or {})
     ]
+
+
+def unfinished_runs(
+    configs: dict[Path, dict[str, Any]], dataset: str, subset: str, where: dict[str, Any] | None
+) -> list[tuple[Path, dict[str, Any], int]]:
+    """The run directories of ``configs`` that pass the filters and have not finished, each with
+    its config and the questions it has logged so far."""
+    unfinished = []
+    for directory, config in matching_runs(configs, dataset, subset, where):
+        if is_finished(directory):
+            continue
+        log = directory / PLAIN  # an unfinished run is never packed
+        logged = len(latest_records(read_records(log), "question_id")) if log.exists() else 0
+        unfinished.append((directory, config, logged))
+    return unfinished
+
+
+def recorded_code_versions(runs: Sequence[Run]) -> tuple[Counter[str], int]:
+    """How many of the runs recorded each code version their records came from (``metrics.json``
+    ``code_versions``), and how many count as unknown (logged before runs recorded one)."""
+    counts: Counter[str] = Counter()
+    for run in runs:
+        counts.update(run.metrics.get("code_versions") or [UNKNOWN])
+    return counts, counts.pop(UNKNOWN, 0)
+
+
+def recorded_data_digests(runs: Sequence[Run]) -> tuple[dict[str, Counter[str]], int]:
+    """Per dataset file the runs read, how many of them recorded each of its digests (their
+    invocations' ``data``: :mod:`benchmarks.data.digests`), and how many runs recorded none."""
+    found: dict[str, Counter[str]] = {}
+    unknown = 0
+    for run in runs:
+        recorded = run.metrics.get("invocations", {}).get("data") or {}
+        unknown += not recorded
+        for name, digest in recorded.items():
+            found.setdefault(name, Counter())[digest] += 1
+    return found, unknown
 
 
 def is_finished(directory: Path) -> bool:

@@ -31,10 +31,11 @@ from benchmarks.metrics.aggregate import (
     mean_or_none,
     score_names,
 )
+from benchmarks.metrics.agreement import judge_repeats
 from benchmarks.metrics.audited import audited_scores
 from benchmarks.metrics.judge import judgings
 from benchmarks.metrics.longmemeval_official import Corpus
-from benchmarks.metrics.ranking import load_corpora
+from benchmarks.metrics.ranking import load_corpora, stored_turn_ranking
 from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
 from benchmarks.pipeline.harness import lost_to_a_failed_request
 from benchmarks.pipeline.provenance import method_source
@@ -415,3 +416,40 @@ def table_cells(rows: Sequence[Row]) -> list[Cell]:
             cells += [*lme.per_type.values(), lme.overall, lme.abstention]
             cells += [found for level in lme.retrieval.values() for found in level.values()]
     return [found for found in cells if found is not None]
+
+
+def budget_used(row: Row) -> float | None:
+    """The row's mean context tokens over its context budget."""
+    budget = row.run.config.get("answer", {}).get("context_budget")
+    return None if row.context_tokens is None or not budget else row.context_tokens / budget
+
+
+def questions_per_category(rows: Sequence[Row], categories: Sequence[str]) -> dict[str, int]:
+    """Questions of each category in the rows' runs (the same in every run: one subset, one
+    seed)."""
+    return {
+        category: max(sum(r["category"] == category for r in row.run.records) for row in rows)
+        for category in categories
+    }
+
+
+def ranked(row: Row) -> bool:
+    """Whether a LongMemEval row has any ranking metric (its records stored rankings)."""
+    cells = row.longmemeval
+    return cells is not None and any(
+        cell is not None for level in cells.retrieval.values() for cell in level.values()
+    )
+
+
+def own_repeats(row: Row) -> dict[str, Any] | None:
+    """The row's repeat agreement under its dataset's own protocol (the J column's), or None
+    where it asked one verdict per answer."""
+    own = next((r["judging"].get("protocol") for r in row.run.records if r.get("judging")), None)
+    return judge_repeats(row.run.records).get(own) if own else None
+
+
+def shallow_rankings(run: Run) -> int:
+    """How many of the run's stored rankings are not full depth (a method that ranks no deeper
+    than its items): a metric deeper than such a ranking is not computable."""
+    stored = [r for r in run.records if stored_turn_ranking(r) is not None]
+    return sum(not r["ranking"].get("complete") for r in stored)

@@ -16,16 +16,18 @@ from benchmarks.config.values import ConfigError
 from benchmarks.data.paths import shown_path
 from benchmarks.data.specs import DatasetSpec, dataset_spec, spec_of
 from benchmarks.metrics.aggregate import Cell, plural, resampling_case, understated
-from benchmarks.metrics.ranking import stored_turn_ranking
 from benchmarks.metrics.stats import MIN_CLUSTERS
-from benchmarks.pipeline.packed import PLAIN
-from benchmarks.pipeline.provenance import UNKNOWN
-from benchmarks.pipeline.runlog import latest_records
 from benchmarks.pipeline.settings import declared_context_order
-from benchmarks.runs.folders import Run, is_finished, lookup, matching_runs, read_records
+from benchmarks.runs.folders import (
+    Run,
+    lookup,
+    recorded_code_versions,
+    recorded_data_digests,
+    unfinished_runs,
+)
 from benchmarks.runs.judges import grades_itself, judge_model, own_protocol
 from benchmarks.runs.naming import row_key
-from benchmarks.runs.rows import Row, table_cells
+from benchmarks.runs.rows import Row, shallow_rankings, table_cells
 from benchmarks.tables.notes import note, template
 
 #: A method name longer than this is shortened in the tables (the notes give it whole).
@@ -152,16 +154,9 @@ def setting_line(shared: dict[str, Any], runs: Sequence[Run], rows: Sequence[Row
 
 
 def data_digests(runs: Sequence[Run]) -> str:
-    """The sha256 (12 hex digits) of each dataset file the runs read, as their invocations
-    recorded it (:mod:`benchmarks.data.digests`); several digests of one file, or runs that
-    recorded none, are counted."""
-    found: dict[str, Counter[str]] = {}
-    unknown = 0
-    for run in runs:
-        recorded = run.metrics.get("invocations", {}).get("data") or {}
-        unknown += not recorded
-        for name, digest in recorded.items():
-            found.setdefault(name, Counter())[digest] += 1
+    """The sha256 (12 hex digits) of each dataset file the runs read; several digests of one
+    file, or runs that recorded none, are counted."""
+    found, unknown = recorded_data_digests(runs)
     parts = [f"{Path(name).name} {counted(digests, unknown)}" for name, digests in found.items()]
     if unknown:
         parts.append(note("report.data_unknown", runs=plural(unknown, "run")))
@@ -331,12 +326,9 @@ def p_value_note(shared: dict[str, Any], metric: str, rows: Sequence[Row]) -> st
 
 
 def code_versions(runs: Sequence[Run]) -> str:
-    """The code versions the rows' records came from (``metrics.json`` ``code_versions``), for
-    the setting line; the full LongMemEval runs were logged before runs recorded one."""
-    counts: Counter[str] = Counter()
-    for run in runs:
-        counts.update(run.metrics.get("code_versions") or [UNKNOWN])
-    unknown = counts.pop(UNKNOWN, 0)
+    """The code versions the rows' records came from, for the setting line; the full
+    LongMemEval runs were logged before runs recorded one."""
+    counts, unknown = recorded_code_versions(runs)
     parts = [counted(counts, unknown)] if counts else []
     if unknown:
         parts.append(note("report.code_unknown", runs=plural(unknown, "run")))
@@ -386,11 +378,7 @@ def shallow_rows_line(rows: Sequence[Row]) -> str | None:
     None when every stored ranking is full depth."""
     shallow = []
     for row in rows:
-        if row.longmemeval is None:
-            continue
-        stored = [r for r in row.run.records if stored_turn_ranking(r) is not None]
-        short = sum(not r["ranking"].get("complete") for r in stored)
-        if short:
+        if row.longmemeval is not None and (short := shallow_rankings(row.run)):
             label = row.key.label()
             shallow.append(label if short == len(row.run.records) else f"{label} ({short} records)")
     return note("report.shallow", rows="; ".join(shallow)) if shallow else None
@@ -409,11 +397,7 @@ def unfinished_runs_line(
     """Name the matching runs left out because they have not finished, with how far they got,
     so a table built over several sittings says what it is still waiting for."""
     unfinished = []
-    for directory, config in matching_runs(configs, dataset, subset, where):
-        if is_finished(directory):
-            continue
-        log = directory / PLAIN  # an unfinished run is never packed
-        logged = len(latest_records(read_records(log), "question_id")) if log.exists() else 0
+    for directory, config, logged in unfinished_runs(configs, dataset, subset, where):
         key = row_key(config)
         label = f"{key.method}, {key.extraction}" if key.extraction else key.method
         unfinished.append(f"{label} ({logged} questions logged, run {directory.name})")

@@ -23,7 +23,10 @@ from benchmarks.tables.notes import note
 from benchmarks.tables.report.build import Report, build_report
 from benchmarks.tables.report.render import csv_record, write_document
 from benchmarks.tables.report.tables import (
+    ALL_EVIDENCE,
+    BUDGET_USED,
     CONSTRUCTION_S,
+    CONTEXT_TOKENS,
     DASH,
     EMBEDDED,
     FOOTPRINT,
@@ -33,9 +36,7 @@ from benchmarks.tables.report.tables import (
     Column,
     answer_columns,
     audited,
-    budget_used,
     fmt_cell,
-    fmt_number,
     judge_repeats_table,
     judge_scores,
     layout,
@@ -152,9 +153,9 @@ def retrieval_overall(job: MainJob) -> Table:
         Column("Ans. cov. pub", lambda row: fmt_cell(row.answer_coverage["overall"]), "coverage"),
         audited("answer_coverage", "audited", "aud"),
         audited("answer_coverage", "delta", "Δ"),
-        Column("All ev.", lambda row: fmt_number(row.all_evidence_share), "evidence"),
-        Column("Ctx tok", lambda row: fmt_number(row.context_tokens, 0), "tokens"),
-        Column("Budget used", lambda row: fmt_number(budget_used(row), 2)),
+        ALL_EVIDENCE,
+        CONTEXT_TOKENS,
+        BUDGET_USED,
     ]
     questions = max((len(row.run.records) for row in report.rows), default=0)
     marks = {"audit": report.notes.mark("audit"), "ceiling": report.notes.mark("ceiling")}

@@ -17,13 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.metrics.aggregate import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell, LongMemEvalCells
-from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
+from benchmarks.metrics.agreement import protocol_agreement
 from benchmarks.render import Table
 from benchmarks.runs.rows import (
     AUDITED_SCORES,
     LONGMEMEVAL_RANKING,
     LONGMEMEVAL_TYPES,
     Row,
+    budget_used,
+    own_repeats,
+    questions_per_category,
+    ranked,
 )
 from benchmarks.tables.report.build import Report
 from benchmarks.tables.report.header import STALE_MARK, one_value, short_label
@@ -93,12 +97,6 @@ def fmt_footprint(found: dict[str, Any] | None) -> str:
         return DASH
     tokens = fmt_tokens(round(found["tokens"]["mean"]))
     return f"{found['items']['mean']:.0f} · {tokens} · {found['bytes']['mean'] / 1000:.0f}"
-
-
-def budget_used(row: Row) -> float | None:
-    """The row's mean context tokens over its context budget."""
-    budget = row.run.config.get("answer", {}).get("context_budget")
-    return None if row.context_tokens is None or not budget else row.context_tokens / budget
 
 
 def fmt_wall(invocations: dict[str, Any]) -> str:
@@ -237,13 +235,16 @@ FOOTPRINT = Column(
     lambda row: fmt_footprint(row.run.metrics.get("footprint")),
     "footprint",
 )
+ALL_EVIDENCE = Column("All ev.", lambda row: fmt_number(row.all_evidence_share), "evidence")
+CONTEXT_TOKENS = Column("Ctx tok", lambda row: fmt_number(row.context_tokens, 0), "tokens")
+BUDGET_USED = Column("Budget used", lambda row: fmt_number(budget_used(row), 2))
 #: What the reader was shown (Overall's first columns, the retrieval table's all).
 RETRIEVAL_COLUMNS = (
     Column("Ev. recall", lambda row: fmt_cell(row.evidence_recall), "evidence"),
-    Column("All ev.", lambda row: fmt_number(row.all_evidence_share), "evidence"),
+    ALL_EVIDENCE,
     Column("Ans. cov.", lambda row: fmt_cell(row.answer_coverage["overall"]), "coverage"),
-    Column("Ctx tok", lambda row: fmt_number(row.context_tokens, 0), "tokens"),
-    Column("Budget used", lambda row: fmt_number(budget_used(row), 2)),
+    CONTEXT_TOKENS,
+    BUDGET_USED,
 )
 
 
@@ -269,23 +270,13 @@ def overall_table(report: Report) -> Table:
     return layout(report, "Overall", report.answered, columns)
 
 
-def questions_per_category(report: Report) -> dict[str, int]:
-    """Questions of each category in the runs (the same in every run: one subset, one seed)."""
-    return {
-        category: max(
-            sum(r["category"] == category for r in row.run.records) for row in report.rows
-        )
-        for category in report.categories
-    }
-
-
 def per_category_table(
     report: Report, label: str, cell: Callable[[Row, str], str], all_evidence: bool
 ) -> Table | None:
     """Answered rows: one number per category (``cell(row, scope)``), and where
     ``all_evidence``, on the overall questions whose evidence was all shown; None where every
     cell is a dash."""
-    counts = questions_per_category(report)
+    counts = questions_per_category(report.rows, report.categories)
     scopes = [*report.categories, *(["all_evidence"] if all_evidence else [])]
     if all(cell(row, scope) == DASH for row in report.answered for scope in scopes):
         return None
@@ -419,7 +410,7 @@ def judge_p(row: Row) -> str:
 def longmemeval_table(report: Report) -> Table:
     """Answered rows: LongMemEval's Table 2, judge accuracy per question type and overall (a
     dash where the judge does not discriminate)."""
-    counts = questions_per_category(report)
+    counts = questions_per_category(report.rows, report.categories)
 
     def accuracy(shown: Callable[[LongMemEvalCells], str]) -> Callable[[Row], str]:
         def cell(row: Row) -> str:
@@ -466,13 +457,6 @@ def longmemeval_retrieval_table(report: Report) -> Table:
         )
     columns[0] = columns[0].marked("longmemeval_retrieval")
     return layout(report, "LongMemEval retrieval", report.rows, columns)
-
-
-def own_repeats(row: Row) -> dict[str, Any] | None:
-    """The row's repeat agreement under its dataset's own protocol (the J column's), or None
-    where it asked one verdict per answer."""
-    own = next((r["judging"].get("protocol") for r in row.run.records if r.get("judging")), None)
-    return judge_repeats(row.run.records).get(own) if own else None
 
 
 def judge_repeats_table(report: Report) -> Table | None:
@@ -522,14 +506,6 @@ def protocol_agreement_table(report: Report) -> Table | None:
     ]
     header = [f"Answers{report.notes.mark('protocol_agreement')}", "Agreement", "Cohen's κ"]
     return section("Judge protocol agreement", ["Protocols"], header, body)
-
-
-def ranked(row: Row) -> bool:
-    """Whether a LongMemEval row has any ranking metric (its records stored rankings)."""
-    cells = row.longmemeval
-    return cells is not None and any(
-        cell is not None for level in cells.retrieval.values() for cell in level.values()
-    )
 
 
 def sections(report: Report) -> list[Table]:
