@@ -9,25 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.data.locomo_audit import AUDIT_SOURCE, AUDITORS_CEILING
-from benchmarks.data.specs import DatasetSpec, spec_of
-from benchmarks.metrics.aggregate import score_names
+from benchmarks.data.specs import DatasetSpec
 from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
 from benchmarks.metrics.stats import INTERVAL_UNITS
 from benchmarks.render import Footnotes
-from benchmarks.runs.conditions import check_one_run_per_row, shared_conditions, with_variants
-from benchmarks.runs.folders import ReportError, load_runs, run_configs
-from benchmarks.runs.judges import hidden_judge_scores, probe_figures
-from benchmarks.runs.rows import (
-    Audit,
-    Row,
-    add_p_values,
-    build_row,
-    category_order,
-    load_audit,
-    longmemeval_corpora,
-    mark_stale,
-    row_order,
-)
+from benchmarks.runs.folders import ReportError
+from benchmarks.runs.rows import Audit, Row, table_rows
 from benchmarks.tables.judge_calibration import calibration_lines
 from benchmarks.tables.notes import note
 from benchmarks.tables.report.header import (
@@ -73,11 +60,6 @@ class Report:
     scores: tuple[str, ...]
     #: LoCoMo's audited key (None for a dataset without an audit).
     audit: Audit | None = None
-
-    @property
-    def header(self) -> list[str]:
-        """The setting line and the numbered notes: the csv's comment lines, the tex's."""
-        return [self.setting, *self.notes.lines()]
 
     @property
     def answered(self) -> list[Row]:
@@ -138,30 +120,17 @@ def build_report(
         raise ReportError(f"--metric must be one of {list(PRIMARY_METRICS)}, got {metric!r}")
     if interval_unit not in INTERVAL_UNITS:
         raise ReportError(f"interval unit must be one of {list(INTERVAL_UNITS)}")
-    # One read of the run configs serves both the table and the note on what it leaves out.
-    configs = run_configs(runs_dir)
-    runs = with_variants(load_runs(runs_dir, dataset, subset, where, configs, partial=partial))
-    shared = shared_conditions(runs)
-    check_one_run_per_row(runs)
-    categories = category_order(runs)
-    spec = spec_of(shared)
-    names = score_names(record for run in runs for record in run.records)
-    corpora = longmemeval_corpora(runs, shared) if spec.longmemeval_scores else None
-    audit = load_audit(spec, runs)
-    errata = None if audit is None else audit.errata
-    figures = probe_figures(runs, names)
-    rows = sorted(
-        (
-            build_row(run, categories, corpora, max_failure_share, interval_unit, names, errata)
-            for run in runs
-        ),
-        key=row_order,
+    found = table_rows(
+        runs_dir,
+        dataset=dataset,
+        subset=subset,
+        where=where,
+        metric=metric,
+        max_failure_share=max_failure_share,
+        interval_unit=interval_unit,
+        partial=partial,
     )
-    for row in rows:
-        row.hidden_judges = hidden_judge_scores(row.run.config, names, figures)
-    for tested in (metric, "judge_acc") if spec.longmemeval_scores else (metric,):
-        add_p_values(rows, tested, interval_unit)
-    mark_stale(rows)
+    runs, rows, shared, spec, names = found.runs, found.rows, found.shared, found.spec, found.names
     answered = any(not row.key.retrieval_only for row in rows)
     notes: list[tuple[str, str | None]] = [
         ("statistics", statistics_note(rows, interval_unit, spec.memory_name)),
@@ -184,8 +153,8 @@ def build_report(
         if answered:
             notes.append(("longmemeval_accuracy", note("report.longmemeval_accuracy")))
         notes.append(("longmemeval_retrieval", note("report.longmemeval_retrieval")))
-    if audit is not None:
-        notes += audit_notes(audit, rows, categories)
+    if found.audit is not None:
+        notes += audit_notes(found.audit, rows, found.categories)
     notes += [
         ("costs", costs_note(rows)),
         (
@@ -193,7 +162,10 @@ def build_report(
             note("report.footprint") if any(r.key.retrieval_only for r in rows) else None,
         ),
         ("source", source_note(runs_dir)),
-        ("unfinished", None if partial else unfinished_runs_line(configs, dataset, subset, where)),
+        (
+            "unfinished",
+            None if partial else unfinished_runs_line(found.configs, dataset, subset, where),
+        ),
         ("partial", partial_rows_line(rows)),
         ("invalid", invalid_rows_line(rows, max_failure_share)),
         ("no_context", no_context_line(rows)),
@@ -208,11 +180,11 @@ def build_report(
         setting_line(shared, runs, rows),
         Footnotes([(key, text) for key, text in notes if text]),
         metric,
-        categories,
+        found.categories,
         rows,
         spec,
         names,
-        audit,
+        found.audit,
     )
 
 
