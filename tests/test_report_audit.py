@@ -141,6 +141,6 @@ def test_no_audit_table_for_longmemeval_nor_without_the_dataset_trait(tmp_path: 
     question = record(0, "multi_session", 1.0) | {"is_abstention": False}
     write_run(tmp_path / "lme", "turn", lme, [question])
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("benchmarks.runs.rows.longmemeval_corpora", lambda *_: {})
+        patch.setattr("benchmarks.runs.selection.longmemeval_corpora", lambda *_: {})
         report = build_report(tmp_path / "lme", dataset="longmemeval_s", subset="lme30")
     assert report.audit is None and report.notes.text("audit") is None

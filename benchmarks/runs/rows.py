@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.data.errors import DataMissingError, DatasetError
-from benchmarks.data.locomo_audit import Erratum, load_errata, published_key_ceiling
-from benchmarks.data.specs import DatasetSpec, spec_of
+from benchmarks.data.locomo_audit import Erratum
 from benchmarks.metrics.aggregate import (
     Cell,
     LongMemEvalCells,
@@ -36,13 +33,11 @@ from benchmarks.metrics.agreement import judge_repeats
 from benchmarks.metrics.audited import audited_scores
 from benchmarks.metrics.judge import judgings
 from benchmarks.metrics.longmemeval_official import Corpus
-from benchmarks.metrics.ranking import load_corpora, stored_turn_ranking
+from benchmarks.metrics.ranking import stored_turn_ranking
 from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
 from benchmarks.pipeline.harness import lost_to_a_failed_request
 from benchmarks.pipeline.provenance import method_source
-from benchmarks.runs.conditions import check_one_run_per_row, shared_conditions, with_variants
-from benchmarks.runs.folders import ReportError, Run, load_runs, lookup, run_configs
-from benchmarks.runs.judges import hidden_judge_scores, probe_figures
+from benchmarks.runs.folders import Run, lookup
 from benchmarks.runs.naming import RowKey, row_key
 from benchmarks.runs.restamps import carried_source
 from memsys.llm.accounting import latency_percentiles
@@ -104,18 +99,6 @@ class Comparison:
     questions: int
     unit: str
     conversations: int
-
-
-@dataclass(frozen=True)
-class Audit:
-    """LoCoMo's audited key as a report uses it: the errata (None when the audit's files are
-    missing, ``missing`` saying so), and per category of the table's questions how many keep
-    their published answer under the audit, and how many there are
-    (:func:`benchmarks.data.locomo_audit.published_key_ceiling`)."""
-
-    errata: dict[str, Erratum] | None
-    missing: str | None
-    ceiling: dict[str, tuple[int, int]]
 
 
 @dataclass
@@ -383,31 +366,6 @@ def category_order(runs: Sequence[Run]) -> list[str]:
     return known + sorted(seen - set(known))
 
 
-def longmemeval_corpora(runs: Sequence[Run], shared: dict[str, Any]) -> dict[str, Corpus]:
-    """The official retrieval corpora of every question the runs logged, read from the dataset
-    (``MEMBENCH_DATA``): the stored rankings are scored against them."""
-    try:
-        return load_corpora(
-            shared.get("dataset", {}).get("variant") or "s",
-            {record["question_id"] for run in runs for record in run.records},
-        )
-    except (DatasetError, DataMissingError) as error:
-        raise ReportError(f"cannot score the stored rankings: {error}") from error
-
-
-def load_audit(spec: DatasetSpec, runs: Sequence[Run]) -> Audit | None:
-    """The audited key of the runs' dataset (from the data folder ``MEMBENCH_DATA`` names),
-    loaded once per report; None for a dataset without an audit."""
-    if not spec.audited_key:
-        return None
-    try:
-        errata = load_errata()
-    except (DataMissingError, DatasetError) as error:
-        return Audit(None, str(error), {})
-    questions = {(r["question_id"], r["category"]) for run in runs for r in run.records}
-    return Audit(errata, None, published_key_ceiling(sorted(questions), errata))
-
-
 def table_cells(rows: Sequence[Row]) -> list[Cell]:
     """Every interval of the table's rows (answered and retrieval-only, LongMemEval's too)."""
     cells: list[Cell | None] = []
@@ -456,62 +414,3 @@ def shallow_rankings(run: Run) -> int:
     than its items): a metric deeper than such a ranking is not computable."""
     stored = [r for r in run.records if stored_turn_ranking(r) is not None]
     return sum(not r["ranking"].get("complete") for r in stored)
-
-
-@dataclass(frozen=True)
-class TableRows:
-    """A table's runs, read and checked, and their rows recomputed (:func:`table_rows`)."""
-
-    #: Every run folder's config under the runs folder, finished or not: one read serves both
-    #: the table and the note on what it leaves out.
-    configs: dict[Path, dict[str, Any]]
-    runs: list[Run]
-    #: What every run shares (:func:`benchmarks.runs.conditions.shared_conditions`).
-    shared: dict[str, Any]
-    spec: DatasetSpec
-    categories: list[str]
-    #: Every score name the runs carry (:func:`benchmarks.metrics.aggregate.score_names`).
-    names: tuple[str, ...]
-    audit: Audit | None
-    rows: list[Row]
-
-
-def table_rows(
-    runs_dir: Path,
-    *,
-    dataset: str,
-    subset: str,
-    where: dict[str, Any] | None,
-    metric: str,
-    max_failure_share: float,
-    interval_unit: str,
-    partial: bool,
-) -> TableRows:
-    """Select, check and recompute: the runs under ``runs_dir`` that pass the filters (unfinished
-    ones as far as they got where ``partial``), checked to share their conditions, one row each,
-    in table order, with the p-values on ``metric`` (and judge accuracy on LongMemEval) and the
-    intervals resampling ``interval_unit``."""
-    configs = run_configs(runs_dir)
-    runs = with_variants(load_runs(runs_dir, dataset, subset, where, configs, partial=partial))
-    shared = shared_conditions(runs)
-    check_one_run_per_row(runs)
-    categories = category_order(runs)
-    spec = spec_of(shared)
-    names = score_names(record for run in runs for record in run.records)
-    corpora = longmemeval_corpora(runs, shared) if spec.longmemeval_scores else None
-    audit = load_audit(spec, runs)
-    errata = None if audit is None else audit.errata
-    figures = probe_figures(runs, names)
-    rows = sorted(
-        (
-            build_row(run, categories, corpora, max_failure_share, interval_unit, names, errata)
-            for run in runs
-        ),
-        key=row_order,
-    )
-    for row in rows:
-        row.hidden_judges = hidden_judge_scores(row.run.config, names, figures)
-    for tested in (metric, "judge_acc") if spec.longmemeval_scores else (metric,):
-        add_p_values(rows, tested, interval_unit)
-    mark_stale(rows)
-    return TableRows(configs, runs, shared, spec, categories, names, audit, rows)

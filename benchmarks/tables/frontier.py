@@ -1,7 +1,7 @@
 """``python -m benchmarks.tables.frontier``: the efficiency frontier of retrieval (png and csv).
 
-Each point is a retrieval-only run's row in the report of its context budget
-(:func:`benchmarks.tables.report.build.build_report`), so it has that row's means, intervals and
+Each point is a retrieval-only run's row in the table of its context budget
+(:func:`benchmarks.runs.selection.rows_by_budget`), so it has that row's means, intervals and
 checks; what the figure shows and the readings taken are in docs/tables.md ("The efficiency
 frontier"), its words in ``notes.yaml`` (``frontier``).
 """
@@ -21,18 +21,10 @@ from matplotlib.figure import Figure
 
 from benchmarks.metrics.aggregate import Cell
 from benchmarks.render import Table
-from benchmarks.runs.conditions import conditions, differing_keys
-from benchmarks.runs.folders import (
-    ReportError,
-    in_repo,
-    lookup,
-    matching_runs,
-    parse_where,
-    run_configs,
-)
+from benchmarks.runs.folders import ReportError, in_repo, lookup, parse_where
 from benchmarks.runs.rows import Row
+from benchmarks.runs.selection import rows_by_budget
 from benchmarks.tables.notes import note
-from benchmarks.tables.report.build import build_report
 from benchmarks.tables.report.header import (
     code_versions,
     context_order_line,
@@ -42,7 +34,6 @@ from benchmarks.tables.report.header import (
 )
 from benchmarks.tables.report.plot import save_figure
 
-BUDGET = "answer.context_budget"
 #: One marker per line, cycled (with ten colours, every line differs in one or the other).
 MARKERS = "osD^v<>pPXh*"
 #: The panels: a point's score (csv column), how the axis names it, and the row's cell for it.
@@ -70,33 +61,13 @@ def tokens(row: Row) -> float:
 def build_frontier(
     runs_dir: Path, *, dataset: str, subset: str, where: dict[str, Any] | None = None
 ) -> Frontier:
-    """One report per budget of the retrieval-only runs that pass the filters; the reports must
-    share their setting but for the budget (one figure compares one setting)."""
-    where = {"answer.template": None, **(where or {})}
-    configs = matching_runs(run_configs(runs_dir), dataset, subset, where)
-    budgets = sorted({int(lookup(config, BUDGET)) for _, config in configs})
-    if not budgets:
-        raise ReportError(f"no retrieval-only run in {runs_dir} for {dataset}/{subset}")
-    reports = {
-        budget: build_report(
-            runs_dir, dataset=dataset, subset=subset, where={**where, BUDGET: budget}
-        )
-        for budget in budgets
-    }
-    setting = {
-        budget: {k: v for k, v in conditions(report.rows[0].run.config).items() if k != BUDGET}
-        for budget, report in reports.items()
-    }
-    for budget in budgets:
-        if setting[budget] != setting[budgets[0]]:
-            path = differing_keys(setting[budgets[0]], setting[budget])[0]
-            raise ReportError(
-                f"the runs at budget {budgets[0]} and at budget {budget} "
-                f"disagree on {path} (narrow with --where {path}=...)"
-            )
-    points = [(b, row) for b, report in reports.items() for row in report.retrieval_only]
-    runs = [row.run for report in reports.values() for row in report.rows]
-    first, spec = runs[0].config, reports[budgets[0]].dataset
+    """The retrieval-only runs that pass the filters as points, one table's rows per budget
+    (:func:`benchmarks.runs.selection.rows_by_budget`), and the words that describe them."""
+    tables = rows_by_budget(runs_dir, dataset=dataset, subset=subset, where=where)
+    points = [(budget, row) for budget, found in tables.items() for row in found.rows]
+    runs = [row.run for _, row in points]
+    budgets, first = list(tables), runs[0].config
+    spec = tables[budgets[0]].spec
     cells = [cell for _, row in points for *_, score in PANELS if (cell := score(row))]
     facts = {
         "dataset": first["dataset"].get("name"),
@@ -109,7 +80,7 @@ def build_frontier(
         "code": code_versions(runs),
         "intervals": interval_description(cells, "conversation", spec.memory_name),
         "evidence": spec.evidence,
-        "order": context_order_line(reports[budgets[0]].rows),
+        "order": context_order_line(tables[budgets[0]].rows),
     }
     keys = ("data", "scores", "tokens", "statistics")
     caption = [note(f"frontier.{key}", **facts) for key in keys]

@@ -14,7 +14,8 @@ from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
 from benchmarks.metrics.stats import INTERVAL_UNITS
 from benchmarks.render import Footnotes
 from benchmarks.runs.folders import ReportError
-from benchmarks.runs.rows import Audit, Row, table_rows
+from benchmarks.runs.rows import Row
+from benchmarks.runs.selection import MAX_FAILURE_SHARE, Audit, table_rows
 from benchmarks.tables.judge_calibration import calibration_lines
 from benchmarks.tables.notes import note
 from benchmarks.tables.report.header import (
@@ -38,8 +39,6 @@ from benchmarks.tables.report.header import (
 )
 
 PRIMARY_METRICS = ("f1_set", "f1_locomo")
-#: A run with a larger share of failed questions (answers or verdicts) is marked INVALID.
-MAX_FAILURE_SHARE = 0.02
 
 
 @dataclass

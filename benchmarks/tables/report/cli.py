@@ -12,7 +12,8 @@ from pathlib import Path
 
 from benchmarks.metrics.stats import INTERVAL_UNITS, MIN_CLUSTERS
 from benchmarks.runs.folders import ReportError, in_repo, parse_where
-from benchmarks.tables.report.build import MAX_FAILURE_SHARE, PRIMARY_METRICS, build_report
+from benchmarks.runs.selection import MAX_FAILURE_SHARE
+from benchmarks.tables.report.build import PRIMARY_METRICS, build_report
 from benchmarks.tables.report.main_job import build_main_job, write_main_job
 from benchmarks.tables.report.render import write_report
 
