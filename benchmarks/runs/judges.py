@@ -16,6 +16,7 @@ from typing import Any
 
 from benchmarks.data.specs import spec_of
 from benchmarks.metrics.aggregate import OTHER_JUDGE_PREFIX
+from benchmarks.metrics.agreement import judge_repeats
 from benchmarks.metrics.judge_probes import EXPECTED, probe_counts, read_probes
 
 #: A judge that accepts more than this share of known-wrong answers, or rejects more than this
@@ -141,3 +142,15 @@ def hidden_judge_scores(
         if found is not None and not found.discriminates:
             hidden.add(name)
     return frozenset(hidden)
+
+
+def repeat_counts(run: Any) -> set[int]:
+    """How many verdicts a run asked per answer under each of its protocols that repeat (none
+    where it asked one)."""
+    return {found["repeats"] for found in judge_repeats(run.records).values()}
+
+
+def repeat_temperature(run: Any) -> float | None:
+    """The temperature a run's repeated verdicts were sampled at (``metrics.json``), or None:
+    the protocol's own."""
+    return run.metrics.get("judge_agreement", {}).get("repeat_temperature")

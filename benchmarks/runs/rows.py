@@ -358,6 +358,17 @@ def add_p_values(rows: Sequence[Row], metric: str, unit: str = "conversation") -
         )
 
 
+def baselines_faced(rows: Sequence[Row], tested: str) -> dict[str, str]:
+    """Per backbone, the baseline its rows' p-values on ``tested`` were computed against (its
+    best: :func:`add_p_values`)."""
+    faced: dict[str, str] = {}
+    for row in rows:
+        found = row.comparisons.get(tested)
+        if found is not None:
+            faced.setdefault(row.key.backbone, found.baseline)
+    return faced
+
+
 def category_order(runs: Sequence[Run]) -> list[str]:
     """Categories seen in the runs: LoCoMo's in code order, LongMemEval's in Table 2 order, then
     any others sorted."""
@@ -414,3 +425,13 @@ def shallow_rankings(run: Run) -> int:
     than its items): a metric deeper than such a ranking is not computable."""
     stored = [r for r in run.records if stored_turn_ranking(r) is not None]
     return sum(not r["ranking"].get("complete") for r in stored)
+
+
+def published_only(row: Row, name: str) -> float | None:
+    """A row's published-key mean of an audited score, from its overall cells."""
+    found = {
+        "evidence_recall": row.evidence_recall,
+        "answer_coverage": row.answer_coverage["overall"],
+        "f1_locomo": row.scores["overall"].get("f1_locomo"),
+    }[name]
+    return None if found is None else found.mean

@@ -58,6 +58,16 @@ class Audit:
     missing: str | None
     ceiling: dict[str, tuple[int, int]]
 
+    def ambiguous(self, runs: Sequence[Run]) -> set[str]:
+        """The runs' questions whose erratum leaves no audited answer (``AMBIGUOUS``)."""
+        errata = self.errata or {}
+        return {
+            r["question_id"]
+            for run in runs
+            for r in run.records
+            if (found := errata.get(r["question_id"])) is not None and found.audited_answer is None
+        }
+
 
 def longmemeval_corpora(runs: Sequence[Run], shared: dict[str, Any]) -> dict[str, Corpus]:
     """The official retrieval corpora of every question the runs logged, read from the dataset

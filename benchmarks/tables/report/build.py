@@ -14,6 +14,7 @@ from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
 from benchmarks.metrics.stats import INTERVAL_UNITS
 from benchmarks.render import Footnotes
 from benchmarks.runs.folders import ReportError
+from benchmarks.runs.judges import repeat_counts, repeat_temperature
 from benchmarks.runs.rows import Row
 from benchmarks.runs.selection import MAX_FAILURE_SHARE, Audit, table_rows
 from benchmarks.tables.judge_calibration import calibration_lines
@@ -78,14 +79,9 @@ def audit_notes(
     ceiling on the table's questions per category (in ``categories``' order)."""
     if audit.errata is None:
         return [("audit", note("report.audit_missing", missing=audit.missing))]
-    ambiguous = {
-        r["question_id"]
-        for row in rows
-        for r in row.run.records
-        if (found := audit.errata.get(r["question_id"])) is not None
-        and found.audited_answer is None
-    }
-    rules = note("report.audit", source=AUDIT_SOURCE, ambiguous=len(ambiguous))
+    rules = note(
+        "report.audit", source=AUDIT_SOURCE, ambiguous=len(audit.ambiguous([r.run for r in rows]))
+    )
     total = [sum(counts) for counts in zip(*audit.ceiling.values(), strict=True)] or [0, 0]
     shares = [
         f"{category.replace('_', '-')} {stands / questions:.2%} ({stands}/{questions})"
@@ -193,24 +189,14 @@ def judge_repeats_note(rows: Sequence[Row]) -> str | None:
     repeated = [row for row in rows if judge_repeats(row.run.records)]
     if not repeated:
         return None
-    counts = sorted({n for row in repeated for n in repeat_counts(row)})
+    counts = sorted({n for row in repeated for n in repeat_counts(row.run)})
     repeats = " or ".join(str(count) for count in counts)
-    temperatures = sorted(
-        {
-            str(row.run.metrics.get("judge_agreement", {}).get("repeat_temperature"))
-            for row in repeated
-        }
-    )
+    temperatures = sorted({str(repeat_temperature(row.run)) for row in repeated})
     if temperatures == ["None"]:
         return note("report.judge_repeats.protocol", repeats=repeats)
     return note(
         "report.judge_repeats.sampled", repeats=repeats, temperature=" or ".join(temperatures)
     )
-
-
-def repeat_counts(row: Row) -> set[int]:
-    """The repeat counts of a row's protocols."""
-    return {found["repeats"] for found in judge_repeats(row.run.records).values()}
 
 
 def protocol_agreement_note(rows: Sequence[Row]) -> str | None:

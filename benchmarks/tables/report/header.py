@@ -25,9 +25,9 @@ from benchmarks.runs.folders import (
     recorded_data_digests,
     unfinished_runs,
 )
-from benchmarks.runs.judges import grades_itself, judge_model, own_protocol
+from benchmarks.runs.judges import grades_itself, judge_model, judged_runs, own_protocol
 from benchmarks.runs.naming import row_key
-from benchmarks.runs.rows import Row, shallow_rankings, table_cells
+from benchmarks.runs.rows import Row, baselines_faced, shallow_rankings, table_cells
 from benchmarks.tables.notes import note, template
 
 #: A method name longer than this is shortened in the tables (the notes give it whole).
@@ -115,7 +115,7 @@ def labels_note(rows: Sequence[Row]) -> str | None:
 def judge_setting(runs: Sequence[Run]) -> str:
     """The judge in the setting line: its model (and whether it is the reader) and the protocol
     of J."""
-    judged = [run for run in runs if (run.config.get("judge") or {}).get("enabled")]
+    judged = judged_runs(runs)
     if not judged:
         return "no judge"
     model = one_value(judge_model(run.config) for run in judged) or "per row (notes)"
@@ -288,14 +288,10 @@ def statistics_note(rows: Sequence[Row], unit: str, memory_name: str) -> str:
     )
 
 
-def baselines_faced(rows: Sequence[Row], tested: str) -> str:
+def faced_note(rows: Sequence[Row], tested: str) -> str:
     """Whom the rows' p-values on ``tested`` were computed against: the best baseline of the
     row's backbone, named (once, or per backbone)."""
-    faced: dict[str, str] = {}
-    for row in rows:
-        found = row.comparisons.get(tested)
-        if found is not None:
-            faced.setdefault(row.key.backbone, found.baseline)
+    faced = baselines_faced(rows, tested)
     if not faced:
         return note("report.baseline.none")
     if len(set(faced.values())) == 1:
@@ -307,13 +303,13 @@ def baselines_faced(rows: Sequence[Row], tested: str) -> str:
 def p_value_note(shared: dict[str, Any], metric: str, rows: Sequence[Row]) -> str:
     """The p columns: the test, the score it is on and the baseline each row faced, named once."""
     spec = spec_of(shared)
-    scores = f"{metric} vs {baselines_faced(rows, metric)}"
+    scores = f"{metric} vs {faced_note(rows, metric)}"
     if spec.longmemeval_scores:
         scores = note(
             "report.p_longmemeval",
             metric=metric,
-            faced=baselines_faced(rows, metric),
-            faced_judge=baselines_faced(rows, "judge_acc"),
+            faced=faced_note(rows, metric),
+            faced_judge=faced_note(rows, "judge_acc"),
         )
     units = {c.unit for row in rows for c in row.comparisons.values()}
     resampling = "resampling as the CIs do"

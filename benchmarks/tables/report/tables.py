@@ -19,6 +19,7 @@ from typing import Any
 from benchmarks.metrics.aggregate import OTHER_JUDGE_PREFIX, RANKING_LEVELS, Cell, LongMemEvalCells
 from benchmarks.metrics.agreement import protocol_agreement
 from benchmarks.render import Table
+from benchmarks.runs.judges import repeat_temperature
 from benchmarks.runs.rows import (
     AUDITED_SCORES,
     LONGMEMEVAL_RANKING,
@@ -26,6 +27,7 @@ from benchmarks.runs.rows import (
     Row,
     budget_used,
     own_repeats,
+    published_only,
     questions_per_category,
     ranked,
 )
@@ -355,16 +357,6 @@ AUDITED_LABELS = {
 }
 
 
-def published_only(row: Row, name: str) -> float | None:
-    """A row's published-key mean of an audited score, from its overall cells."""
-    found = {
-        "evidence_recall": row.evidence_recall,
-        "answer_coverage": row.answer_coverage["overall"],
-        "f1_locomo": row.scores["overall"].get("f1_locomo"),
-    }[name]
-    return None if found is None else found.mean
-
-
 def audited(name: str, part: str, label: str, note: str = "") -> Column:
     """One of a row's means of ``name`` (an :data:`AUDITED_SCORES` score) over the questions both
     LoCoMo keys score: ``part`` ``published``, ``audited`` or their ``delta``; without an audit,
@@ -473,7 +465,7 @@ def judge_repeats_table(report: Report) -> Table | None:
         return None
 
     def temperature(row: Row) -> str:
-        sampled = row.run.metrics.get("judge_agreement", {}).get("repeat_temperature")
+        sampled = repeat_temperature(row.run)
         return "protocol's" if sampled is None else str(sampled)
 
     columns = [
