@@ -122,3 +122,25 @@ def trace_summary(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]
             stats = (array.mean(), np.median(array), np.percentile(array, 90), array.max())
             summary[group][field] = [round(float(value), 3) for value in stats]
     return summary
+
+
+def measured(run: Run, base: Run | None) -> dict[str, Any]:
+    """A run's row: its means, unrounded (the table rounds each once), and against its method's
+    own run (``base``; None for that run itself) the shares of changed contexts (left out where
+    they share no question)."""
+    records = run.records
+    changes = None if base is None else context_changes(contexts(run), contexts(base))
+    row = {
+        "status": "run",
+        "run": run.directory.name,
+        "questions": len(records),
+        "evidence_recall": mean([r["evidence_recall"] for r in records]),
+        "evidence_recall_all_retrieved": mean(
+            [r.get("evidence_recall_all_retrieved") for r in records]
+        ),
+        "context_tokens": mean([r["context_tokens"] for r in records]),
+        "set_changed": None if changes is None else changes[0],
+        "order_only": None if changes is None else changes[1],
+        "depth": trace_summary(records),
+    }
+    return {key: value for key, value in row.items() if value not in (None, {})}

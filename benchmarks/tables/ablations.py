@@ -26,13 +26,10 @@ from benchmarks.data.paths import REPO_ROOT, shown_path
 from benchmarks.render import Document, Footnotes, Table
 from benchmarks.runs.ablations import (
     EXPERIMENT,
-    context_changes,
-    contexts,
     load_spec,
-    mean,
+    measured,
     runs_by_config,
     shown_order,
-    trace_summary,
     variants,
 )
 from benchmarks.runs.folders import Run, in_repo
@@ -55,28 +52,6 @@ def row_note(changes: tuple[float, float] | None, explanation: str | None) -> st
     return ". ".join(notes) or None
 
 
-def measured(run: Run, base: Run | None, explanation: str | None) -> dict[str, Any]:
-    """A run's row: its means, unrounded (the markdown rounds each once), and against its
-    method's own run (``base``; None for that run itself) the shares of changed contexts."""
-    records = run.records
-    changes = None if base is None else context_changes(contexts(run), contexts(base))
-    row = {
-        "status": "run",
-        "run": run.directory.name,
-        "questions": len(records),
-        "evidence_recall": mean([r["evidence_recall"] for r in records]),
-        "evidence_recall_all_retrieved": mean(
-            [r.get("evidence_recall_all_retrieved") for r in records]
-        ),
-        "context_tokens": mean([r["context_tokens"] for r in records]),
-        "set_changed": None if changes is None else changes[0],
-        "order_only": None if changes is None else changes[1],
-        "depth": trace_summary(records),
-        "note": None if base is None else row_note(changes, explanation),
-    }
-    return {key: value for key, value in row.items() if value not in (None, {})}
-
-
 def summarize(spec: dict[str, Any], runs: dict[str, Run]) -> dict[str, Any]:
     """Per row of :func:`variants`: its run's measures, or why it has none."""
     rows = []
@@ -88,8 +63,11 @@ def summarize(spec: dict[str, Any], runs: dict[str, Run]) -> dict[str, Any]:
         }
         if variant.config in runs:
             base = None if variant.config == variant.method else runs.get(variant.method)
+            row |= measured(runs[variant.config], base)
+            changes = (row["set_changed"], row["order_only"]) if "set_changed" in row else None
             why = spec.get("explanations", {}).get(variant.config)
-            row |= measured(runs[variant.config], base, why)
+            if base is not None and (said := row_note(changes, why)):
+                row["note"] = said
         elif variant.config in spec.get("skip", {}):
             row |= {"status": "skipped", "note": spec["skip"][variant.config]}
         else:
