@@ -34,7 +34,7 @@ from benchmarks.runs.naming import method_name, row_key
 from benchmarks.tables.report.build import build_report
 from benchmarks.tables.report.cli import main
 from benchmarks.tables.report.header import short_label
-from benchmarks.tables.report.render import render_markdown
+from benchmarks.tables.report.render import document
 
 
 def test_writes_md_csv_tex_png_with_the_header(tmp_path: Path) -> None:
@@ -184,7 +184,7 @@ def test_unfinished_runs_are_left_out_and_named_with_their_progress(tmp_path: Pa
     assert backlog.notes.text("unfinished") is None
     assert "PARTIAL: runs not finished yet" in backlog.notes.text("partial")
     assert "ES-Mem · retrieval only · llm (3)" in backlog.notes.text("partial")
-    markdown = render_markdown(backlog)
+    markdown = document(backlog).to_markdown()
     assert "ES-Mem PARTIAL (3 done)" in markdown
 
 
@@ -213,7 +213,7 @@ def test_hand_computed_mean_and_interval(tmp_path: Path) -> None:
         bootstrap_ci([0.0, 0.5, 1.0, 1.0]).high,
     )
     assert report.rows[0].scores["overall"]["bleu1"].mean == 0.3125  # type: ignore[union-attr]
-    assert f"| 0.625 [{overall.low:.2f},{overall.high:.2f}] |" in render_markdown(report)
+    assert f"| 0.625 [{overall.low:.2f},{overall.high:.2f}] |" in document(report).to_markdown()
 
 
 @pytest.mark.parametrize(("policy", "overall"), [("exclude", 1.0), ("include", 0.5)])
@@ -510,7 +510,7 @@ def test_the_header_says_each_rows_context_order_and_names_overrides(
 
 def test_a_table_of_time_ordered_methods_says_every_row(tmp_path: Path) -> None:
     write_run(tmp_path, "turn", config(TURN_RAG, template=None), scored([None]))  # type: ignore[list-item]
-    markdown = render_markdown(build_report(tmp_path))
+    markdown = document(build_report(tmp_path)).to_markdown()
     assert (
         "Context order (how the kept items reach the reader): each method's own: time (oldest "
         "first, under their session dates) for every row"
@@ -522,12 +522,15 @@ def test_backbone_and_extraction_get_columns_only_where_rows_differ(tmp_path: Pa
     write_run(tmp_path, "turn", config(TURN_RAG), scored([1.0]))
     write_run(tmp_path, "esmem", config(NEW_METHOD), scored([0.5]))
     report = build_report(tmp_path)
-    assert markdown_section(render_markdown(report), "Overall")[0][:2] == ["Method", "Ev. recall"]
+    assert markdown_section(document(report).to_markdown(), "Overall")[0][:2] == [
+        "Method",
+        "Ev. recall",
+    ]
     assert " · reader tiny-llm · extraction llm (tiny-llm) · judge tiny-llm" in report.setting
     other = {"name": "other-llm", "provider": {"_target_": "fake"}}
     write_run(tmp_path, "other", config(NEW_METHOD, backbone=other), scored([0.2]))
     report = build_report(tmp_path)
-    header, *rows = markdown_section(render_markdown(report), "Overall")
+    header, *rows = markdown_section(document(report).to_markdown(), "Overall")
     assert header[:4] == ["Method", "Backbone", "Extraction", "Ev. recall"]
     assert [row[:3] for row in rows] == [  # grouped by backbone, baselines first
         ["ES-Mem", "other-llm", "llm (other-llm)"],
@@ -546,7 +549,7 @@ def test_long_method_names_are_shortened_with_a_note_giving_them_whole(tmp_path:
     assert report.notes.text("labels") == (
         f"Method names shortened in the tables (the csv has them whole): SeCom (dense, …) = {whole}"
     )
-    markdown = render_markdown(report)
+    markdown = document(report).to_markdown()
     rows = markdown_section(markdown, "Overall")[1:]
     assert (
         rows[0][0] == "SeCom (dense, …)"

@@ -13,7 +13,7 @@ from pathlib import Path
 from benchmarks.published.build import build_paper_report
 from benchmarks.published.grid import GRIDS
 from benchmarks.published.render import render_paper_markdown
-from benchmarks.runs.folders import ReportError, in_repo, parse_where
+from benchmarks.runs.folders import ReportError, add_where_option, in_repo, parse_where
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -25,13 +25,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--dataset", default="locomo", choices=list(GRIDS))
     parser.add_argument("--subset", default="full")
     parser.add_argument("--out", type=Path, help="default results/paper_locomo, paper_longmemeval")
-    parser.add_argument(
-        "--where",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="keep runs whose config.yaml has this value, e.g. judge.backbone.name=gpt-4o-mini",
-    )
+    add_where_option(parser, "judge.backbone.name=gpt-4o-mini")
     return parser.parse_args(argv)
 
 

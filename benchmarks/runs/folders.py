@@ -10,6 +10,7 @@ each other), is left out of the table with a warning naming the file, the line a
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections import Counter
@@ -94,6 +95,18 @@ def parse_where(clauses: Sequence[str]) -> dict[str, Any]:
             raise ReportError(f"--where expects KEY=VALUE, got {clause!r}")
         filters[key] = yaml.safe_load(value)
     return filters
+
+
+def add_where_option(parser: argparse.ArgumentParser, example: str) -> None:
+    """The ``--where KEY=VALUE`` option of every command that selects runs (:func:`parse_where`
+    reads it), its help showing ``example``."""
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"keep runs whose config.yaml has this value, e.g. {example}",
+    )
 
 
 def matches(config: dict[str, Any], dataset: str, subset: str, where: dict[str, Any]) -> bool:

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 
 from benchmarks.metrics.aggregate import Cell
 from benchmarks.render import Table
-from benchmarks.runs.folders import ReportError, in_repo, lookup, parse_where
+from benchmarks.runs.folders import ReportError, add_where_option, in_repo, lookup, parse_where
 from benchmarks.runs.rows import Row
 from benchmarks.runs.selection import rows_by_budget
 from benchmarks.tables.notes import note
@@ -174,13 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--subset", required=True, help="the sweep's (conf/experiment/frontier.yaml)"
     )
-    parser.add_argument(
-        "--where",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="keep runs whose config.yaml has this value, e.g. embedder.model=...",
-    )
+    add_where_option(parser, "embedder.model=...")
     args = parser.parse_args(argv)
     try:
         frontier = build_frontier(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.metrics.stats import INTERVAL_UNITS, MIN_CLUSTERS
-from benchmarks.runs.folders import ReportError, in_repo, parse_where
+from benchmarks.runs.folders import ReportError, add_where_option, in_repo, parse_where
 from benchmarks.runs.selection import MAX_FAILURE_SHARE
 from benchmarks.tables.report.build import PRIMARY_METRICS, build_report
 from benchmarks.tables.report.main_job import build_main_job, write_main_job
@@ -36,13 +36,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--metric", default="f1_set", choices=PRIMARY_METRICS)
     parser.add_argument("--title", help="default Table 1, Table 2 for LongMemEval")
-    parser.add_argument(
-        "--where",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="keep runs whose config.yaml has this value, e.g. answer.context_budget=2048",
-    )
+    add_where_option(parser, "answer.context_budget=2048")
     parser.add_argument(
         "--max-failure-share",
         type=float,

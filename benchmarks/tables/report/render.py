@@ -22,11 +22,6 @@ def document(report: Report) -> Document:
     return Document(report.title, [report.setting], sections(report), report.notes)
 
 
-def render_markdown(report: Report) -> str:
-    """The report as markdown (:func:`document`)."""
-    return document(report).to_markdown()
-
-
 def cell_columns(prefix: str, found: Cell | None) -> dict[str, Any]:
     """``prefix_mean``, ``_low``, ``_high``, ``_n`` rounded to 4 decimals (blank if absent)."""
     if found is None:
