@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.data.locomo_audit import AUDIT_SOURCE, AUDITORS_CEILING
+from benchmarks.data.paths import shown_path
 from benchmarks.data.specs import DatasetSpec
 from benchmarks.metrics.agreement import judge_repeats, protocol_agreement
 from benchmarks.metrics.stats import INTERVAL_UNITS
@@ -32,7 +33,6 @@ from benchmarks.tables.report.header import (
     restamped_rows_line,
     setting_line,
     shallow_rows_line,
-    source_note,
     stale_rows_line,
     statistics_note,
     tokens_note,
@@ -156,7 +156,7 @@ def build_report(
             "footprint",
             note("report.footprint") if any(r.key.retrieval_only for r in rows) else None,
         ),
-        ("source", source_note(runs_dir)),
+        ("source", note("report.source", runs=shown_path(runs_dir))),
         (
             "unfinished",
             None if partial else unfinished_runs_line(found.configs, dataset, subset, where),
@@ -209,12 +209,7 @@ def protocol_agreement_note(rows: Sequence[Row]) -> str | None:
 def costs_note(rows: Sequence[Row]) -> str:
     """The costs note, for the costs tables the rows make: answered rows' and retrieval-only
     rows'."""
-    parts = [
-        note(f"report.costs.{kind}")
-        for kind, present in (
-            ("answered", any(not row.key.retrieval_only for row in rows)),
-            ("retrieval", any(row.key.retrieval_only for row in rows)),
-        )
-        if present
-    ]
-    return "; ".join(parts)
+    kinds = {"retrieval" if row.key.retrieval_only else "answered" for row in rows}
+    return "; ".join(
+        note(f"report.costs.{kind}") for kind in ("answered", "retrieval") if kind in kinds
+    )

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.config.values import ConfigError
-from benchmarks.data.paths import shown_path
 from benchmarks.data.specs import DatasetSpec, dataset_spec, spec_of
 from benchmarks.metrics.aggregate import Cell, plural, resampling_case, understated
 from benchmarks.metrics.stats import MIN_CLUSTERS
@@ -201,11 +200,6 @@ def judge_note(lines: Sequence[str], rows: Sequence[Row]) -> str | None:
     return note("report.judge", lines="; ".join(lines)) + (
         note("report.judge_hidden") if hidden else ""
     )
-
-
-def source_note(runs_dir: Path) -> str:
-    """Where every number comes from."""
-    return note("report.source", runs=shown_path(runs_dir))
 
 
 def context_order_line(rows: Sequence[Row]) -> str:

@@ -67,12 +67,12 @@ QA_NOTES = (
 
 @dataclass(frozen=True)
 class MainJob:
-    """The two reports, sharing one numbered list of notes (``notes``)."""
+    """The two reports, sharing one numbered list of notes: the retrieval report's (merged:
+    :func:`merged_notes`), the QA report's the same as its tables look them up (:func:`qa_marks`).
+    """
 
-    title: str
     retrieval: Report
     qa: Report
-    notes: Footnotes
 
 
 def merged_notes(retrieval: Report, qa: Report, missing: Sequence[str]) -> Footnotes:
@@ -122,12 +122,9 @@ def build_main_job(
     kept = [row for row in retrieval.rows if row.key.method in methods]
     missing = sorted(methods - {row.key.method for row in kept})
     notes = merged_notes(retrieval, qa, missing)
-    title = options.get("title") or qa.title
     return MainJob(
-        title,
         dataclasses.replace(retrieval, rows=kept, notes=notes),
         dataclasses.replace(qa, notes=qa_marks(notes)),
-        notes,
     )
 
 
@@ -214,7 +211,7 @@ def document(job: MainJob) -> Document:
         retrieval_costs(job),
         qa_costs(job),
     ]
-    return Document(job.title, settings, tables, job.notes)
+    return Document(job.qa.title, settings, tables, job.retrieval.notes)
 
 
 def write_main_job(job: MainJob, out: Path) -> list[Path]:
