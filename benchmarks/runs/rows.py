@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.config.values import ConfigError
 from benchmarks.data.locomo_audit import Erratum
 from benchmarks.metrics.aggregate import (
     Cell,
@@ -37,6 +38,7 @@ from benchmarks.metrics.ranking import stored_turn_ranking
 from benchmarks.metrics.stats import paired_bootstrap_pvalue, resampling_unit
 from benchmarks.pipeline.harness import lost_to_a_failed_request
 from benchmarks.pipeline.provenance import method_source
+from benchmarks.pipeline.settings import declared_context_order
 from benchmarks.runs.folders import Run, lookup
 from benchmarks.runs.naming import RowKey, row_key
 from benchmarks.runs.restamps import carried_source
@@ -435,3 +437,15 @@ def published_only(row: Row, name: str) -> float | None:
         "f1_locomo": row.scores["overall"].get("f1_locomo"),
     }[name]
     return None if found is None else found.mean
+
+
+def context_orders(run: Run) -> tuple[str, str, str | None]:
+    """The order a run's contexts reached the reader in (``answer.order`` as the run resolved
+    it), its method's ``_target_``, and the order that class declares
+    (:attr:`memsys.base.MemorySystem.context_order`; None where it cannot be read)."""
+    used = str(lookup(run.config, "answer.order", "time"))
+    target = str(lookup(run.config, "method._target_", ""))
+    try:
+        return used, target, declared_context_order(target)
+    except ConfigError:
+        return used, target, None

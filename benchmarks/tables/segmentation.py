@@ -271,16 +271,11 @@ def csv_rows(cells: Sequence[MeasuredCell], quoted: Sequence[QuotedRow]) -> list
 
 
 def write_tables(
-    cells: Sequence[MeasuredCell],
-    out: Path,
-    seed: int,
-    title: str = DEFAULT_TITLE,
-    quoted: Sequence[QuotedRow] | None = None,
+    cells: Sequence[MeasuredCell], out: Path, seed: int, title: str, quoted: Sequence[QuotedRow]
 ) -> tuple[Path, Path]:
     """Write ``<out>.md`` (measured sections per dataset, reflection details, the quoted Table 4,
     the notes) and ``<out>.csv`` (its lines end in ``\\r\\n``, as :mod:`csv`'s default dialect
-    writes them); return their paths. ``quoted`` defaults to :data:`QUOTED_PAPER`'s rows."""
-    quoted = published_segmentation(QUOTED_PAPER) if quoted is None else quoted
+    writes them); return their paths."""
     notes = footnotes(seed)
     blocks: list[Table | Sequence[str]] = [[note("segmentation.measured_heading")]]
     for dataset in DATASETS:

@@ -6,12 +6,11 @@ for construction costs (the one cost that is not logged per question) and marks 
 The readings taken where the brief leaves a choice (rows, conditions, intervals, p-values, the
 audited key, costs) are written for readers in ``docs/tables.md`` ("Readings taken").
 
-The runs are read through :mod:`benchmarks.runs`, the floor below: :mod:`~benchmarks.runs.folders`
-reads the run folders, :mod:`~benchmarks.runs.naming` names a run's row,
-:mod:`~benchmarks.runs.conditions` checks what the runs share. The package, one job a module:
-``rows`` recomputes the numbers, ``header`` fills the setting line and the notes (their words:
-``benchmarks/tables/notes.yaml``), ``build`` puts them together as a :class:`Report`, ``tables``
-lays out and formats its cells (one layout of :class:`~benchmarks.tables.report.tables.Column`
-lists; ``main_job`` is Table 1's configuration of it), ``render`` and ``plot`` write the files,
-``cli`` is the command line.
+The runs and every number of a row come from :mod:`benchmarks.runs`, the floor below:
+:mod:`~benchmarks.runs.selection` picks and checks a table's runs, :mod:`~benchmarks.runs.rows`
+recomputes each row's numbers. The package lays them out and words them, one job a module:
+``header`` fills the setting line and the notes (their words: ``benchmarks/tables/notes.yaml``),
+``build`` puts them together as a :class:`Report`, ``tables`` lays out and formats its cells (one
+layout of :class:`~benchmarks.tables.report.tables.Column` lists; ``main_job`` is Table 1's
+configuration of it), ``render`` and ``plot`` write the files, ``cli`` is the command line.
 """

@@ -12,21 +12,18 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.config.values import ConfigError
 from benchmarks.data.specs import DatasetSpec, dataset_spec, spec_of
 from benchmarks.metrics.aggregate import Cell, plural, resampling_case, understated
 from benchmarks.metrics.stats import MIN_CLUSTERS
-from benchmarks.pipeline.settings import declared_context_order
 from benchmarks.runs.folders import (
     Run,
-    lookup,
     recorded_code_versions,
     recorded_data_digests,
     unfinished_runs,
 )
 from benchmarks.runs.judges import grades_itself, judge_model, judged_runs, own_protocol
 from benchmarks.runs.naming import row_key
-from benchmarks.runs.rows import Row, baselines_faced, shallow_rankings, table_cells
+from benchmarks.runs.rows import Row, baselines_faced, context_orders, shallow_rankings, table_cells
 from benchmarks.tables.notes import note, template
 
 #: A method name longer than this is shortened in the tables (the notes give it whole).
@@ -211,16 +208,12 @@ def context_order_line(rows: Sequence[Row]) -> str:
     own: dict[str, list[str]] = {}
     others: list[str] = []
     for row in rows:
-        used = str(lookup(row.run.config, "answer.order", "time"))
-        target = str(lookup(row.run.config, "method._target_", ""))
-        try:
-            declared = declared_context_order(target)
-        except ConfigError:
+        used, target, declared = context_orders(row.run)
+        if declared is None:
             others.append(
                 note("report.order_unknown", method=row.key.method, used=used, target=target)
             )
-            continue
-        if declared == used:
+        elif declared == used:
             own.setdefault(used, []).append(row.key.method)
         else:
             lost = note("report.order_lost") if declared == "rank" else ""
