@@ -41,8 +41,7 @@ from benchmarks.tables.report.tables import (
     judge_scores,
     layout,
     protocol_agreement_table,
-    stage_calls,
-    stage_tokens,
+    stage_cost,
 )
 
 #: The QA report's notes that the QA tables use (the retrieval columns' notes come from the
@@ -179,10 +178,10 @@ def qa_overall(job: MainJob) -> Table:
 def qa_costs(job: MainJob) -> Table:
     """The QA grid's LLM calls and tokens per stage, the requests asked of the model, the run."""
     columns = [
-        stage_calls("answering", "Answer calls").marked("costs"),
-        stage_calls("judging", "Judge calls"),
-        stage_tokens("answering", "Answer tokens"),
-        stage_tokens("judging", "Judge tokens"),
+        stage_cost("answering", "Answer calls").marked("costs"),
+        stage_cost("judging", "Judge calls"),
+        stage_cost("answering", "Answer tokens", tokens=True),
+        stage_cost("judging", "Judge tokens", tokens=True),
         Column("Asked", asked_cell, "asked"),
         RUN,
     ]

@@ -200,19 +200,14 @@ def layout(
     return section(title, identity, header, body, **text)
 
 
-def stage_calls(stage: str, label: str) -> Column:
-    """LLM calls of one stage (construction's starred: this run's memories only)."""
-    if stage == "construction":
-        return Column(label, lambda row: starred(str(row.costs[stage]["calls"]), row))
-    return Column(label, lambda row: str(row.costs[stage]["calls"]))
-
-
-def stage_tokens(stage: str, label: str) -> Column:
-    """Prompt and completion tokens of one stage, in thousands above 10,000."""
+def stage_cost(stage: str, label: str, *, tokens: bool = False) -> Column:
+    """LLM calls of one stage, or with ``tokens`` its prompt and completion tokens (in thousands
+    above 10,000); construction's starred: this run's memories only."""
 
     def cell(row: Row) -> str:
         spent = row.costs[stage]
-        text = fmt_tokens(spent["prompt_tokens"] + spent["completion_tokens"])
+        total = spent["prompt_tokens"] + spent["completion_tokens"]
+        text = fmt_tokens(total) if tokens else str(spent["calls"])
         return starred(text, row) if stage == "construction" else text
 
     return Column(label, cell)
@@ -314,12 +309,12 @@ def category_tables(report: Report) -> list[Table]:
 def costs_table(report: Report) -> Table:
     """Answered rows: LLM calls and tokens per stage, construction time, answer latency, run."""
     columns = [
-        stage_calls("construction", "Constr. calls").marked("costs"),
-        stage_calls("answering", "Answer calls"),
-        stage_calls("judging", "Judge calls"),
-        stage_tokens("construction", "Constr. tokens"),
-        stage_tokens("answering", "Answer tokens"),
-        stage_tokens("judging", "Judge tokens"),
+        stage_cost("construction", "Constr. calls").marked("costs"),
+        stage_cost("answering", "Answer calls"),
+        stage_cost("judging", "Judge calls"),
+        stage_cost("construction", "Constr. tokens", tokens=True),
+        stage_cost("answering", "Answer tokens", tokens=True),
+        stage_cost("judging", "Judge tokens", tokens=True),
         CONSTRUCTION_S,
         Column("Answer latency p50 / p95 (s)", lambda row: fmt_percentiles(row.answer_latency)),
         RUN,
@@ -335,7 +330,7 @@ def retrieval_table(report: Report) -> Table:
 def retrieval_costs_table(report: Report) -> Table:
     """Retrieval-only rows: what building and searching their memories cost, and the run."""
     columns = [
-        stage_calls("construction", "Construction LLM calls").marked("costs"),
+        stage_cost("construction", "Construction LLM calls").marked("costs"),
         CONSTRUCTION_S,
         EMBEDDED,
         PARSED,
