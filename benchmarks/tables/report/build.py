@@ -18,7 +18,6 @@ from benchmarks.runs.folders import ReportError
 from benchmarks.runs.judges import repeat_counts, repeat_temperature
 from benchmarks.runs.rows import Row
 from benchmarks.runs.selection import MAX_FAILURE_SHARE, Audit, table_rows
-from benchmarks.tables.judge_calibration import calibration_lines
 from benchmarks.tables.notes import note
 from benchmarks.tables.report.header import (
     context_order_line,
@@ -139,7 +138,7 @@ def build_report(
         notes += [
             ("f1", f1_note(shared, metric)),
             ("bleu", note("report.bleu")),
-            ("judge", judge_note(calibration_lines(runs, names), rows)),
+            ("judge", judge_note(runs, names, rows)),
             ("p", p_value_note(shared, metric, rows)),
             ("judge_repeats", judge_repeats_note(rows)),
             ("protocol_agreement", protocol_agreement_note(rows)),

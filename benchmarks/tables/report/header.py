@@ -1,7 +1,8 @@
 """What a report says besides its cells: the one setting line under its title (dataset, subset
 and question count, reader, extraction, judge, budget, embedder, code version), and its numbered
-notes (:class:`benchmarks.render.Footnotes`), their words the ``report`` templates of
-:mod:`benchmarks.tables.notes` filled from the rows' facts. Every branch here chooses what to
+notes (:class:`benchmarks.render.Footnotes`; the J note with each judge's probe figures), their
+words the ``report`` and ``judges`` templates of :mod:`benchmarks.tables.notes` filled from the
+facts :mod:`benchmarks.runs` computes. Every branch here chooses what to
 say about the runs at hand (the committed LongMemEval runs include runs logged before the
 records kept rankings, contexts or code versions: their notes say so)."""
 
@@ -14,6 +15,8 @@ from typing import Any
 
 from benchmarks.data.specs import DatasetSpec, dataset_spec, spec_of
 from benchmarks.metrics.aggregate import Cell, plural, resampling_case, understated
+from benchmarks.metrics.judge import ABSTENTION_RULE, PROTOCOLS
+from benchmarks.metrics.judge_probes import EXPECTED
 from benchmarks.metrics.stats import MIN_CLUSTERS
 from benchmarks.runs.folders import (
     Run,
@@ -21,7 +24,15 @@ from benchmarks.runs.folders import (
     recorded_data_digests,
     unfinished_runs,
 )
-from benchmarks.runs.judges import grades_itself, judge_model, judged_runs, own_protocol
+from benchmarks.runs.judges import (
+    ProbeFigures,
+    grades_itself,
+    judge_model,
+    judge_protocols,
+    judged_runs,
+    own_protocol,
+    probe_figures,
+)
 from benchmarks.runs.naming import row_key
 from benchmarks.runs.rows import Row, baselines_faced, context_orders, shallow_rankings, table_cells
 from benchmarks.tables.notes import note, template
@@ -188,15 +199,63 @@ def f1_note(shared: dict[str, Any], metric: str) -> str:
     return text
 
 
-def judge_note(lines: Sequence[str], rows: Sequence[Row]) -> str | None:
-    """The J columns' note: the judges' protocols and probe figures (``lines``:
-    :func:`benchmarks.tables.judge_calibration.calibration_lines`), and what a dash says."""
-    if not lines:
+def judge_note(runs: Sequence[Run], scores: Sequence[str], rows: Sequence[Row]) -> str | None:
+    """The J columns' note (None without a judge): the protocols the table's judge columns
+    (``scores``) use, and per judge (a model × a protocol) its figures on the probe set pooled
+    over the table's runs and whether its column can be read as accuracy
+    (:mod:`benchmarks.runs.judges` decides), and what a dash says."""
+    judged = judged_runs(runs)
+    if not judged:
         return None
+    own = own_protocol(judged[0].config)
+    graded = "; ".join(
+        f"{protocol} ({'J' if protocol == own else f'J {protocol}'}: "
+        f"{PROTOCOLS[protocol].description})"
+        for protocol in judge_protocols(runs, scores)
+    )
+    lines = [note("judges.protocols", protocols=graded, abstention=ABSTENTION_RULE)]
+    for model, by_protocol in probe_figures(runs, scores).items():
+        readers = sorted({str(run.config["backbone"].get("name")) for run in judged
+                          if judge_model(run.config) == model and grades_itself(run.config)})  # fmt: skip
+        if readers:
+            lines.append(note("judges.grades_itself", model=model, readers=", ".join(readers)))
+        for protocol, figures in by_protocol.items():
+            if figures is None:
+                lines.append(note("judges.no_probes", model=model, protocol=protocol))
+                continue
+            lines.append(
+                note("judges.probes", model=model, protocol=protocol, figures=describe(figures))
+            )
     hidden = any(row.hidden_judges for row in rows)
     return note("report.judge", lines="; ".join(lines)) + (
         note("report.judge_hidden") if hidden else ""
     )
+
+
+def describe(figures: ProbeFigures) -> str:
+    """A judge's probe figures in words, and whether its column can be read as accuracy."""
+    counts = {kind: figures.per_kind.get(kind, {}) for kind in EXPECTED}
+
+    def shown(kind: str) -> str:
+        cell = counts[kind]
+        failed = f", {cell['failed']} without verdict" if cell.get("failed") else ""
+        return f"{cell.get('accepted', 0)}/{cell.get('graded', 0)}{failed}"
+
+    verdict = "discriminates"
+    if figures.accepts_wrong or figures.rejects_right:
+        verdict = "accepts_wrong" if figures.accepts_wrong else "rejects_right"
+    return note(
+        "judges.figures",
+        **{kind: shown(kind) for kind in ("gold", "other_question", "distractor")},
+        rejected_right=share(figures.right - figures.right_accepted, figures.right),
+        accepted_wrong=share(figures.wrong_accepted, figures.wrong),
+        verdict=note(f"judges.verdict.{verdict}"),
+    )
+
+
+def share(part: int, whole: int) -> str:
+    """``part / whole`` as a whole percentage, or a dash."""
+    return f"{part / whole:.0%}" if whole else "—"
 
 
 def context_order_line(rows: Sequence[Row]) -> str:
