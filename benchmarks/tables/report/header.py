@@ -2,9 +2,9 @@
 and question count, reader, extraction, judge, budget, embedder, code version), and its numbered
 notes (:class:`benchmarks.render.Footnotes`; the J note with each judge's probe figures), their
 words the ``report`` and ``judges`` templates of :mod:`benchmarks.tables.notes` filled from the
-facts :mod:`benchmarks.runs` computes. Every branch here chooses what to
-say about the runs at hand (the committed LongMemEval runs include runs logged before the
-records kept rankings, contexts or code versions: their notes say so)."""
+facts :mod:`benchmarks.runs` computes. Every branch here chooses what to say about the runs at
+hand (the committed LongMemEval runs include runs logged before the records kept rankings,
+contexts or code versions: their notes say so)."""
 
 from __future__ import annotations
 
