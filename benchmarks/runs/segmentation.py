@@ -21,7 +21,7 @@ from benchmarks.data import load_segmentation
 from benchmarks.papers.models import SAME_MODEL
 from benchmarks.papers.segmentation import QuotedRow
 from benchmarks.pipeline.segment import fell_back, summarize, total_cost
-from benchmarks.runs.folders import is_finished, read_records, run_configs
+from benchmarks.runs.folders import ReportError, is_finished, read_records, run_configs
 from memsys.methods.secom.reflection import ReflectionConfig
 
 #: Table 4's dataset order and display names.
@@ -37,10 +37,6 @@ SEGMENTER_NAMES = {
     "SeComSegmenter": "SeCom segmentation",
 }
 TOKENS = ("prompt_tokens", "completion_tokens")
-
-
-class TableError(ValueError):
-    """The runs found cannot make one table; the message names the runs."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +106,10 @@ def measure_run(directory: Path, config: dict[str, Any], data_dir: Path, seed: i
     references = load_segmentation(dataset, config["dataset"]["split"], data_dir)
     records = {str(record["id"]): record for record in read_records(directory / "labels.jsonl")}
     if unknown := set(records) - {d.dialogue_id for d in references}:
-        raise TableError(f"{directory}: ids not in {dataset}: {sorted(unknown)[:5]}")
+        raise ReportError(f"{directory}: ids not in {dataset}: {sorted(unknown)[:5]}")
     scored = [d for d in references if d.dialogue_id in records]
     if not scored:
-        raise TableError(f"{directory}: no labelled dialogue")
+        raise ReportError(f"{directory}: no labelled dialogue")
     ordered = [records[d.dialogue_id] for d in scored]
     total = total_cost(ordered)
     fallen = [record for record in ordered if fell_back(record)]
@@ -150,7 +146,7 @@ def collect(runs_dir: Path, data_dir: Path, seed: int) -> list[MeasuredCell]:
         if (slot := (cell.key, cell.dataset)) in chosen:
             other, other_config = chosen[slot]
             if other.n == cell.n and other_config != config:
-                raise TableError(
+                raise ReportError(
                     f"runs {other.run_dir} and {directory} both give row {cell.key.label!r} "
                     f"on {cell.dataset} with {cell.n} dialogues but differ in config; remove one"
                 )
@@ -158,7 +154,7 @@ def collect(runs_dir: Path, data_dir: Path, seed: int) -> list[MeasuredCell]:
                 continue
         chosen[slot] = (cell, config)
     if not chosen:
-        raise TableError(f"no finished test-split segmentation run under {runs_dir}")
+        raise ReportError(f"no finished test-split segmentation run under {runs_dir}")
     names = list(SEGMENTER_NAMES.values())
 
     def order(cell: MeasuredCell) -> tuple[int, bool, int, str]:

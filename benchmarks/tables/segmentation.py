@@ -27,11 +27,11 @@ from benchmarks.papers.segmentation import (
     score_from_parts,
 )
 from benchmarks.render import Document, Footnotes, Table
+from benchmarks.runs.folders import ReportError
 from benchmarks.runs.segmentation import (
     DATASETS,
     FALLBACK_MARK_SHARE,
     MeasuredCell,
-    TableError,
     collect,
     published_counterpart,
 )
@@ -307,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cells = collect(args.runs, resolve_data_dir(args.data_dir), args.seed)
         quoted = published_segmentation(QUOTED_PAPER)
-    except (TableError, DataMissingError, PublishedSegmentationError) as error:
+    except (ReportError, DataMissingError, PublishedSegmentationError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     markdown, _ = write_tables(cells, args.out, args.seed, args.title, quoted)
