@@ -29,8 +29,9 @@ from benchmarks.plan import (
     sweep,
     warm_caches,
 )
-from benchmarks.plan.costs import LocalWork
+from benchmarks.plan.costs import Growth, LocalWork, growth_exponent
 from benchmarks.plan.render import markdown
+from memsys.files import available_cores
 from memsys.llm.providers.scripted import ScriptedConfig, prompt_tokens
 from memsys.llm.types import LLMRequest, SamplingParams
 from memsys.tokens import TokenCounter
@@ -76,8 +77,8 @@ def test_the_plan_counts_the_calls_and_tokens_of_a_real_run(tmp_path: Path) -> N
 
 def test_a_retrieval_only_plan_counts_the_texts_a_run_embeds_and_parses(tmp_path: Path) -> None:
     """CAST parses and embeds while it builds: the plan's texts are the run's, after the
-    content cache (a second row of the same texts embeds none), and its local hours divide by
-    the run's workers."""
+    content cache (a second row of the same texts embeds none); its local hours divide by the
+    run's workers where each has a machine, and but for the embedding where they share cores."""
     overrides = tiny(tmp_path, "method=cast", "answer=none", "workers=2")
     ran = run(compose_config(overrides))["invocation"]
     plan = make_plan(overrides, rates=Rates(), work_dir=tmp_path / "plan")
@@ -85,7 +86,11 @@ def test_a_retrieval_only_plan_counts_the_texts_a_run_embeds_and_parses(tmp_path
     assert row.local.encoded == ran["embedding"]["encoded"] > 0
     assert row.local.parsed == ran["parsing"]["parsed"] > 0
     assert row.measurement.workers == 2
-    assert row.local.hours(2) == pytest.approx(row.local.hours() / 2)
+    assert row.measurement.shared_cores == available_cores()
+    assert row.local.hours(2) == pytest.approx(row.local.hours() / 2)  # a machine each
+    embedding, rest = row.local.encode_seconds, row.local.seconds - row.local.encode_seconds
+    on_shared_cores = (embedding + rest / min(2, available_cores())) / 3600
+    assert row.local.hours(2, cores=available_cores()) == pytest.approx(on_shared_cores)
     warm = make_plan(
         overrides, rates=Rates(), work_dir=tmp_path / "warm", warm_from=tmp_path / "cache"
     )
@@ -182,12 +187,27 @@ def test_prices_throughputs_and_shares_come_from_the_command_line() -> None:
 def test_a_sample_scales_construction_by_turns_and_the_rest_by_questions() -> None:
     factors = scale_factors(Extent(2, 100, 40), Extent(10, 1000, 200))
     assert factors == {"construction": 10.0, "retrieval": 5.0, "answering": 5.0, "judging": 5.0,
-                       "content": 10.0}  # fmt: skip
+                       "encoded": 10.0, "parsed": 10.0}  # fmt: skip
     shared = scale_factors(Extent(2, 100, 40, 90), Extent(10, 1000, 200, 270))
-    assert (shared["construction"], shared["content"]) == (10.0, 3.0)
+    assert (shared["construction"], shared["encoded"], shared["parsed"]) == (10.0, 3.0, 3.0)
     work = LocalWork(encoded=90, parsed=30, seconds=100, encode_seconds=20, parse_seconds=10)
-    assert work.scaled(10.0, 3.0) == LocalWork(270, 90, 70 * 10 + 30 * 3, 60, 30)
+    assert work.scaled(10.0, 3.0, 2.0) == LocalWork(270, 60, 70 * 10 + 20 * 3 + 10 * 2, 60, 20)
     assert StageCount(3, 30, 6).scaled(10.0) == StageCount(30, 300, 60)
+
+
+def test_cache_work_scales_along_the_samples_growth_curve() -> None:
+    """Texts that recur across haystacks (Heaps' law, β < 1) scale below the ratio of distinct
+    turn texts; texts each haystack has anew (β = 1) scale with it; a flat curve not at all."""
+    assert growth_exponent([100, 400, 1600], [50, 100, 200]) == pytest.approx(0.5)
+    assert growth_exponent([100, 200, 300], [100, 200, 300]) == pytest.approx(1.0)
+    assert growth_exponent([100, 200], [80, 80]) == 0.0
+    assert growth_exponent([100], [80]) == 1.0  # one point: no curve, linear
+    assert growth_exponent([100, 200], [0, 0]) == 1.0  # nothing new: the factor scales zero
+    sample, full = Extent(3, 300, 3, 100), Extent(30, 3000, 30, 1600)
+    growth = Growth(seen=(25, 50, 100), encoded=(500, 1000, 2000), parsed=(50, 71, 100))
+    factors = scale_factors(sample, full, growth)
+    assert factors["encoded"] == pytest.approx(16.0)
+    assert factors["parsed"] == pytest.approx(16**0.5, rel=0.01)
 
 
 def test_the_sweep_is_the_one_a_multirun_makes() -> None:

@@ -40,8 +40,11 @@ class Row:
     @property
     def local(self) -> LocalWork:
         """The sample's CPU-side work scaled to the whole subset: what the content caches absorb
-        by distinct texts, the rest by turns (memories dominate it)."""
-        return self.measurement.local.scaled(self.scale["construction"], self.scale["content"])
+        along the sample's growth curve, the rest by turns (memories dominate it)."""
+        scale = self.scale
+        return self.measurement.local.scaled(
+            scale["construction"], scale["encoded"], scale["parsed"]
+        )
 
     def total(self, name: str) -> float:
         return sum(getattr(stage, name) for stage in self.stages.values())
@@ -55,7 +58,7 @@ def plan_row(
     stand_ins: list[str],
 ) -> Row:
     """A measured point scaled to ``full`` and costed."""
-    scale = scale_factors(measurement.sample, full)
+    scale = scale_factors(measurement.sample, full, measurement.growth)
     stages = {
         stage: cost(
             measurement.stages[stage].scaled(scale[stage]),

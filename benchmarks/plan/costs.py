@@ -5,7 +5,8 @@ stage's dollars and hours, and the factors that scale a sample to the whole subs
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memsys.types import Conversation
@@ -156,36 +157,83 @@ class LocalWork:
     encode_seconds: float = 0
     parse_seconds: float = 0
 
-    def scaled(self, by_turns: float, by_content: float) -> LocalWork:
-        """The work of a larger subset: what the content caches absorb (texts embedded and
-        parsed, and their seconds) by ``by_content`` (distinct texts), the rest by ``by_turns``."""
+    def scaled(self, by_turns: float, by_encoded: float, by_parsed: float) -> LocalWork:
+        """The work of a larger subset: texts embedded (and their seconds) by ``by_encoded``,
+        texts parsed by ``by_parsed`` (what the content caches absorb, :func:`content_factor`),
+        the rest by ``by_turns``."""
         cached_seconds = self.encode_seconds + self.parse_seconds
         return LocalWork(
-            self.encoded * by_content,
-            self.parsed * by_content,
-            (self.seconds - cached_seconds) * by_turns + cached_seconds * by_content,
-            self.encode_seconds * by_content,
-            self.parse_seconds * by_content,
+            self.encoded * by_encoded,
+            self.parsed * by_parsed,
+            (self.seconds - cached_seconds) * by_turns
+            + self.encode_seconds * by_encoded
+            + self.parse_seconds * by_parsed,
+            self.encode_seconds * by_encoded,
+            self.parse_seconds * by_parsed,
         )
 
-    def hours(self, workers: int = 1, *, gpu: bool = False) -> float:
-        """Wall hours on ``workers`` processes (perfect scaling: one conversation a process,
-        no shared work), with the embedding done at :data:`GPU_ENCODE_RATE` where ``gpu``."""
-        seconds = self.seconds
-        if gpu:
-            seconds += self.encoded / GPU_ENCODE_RATE - self.encode_seconds
-        return max(seconds, 0.0) / workers / 3600
+    def hours(self, workers: int = 1, *, cores: int | None = None, gpu: bool = False) -> float:
+        """Wall hours on ``workers`` processes, with the embedding done at
+        :data:`GPU_ENCODE_RATE` where ``gpu``. ``cores``: the workers share this machine's cores
+        (a local run): one process already embeds on all of them, so the embedding does not
+        divide, the rest divides by ``min(workers, cores)``. ``None``: each worker has a machine
+        of its own (a Ray cluster), everything divides by ``workers``."""
+        encoding = self.encoded / GPU_ENCODE_RATE if gpu else self.encode_seconds
+        rest = max(self.seconds - self.encode_seconds, 0.0)
+        if cores is None:
+            return (encoding + rest) / workers / 3600
+        return (encoding + rest / min(workers, cores)) / 3600
 
 
-def scale_factors(sample: Extent, full: Extent) -> dict[str, float]:
+@dataclass(frozen=True)
+class Growth:
+    """The sample's cache work after each of its conversations, cumulative: distinct turn texts
+    seen, texts embedded, texts parsed. What the caches absorb grows more slowly than the texts
+    seen where haystacks share content (a fact, an entity or a phrase recurs in later
+    haystacks): the curve says how much more slowly."""
+
+    seen: tuple[int, ...] = ()
+    encoded: tuple[float, ...] = ()
+    parsed: tuple[float, ...] = ()
+
+
+def growth_exponent(seen: Sequence[float], done: Sequence[float]) -> float:
+    """β of Heaps' law ``done = K · seen^β``, fitted by least squares on the logarithms of the
+    points where both are positive, within [0, 1]; 1 (work in proportion to the texts seen)
+    where fewer than two points have distinct ``seen``."""
+    points = [(math.log(s), math.log(d)) for s, d in zip(seen, done, strict=True) if s > 0 < d]
+    if len({x for x, _ in points}) < 2:
+        return 1.0
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum(
+        (x - mean_x) ** 2 for x, _ in points
+    )
+    return min(max(slope, 0.0), 1.0)
+
+
+def content_factor(
+    sample: Extent, full: Extent, seen: Sequence[float], done: Sequence[float]
+) -> float:
+    """The factor from the sample's cache work to the whole subset's: the ratio of distinct turn
+    texts raised to the sample's own growth exponent (:func:`growth_exponent`)."""
+    if not sample.distinct_texts:
+        return full.turns / sample.turns if sample.turns else 1.0
+    return (full.distinct_texts / sample.distinct_texts) ** growth_exponent(seen, done)
+
+
+def scale_factors(sample: Extent, full: Extent, growth: Growth = Growth()) -> dict[str, float]:
     """Per stage, the factor from the sample to the whole subset: construction by turns, the
-    other stages (one request or a few per question) by questions; and ``content``, by distinct
-    turn texts, for what the content caches absorb (:meth:`LocalWork.scaled`)."""
+    other stages (one request or a few per question) by questions; and ``encoded`` and
+    ``parsed``, by :func:`content_factor`, for what the content caches absorb."""
     by_turns = full.turns / sample.turns if sample.turns else 1.0
     by_questions = full.questions / sample.questions if sample.questions else 1.0
-    by_content = full.distinct_texts / sample.distinct_texts if sample.distinct_texts else by_turns
     factors = {stage: by_turns if stage == "construction" else by_questions for stage in STAGES}
-    return {**factors, "content": by_content}
+    return {
+        **factors,
+        "encoded": content_factor(sample, full, growth.seen, growth.encoded),
+        "parsed": content_factor(sample, full, growth.seen, growth.parsed),
+    }
 
 
 def cost(count: StageCount, stage: str, backbone: str, rates: Rates) -> StagePlan:

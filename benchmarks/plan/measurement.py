@@ -25,7 +25,8 @@ from benchmarks.pipeline.harness import (
 from benchmarks.pipeline.run import conversations_source
 from benchmarks.pipeline.settings import RunSettings, validate
 from benchmarks.pipeline.subsets import select
-from benchmarks.plan.costs import Extent, ExtentCount, LocalWork, StageCount
+from benchmarks.plan.costs import Extent, ExtentCount, Growth, LocalWork, StageCount
+from memsys.files import available_cores
 from memsys.llm.structured import ExtractionReport
 from memsys.types import Conversation
 
@@ -44,6 +45,10 @@ class Measurement:
     local: LocalWork = field(default_factory=LocalWork)
     #: Processes the run would do that work on (``workers``, or ``executor.workers``).
     workers: int = 1
+    #: The cores a local run's workers share (this machine's); ``None`` under ``executor=ray``.
+    shared_cores: int | None = None
+    #: The sample's texts embedded and parsed after each conversation (what scales them).
+    growth: Growth = field(default_factory=Growth)
 
 
 def measure(cfg: DictConfig) -> Measurement:
@@ -53,6 +58,9 @@ def measure(cfg: DictConfig) -> Measurement:
     started = time.perf_counter()
     sample, context_tokens = ExtentCount(), 0
     census: Counter[str] = Counter()
+    seen: list[int] = []
+    encoded: list[float] = []
+    parsed: list[float] = []
     with tempfile.TemporaryDirectory(prefix="plan-run-") as run_dir:
         harness = build_harness(settings, Path(run_dir))
         working = time.perf_counter()  # the services are built; the work starts
@@ -67,6 +75,10 @@ def measure(cfg: DictConfig) -> Measurement:
                     census.update(
                         {f"{kind}.failed": n for kind, n in failure_counts(records).items() if n}
                     )
+                work = harness.work_counts()
+                seen.append(len(sample.texts))
+                encoded.append(work["embedding"]["encoded"])
+                parsed.append(work["parsing"]["parsed"])
             census.update(fallback_counts(service_reports(harness), "service"))
             work = harness.work_counts()
             local = LocalWork(
@@ -91,6 +103,8 @@ def measure(cfg: DictConfig) -> Measurement:
         seconds=time.perf_counter() - started,
         local=local,
         workers=settings.worker_count,
+        shared_cores=None if settings.executor.name == "ray" else available_cores(),
+        growth=Growth(tuple(seen), tuple(encoded), tuple(parsed)),
     )
 
 

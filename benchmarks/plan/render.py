@@ -87,10 +87,10 @@ def row_cells(row: Row, keys: Sequence[str]) -> list[str]:
 
 def local_hours(row: Row) -> str:
     """The row's CPU-side wall hours in one process, on its workers, and with a GPU embedding."""
-    local, workers = row.local, row.measurement.workers
+    local, workers, cores = row.local, row.measurement.workers, row.measurement.shared_cores
     return (
-        f"{local.hours():,.2f} / {local.hours(workers):,.2f} ({workers}) / "
-        f"{local.hours(workers, gpu=True):,.2f}"
+        f"{local.hours():,.2f} / {local.hours(workers, cores=cores):,.2f} ({workers}) / "
+        f"{local.hours(workers, cores=cores, gpu=True):,.2f}"
     )
 
 
@@ -176,11 +176,15 @@ def assumption_lines(plan: Plan) -> list[str]:
     lines.append(
         "* `texts embedded / parsed`: the texts the embedder and spaCy processed on the sample "
         "after the content caches (each distinct text once: a text some earlier row or run "
-        "embedded is free), scaled by distinct turn texts (haystacks that share sessions share "
-        "what the caches absorb). `local hours`: the wall time this machine spent building the "
-        "sample's memories and retrieving (its embedding and parsing seconds scaled by distinct "
-        "texts, the rest by turns), in one process, on the "
-        "run's workers (`workers` / `executor.workers`, perfect scaling assumed) and with the "
+        "embedded is free), scaled by distinct turn texts along the sample's own growth curve "
+        "(Heaps' law, texts ∝ distinct turn texts^β, β fitted over the sample's conversations: "
+        "haystacks that share sessions, facts or entities share what the caches absorb; the "
+        "`scale` of `--json` gives the factors). `local hours`: the wall time this machine spent "
+        "building the sample's memories and retrieving (its embedding and parsing seconds scaled "
+        "as their texts, the rest by turns), in one process, on the "
+        "run's workers (`workers`: they share this machine's cores, and one process already "
+        "embeds on all of them, so only the rest divides, by workers up to the cores; "
+        "`executor.workers`: a machine each, everything divides) and with the "
         f"embedding on a GPU at {GPU_ENCODE_RATE:,.0f} texts/s (MiniLM on an H100, "
         "results/bench.md); measured against cold runs in docs/longmemeval-at-scale.md."
     )
@@ -219,7 +223,9 @@ def to_json(plan: Plan) -> dict[str, Any]:
                     "fallbacks": row.measurement.fallbacks,
                     "seconds": round(row.measurement.seconds, 1),
                     "local": asdict(row.measurement.local),
+                    "growth": asdict(row.measurement.growth),
                     "workers": row.measurement.workers,
+                    "shared_cores": row.measurement.shared_cores,
                 },
                 "local": asdict(row.local),
                 "stand_ins": row.stand_ins,
