@@ -101,6 +101,7 @@ SEG_LITE ?= texttiling,embedding,esmem_lite,texttiling_superdialseg
 SEG_LLM ?= secom,esmem
 SEG_LLM_DATASET ?= tiage
 SEG_LLM_LIMIT ?= 5
+SEG_RUNS ?= results/segmentation_runs
 # SeCom's reflection (Appendix A.1) in the paper's transfer setting: a rubric learned on the split
 # that conf/segmenter/secom_reflection*.yaml names (TIAGE train), tested beside zero-shot SeCom on
 # the first SEG_REFLECT_LIMIT dialogues of SEG_REFLECT_DATASET's test split. The default is the
@@ -281,10 +282,10 @@ ablations:  ## every method's lite ablations/variants, retrieval only (+experime
 	$(BENCH) run -m +experiment=ablations method=$$($(BENCH) ablations --sweep $(if $(ABLATION_METHODS),--methods $(ABLATION_METHODS))) workers=$(ABLATION_WORKERS) progress=$(PROGRESS)
 	$(BENCH) ablations
 
-reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv}
-	$(BENCH) segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) progress=$(PROGRESS)
-	$(BENCH) segment -m segmenter=$(SEG_LLM) dataset=$(SEG_LLM_DATASET) limit=$(SEG_LLM_LIMIT) backbone=$(BACKBONES) progress=$(PROGRESS)
-	$(BENCH) segmentation-table --out results/table_segmentation
+reproduce-segmentation:  ## segmentation table -> results/table_segmentation.{md,csv} (runs: results/segmentation_runs)
+	$(BENCH) segment -m segmenter=$(SEG_LITE) dataset=$(SEG_DATASETS) results_dir=$(SEG_RUNS) progress=$(PROGRESS)
+	$(BENCH) segment -m segmenter=$(SEG_LLM) dataset=$(SEG_LLM_DATASET) limit=$(SEG_LLM_LIMIT) backbone=$(BACKBONES) results_dir=$(SEG_RUNS) progress=$(PROGRESS)
+	$(BENCH) segmentation-table --runs $(SEG_RUNS) --out results/table_segmentation
 
 reproduce-segmentation-reflection:  ## SeCom's reflection: rubric learned on TIAGE train, tested with and without it -> results/table_segmentation_reflection.{md,csv}
 	@echo "NOTE: $(SEG_REFLECT_SEGMENTER) on the first $(SEG_REFLECT_LIMIT) $(SEG_REFLECT_DATASET) test dialogues, backbone $(BACKBONES): not the paper's setting (GPT-4, 100 hard examples in 10 rounds of 10)"

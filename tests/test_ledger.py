@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fakes.segment import write_segmentation_data
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
-from run_helpers import compose_config, fixture_overrides
+from run_helpers import CONF, compose_config, fixture_overrides
 
 from benchmarks.checks.ledger import config_state, main
 from benchmarks.pipeline.run import run
+from benchmarks.pipeline.segment import run as segment
 from benchmarks.runs.restamps import RESTAMPS_FILE
 
 
@@ -96,3 +99,44 @@ def test_a_renamed_key_is_mapped_not_counted_as_a_change() -> None:
     assert config_state(old, "ablations") == (True, "hingemem_intersect_routing")
     outside = "it is hingemem_intersect_routing, which the retrieval_lme grid does not run"
     assert config_state(old, "retrieval_lme") == (False, outside)
+
+
+def test_a_segmentation_run_is_checked_against_its_segmenter_and_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A segmentation table's runs: fresh while the segmenter config and its source are today's;
+    a setting no config has, or a recorded source that is not today's, is named; a resume with
+    nothing to segment keeps the provenance of the code that segmented."""
+    data = write_segmentation_data(tmp_path / "data")
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(
+            config_name="segment",
+            overrides=[f"data_dir={data}", f"cache_dir={tmp_path / 'cache'}",
+                       f"results_dir={tmp_path / 'results' / 'runs'}", "progress=false"],
+        )  # fmt: skip
+    run_dir = Path(segment(cfg)["run_dir"])
+    source = json.loads((run_dir / "metrics.json").read_text())["provenance"]["method_source"]
+    (tmp_path / "results" / "table.md").write_text(f"| TextTiling | 0.4 | {run_dir.name} |\n")
+    ledger = tmp_path / "results" / "ledger.yaml"
+    ledger.write_text(yaml.safe_dump({"tables": {"results/table.md": {"runs": "results/runs"}}}))
+    assert main(["--ledger", str(ledger), "--verbose"]) == 0
+    assert f"{run_dir.name} fresh: texttiling" in capsys.readouterr().out
+
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics["provenance"]["method_source"] = "0ld50urce000"
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    assert segment(cfg)["provenance"]["method_source"] == "0ld50urce000"  # nothing segmented
+    assert main(["--ledger", str(ledger)]) == 1
+    assert f"{run_dir.name} stale-code: recorded 0ld50urce000, now {source}" in (
+        capsys.readouterr().out
+    )
+
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    config["segmenter"]["block_size"] = 9
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    metrics["provenance"]["method_source"] = source
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    main(["--ledger", str(ledger)])
+    assert "stale-config: nearest segmenter config texttiling: block_size: 9 (today 2)" in (
+        capsys.readouterr().out
+    )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import copy
 import functools
+import json
 import re
 import sys
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ from benchmarks.data.paths import REPO_ROOT
 from benchmarks.pipeline.provenance import method_source, recorded_method_source
 from benchmarks.runs.folders import read_records
 from benchmarks.runs.restamps import carried_source, read_restamps
+from benchmarks.runs.segmentation import configured_segmenter
 
 LEDGER = REPO_ROOT / "results" / "ledger.yaml"
 #: Method keys renamed since runs were logged (dotted, below ``method``): old name → today's.
@@ -124,26 +126,49 @@ def config_state(method: dict[str, Any], grid: str | None = None) -> tuple[bool,
             return True, name
     if not configs:
         return False, f"no config of {settings['_target_']} today"
-    name, differing = nearest_config(settings)
-    composed = configs[name]
-    changes = ", ".join(
-        f"{k}: {settings.get(k, '—')} (today {composed.get(k, '—')})" for k in differing
-    )
-    return False, f"nearest config {name}: {changes}"
+    name, _ = nearest_config(settings)
+    return False, f"nearest config {name}: {changes(settings, configs[name])}"
 
 
 def nearest_config(method: dict[str, Any]) -> tuple[str, list[str]]:
     """Today's config of the method (a run's settings, renamed keys mapped) whose settings differ
     from ``method`` in the fewest top-level keys, and those keys."""
     settings = renamed(method)
-
-    def differing(composed: dict[str, Any]) -> list[str]:
-        keys = sorted(set(composed) | set(settings))
-        return [k for k in keys if composed.get(k, "—") != settings.get(k, "—")]
-
     configs = method_configs(settings["_target_"])
-    name = min(configs, key=lambda found: len(differing(configs[found])))
-    return name, differing(configs[name])
+    name = min(configs, key=lambda found: len(differing_keys(settings, configs[found])))
+    return name, differing_keys(settings, configs[name])
+
+
+def differing_keys(settings: dict[str, Any], today: dict[str, Any]) -> list[str]:
+    """The top-level keys whose values differ between a run's settings and a config's today."""
+    keys = sorted(set(today) | set(settings))
+    return [k for k in keys if today.get(k, "—") != settings.get(k, "—")]
+
+
+def changes(settings: dict[str, Any], today: dict[str, Any]) -> str:
+    """How a run's settings differ from a config's today, key by key."""
+    return ", ".join(
+        f"{k}: {settings.get(k, '—')} (today {today.get(k, '—')})"
+        for k in differing_keys(settings, today)
+    )
+
+
+def segmenter_state(segmenter: dict[str, Any]) -> tuple[bool, str]:
+    """Whether a segmentation run's segmenter settings are one of today's ``conf/segmenter``
+    configs, which (or how the nearest of the same class differs)."""
+    configs = {
+        path.stem: configured_segmenter(path.stem)
+        for path in sorted((CONF / "segmenter").glob("*.yaml"))
+    }
+    configs = {n: c for n, c in configs.items() if c["_target_"] == segmenter["_target_"]}
+    for name, today in configs.items():
+        if today == segmenter:
+            return True, name
+    if not configs:
+        return False, f"no segmenter config of {segmenter['_target_']} today"
+
+    name = min(configs, key=lambda found: len(differing_keys(segmenter, configs[found])))
+    return False, f"nearest segmenter config {name}: {changes(segmenter, configs[name])}"
 
 
 def run_state(table: str, directory: Path, grid: str | None = None) -> RowState:
@@ -154,10 +179,16 @@ def run_state(table: str, directory: Path, grid: str | None = None) -> RowState:
     if not (directory / "metrics.json").is_file():
         return RowState(table, run, "partial", "unfinished (no metrics.json)")
     config = yaml.safe_load((directory / "config.yaml").read_text())
-    recorded = recorded_method_source(read_records(directory / "invocations.jsonl"))
-    now = method_source(config["method"]["_target_"])
+    if "segmenter" in config:  # a segmentation run (benchmarks.pipeline.segment)
+        metrics = json.loads((directory / "metrics.json").read_text())
+        recorded = metrics.get("provenance", {}).get("method_source")
+        now = method_source(config["segmenter"]["_target_"])
+        same, detail = segmenter_state(config["segmenter"])
+    else:
+        recorded = recorded_method_source(read_records(directory / "invocations.jsonl"))
+        now = method_source(config["method"]["_target_"])
+        same, detail = config_state(config["method"], grid)
     carried, stamps = carried_source(recorded, read_restamps(directory)) if recorded else (None, [])
-    same, detail = config_state(config["method"], grid)
     if recorded is not None and now is not None and carried != now:
         also = "" if same else f"; and its config: {detail}"
         return RowState(table, run, "stale-code", f"recorded {recorded}, now {now}{also}")

@@ -44,6 +44,7 @@ from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
 from benchmarks.metrics.stats import bootstrap_ci
 from benchmarks.pipeline.cli import redact_run_outputs, run_or_exit
+from benchmarks.pipeline.provenance import provenance
 from benchmarks.pipeline.runlog import RecordLog, exclusive, write_atomically
 from benchmarks.pipeline.settings import (
     CACHE_MODES,
@@ -343,12 +344,24 @@ def segment_in(
         "accounting": accounting.summary(),
         "repaired_bytes": labels.repaired_bytes,
         "run_dir": str(run_dir),
+        "provenance": labels_provenance(run_dir, cfg.segmenter._target_, len(pending)),
     }
     if (run_dir / "training.json").exists():
         summary["training"] = json.loads((run_dir / "training.json").read_text())
     write_references(run_dir / "references.jsonl", dialogues)
     write_atomically(run_dir / "metrics.json", json.dumps(summary, indent=2, sort_keys=True))
     return summary
+
+
+def labels_provenance(run_dir: Path, segmenter: str, segmented_now: int) -> dict[str, Any]:
+    """The code that segmented (:func:`~benchmarks.pipeline.provenance.provenance`, with the
+    segmenter's source fingerprint): this invocation's where it segmented dialogues; where it
+    only resumed a finished run, what the metrics it rewrites recorded (empty where they
+    recorded none: unknown, not stale)."""
+    written = run_dir / "metrics.json"
+    if segmented_now or not written.exists():
+        return provenance(segmenter)
+    return dict(json.loads(written.read_text()).get("provenance", {}))
 
 
 def write_references(path: Path, dialogues: Sequence[SegmentationDialogue]) -> None:
