@@ -174,9 +174,8 @@ def test_unfinished_runs_are_left_out_and_named_with_their_progress(tmp_path: Pa
         "Not in the table, unfinished (a rerun resumes them): "
         "ES-Mem, llm (3 questions logged, run partial)"
     )
-    assert (
-        document(report).header[-1].endswith(report.notes.text("unfinished"))
-    )  # the csv's last line
+    # the csv's last header line
+    assert document(report).header[-1].endswith(report.notes.text("unfinished"))
 
     # A backlog's table (--partial): the unfinished run is a row, over its questions done.
     backlog = build_report(runs, partial=True)
