@@ -92,7 +92,7 @@ def measured_table(
     mark = notes.mark
     header = [f"Segmenter{mark('fallback')}", f"Mode{mark('mode')}", "Backbone", "n"]
     header += [f"Pk ↓{mark('metrics')}", "WD ↓", "F1 ↑", "Score ↑"]
-    header += ["LLM calls", "Tokens (in/out)", "Fell back"]
+    header += ["LLM calls", "Tokens (in/out)", "Fell back", "Run"]
     body = []
     for c in rows:
         llm = c.key.mode == "llm"
@@ -108,6 +108,7 @@ def measured_table(
                 if llm
                 else DASH,
                 f"{c.fallback_dialogues}/{c.n}",
+                c.run_dir.name,
             ]
         )
         if (row := published_counterpart(c, quoted)) is not None:
@@ -120,7 +121,7 @@ def measured_table(
             )
             deltas = [(printed[m], c.scores[m] - printed[m]) for m in TABLE_METRICS]
             cells = [f"{value:.3f} (Δ {signed(delta)})" for value, delta in deltas]
-            body.append([name, "quoted", DASH, DASH, *cells, DASH, DASH, DASH])
+            body.append([name, "quoted", DASH, DASH, *cells, DASH, DASH, DASH, DASH])
     title = note("segmentation.dataset_title", dataset=DATASETS[dataset], n=rows[0].n_split)
     return Table(header, body, title=title)
 
