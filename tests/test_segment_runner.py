@@ -19,6 +19,7 @@ from benchmarks.config.values import ConfigError
 from benchmarks.data.paths import REPO_ROOT
 from benchmarks.metrics.segmentation import main as score_cli
 from benchmarks.papers.segmentation import published_segmentation
+from benchmarks.pipeline.packed import main as pack_cli
 from benchmarks.pipeline.runlog import RecordLog
 from benchmarks.pipeline.segment import run
 from benchmarks.runs.segmentation import collect
@@ -312,3 +313,22 @@ def test_table_keeps_measured_and_quoted_rows_apart(tmp_path: Path, data: Path) 
 
 def test_table_reports_a_missing_folder(tmp_path: Path, data: Path) -> None:
     assert table_cli(["--runs", str(tmp_path / "nothing"), "--out", str(tmp_path / "t")]) == 2
+
+
+def test_a_packed_segmentation_run_renders_and_resumes_as_the_plain_one(
+    tmp_path: Path, data: Path
+) -> None:
+    """Committed segmentation runs are packed (``labels.jsonl.gz``): the table reads them as the
+    plain ones, and a resumed run unpacks them and segments nothing again."""
+    run_dir = Path(run(compose_config(tmp_path, data))["run_dir"])
+    argv = ["--runs", str(tmp_path / "runs"), "--data-dir", str(data)]
+    assert table_cli([*argv, "--out", str(tmp_path / "plain")]) == 0
+    labels = (run_dir / "labels.jsonl").read_bytes()
+
+    assert pack_cli([str(run_dir)]) == 0
+    assert not (run_dir / "labels.jsonl").exists() and (run_dir / "labels.jsonl.gz").exists()
+    assert table_cli([*argv, "--out", str(tmp_path / "packed")]) == 0
+    assert (tmp_path / "packed.md").read_text() == (tmp_path / "plain.md").read_text()
+
+    again = run(compose_config(tmp_path, data))
+    assert again["segmented_now"] == 0 and (run_dir / "labels.jsonl").read_bytes() == labels

@@ -1,6 +1,7 @@
-"""Committed run folders, packed: ``predictions.jsonl`` gzipped, every record whole (the reader's
-context included), so that a table's records can be committed and its every cell re-rendered on
-any clone within ``results/``'s size budget.
+"""Committed run folders, packed: a run's record log (``predictions.jsonl``; a segmentation
+run's ``labels.jsonl``) gzipped, every record whole (the reader's context included), so that a
+table's records can be committed and its every cell re-rendered on any clone within
+``results/``'s size budget.
 
 ``memsys-bench results pack RUN_DIR...`` writes ``predictions.jsonl.gz`` (deterministic: no
 name or time in the gzip header, so packing twice gives the same bytes) and removes the plain
@@ -21,12 +22,15 @@ from typing import IO
 
 PLAIN = "predictions.jsonl"
 PACKED = "predictions.jsonl.gz"
+#: A segmentation run's record log (:mod:`benchmarks.pipeline.segment`).
+LABELS = "labels.jsonl"
 
 
-def predictions_file(directory: Path) -> Path:
-    """The run's records: the plain log, or the packed one where only that exists."""
-    plain, packed = directory / PLAIN, directory / PACKED
-    return packed if packed.exists() and not plain.exists() else plain
+def predictions_file(directory: Path, plain: str = PLAIN) -> Path:
+    """The run's records (``plain``: the log's name): the plain log, or the packed one where
+    only that exists."""
+    packed = directory / f"{plain}.gz"
+    return packed if packed.exists() and not (directory / plain).exists() else directory / plain
 
 
 def open_log(path: Path) -> IO[bytes]:
@@ -35,12 +39,13 @@ def open_log(path: Path) -> IO[bytes]:
 
 
 def pack(directory: Path) -> tuple[int, int]:
-    """Pack a finished run's records; the sizes before and after, in bytes."""
-    plain = directory / PLAIN
+    """Pack a finished run's records (a segmentation run's labels); the sizes before and after,
+    in bytes."""
+    plain = directory / (LABELS if (directory / LABELS).exists() else PLAIN)
     if not (directory / "metrics.json").exists():
         raise ValueError(f"{directory}: unfinished (no metrics.json): pack a finished run only")
     data = plain.read_bytes()
-    packed = directory / PACKED
+    packed = directory / f"{plain.name}.gz"
     partial = packed.with_suffix(".gz.part")
     with partial.open("wb") as raw, gzip.GzipFile("", "wb", 9, raw, mtime=0) as stream:
         stream.write(data)
@@ -52,10 +57,10 @@ def pack(directory: Path) -> tuple[int, int]:
     return len(data), packed.stat().st_size
 
 
-def unpack(directory: Path) -> None:
-    """Restore the plain records of a packed run (for the runner to append to)."""
-    packed = directory / PACKED
-    plain = directory / PLAIN
+def unpack(directory: Path, name: str = PLAIN) -> None:
+    """Restore the plain records (``name``) of a packed run (for the runner to append to)."""
+    plain = directory / name
+    packed = directory / f"{name}.gz"
     partial = plain.with_suffix(".jsonl.part")
     partial.write_bytes(gzip.decompress(packed.read_bytes()))
     partial.replace(plain)
@@ -65,8 +70,8 @@ def unpack(directory: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="memsys-bench results pack",
-        description="Gzip finished runs' predictions.jsonl (deterministic, verified); --unpack "
-        "restores them.",
+        description="Gzip finished runs' predictions.jsonl (labels.jsonl) (deterministic, "
+        "verified); --unpack restores them.",
     )
     parser.add_argument("runs", nargs="+", type=Path, help="run folders")
     parser.add_argument("--unpack", action="store_true")
@@ -75,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for directory in args.runs:
         try:
             if args.unpack:
-                unpack(directory)
+                unpack(directory, LABELS if (directory / f"{LABELS}.gz").exists() else PLAIN)
                 print(f"{directory}: unpacked")
             else:
                 before, after = pack(directory)

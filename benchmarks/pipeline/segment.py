@@ -44,6 +44,7 @@ from benchmarks.data.segmentation import PRIMARY_SOURCES, SPLIT_ALIASES
 from benchmarks.metrics.segmentation import METRIC_NAMES, score_segmentation
 from benchmarks.metrics.stats import bootstrap_ci
 from benchmarks.pipeline.cli import redact_run_outputs, run_or_exit
+from benchmarks.pipeline.packed import LABELS, predictions_file, unpack
 from benchmarks.pipeline.provenance import provenance
 from benchmarks.pipeline.runlog import RecordLog, exclusive, write_atomically
 from benchmarks.pipeline.settings import (
@@ -305,7 +306,9 @@ def segment_in(
     dialogues = split[: settings.limit] if settings.limit else split
     accounting = Accounting()
     segmenter = build_segmenter(cfg, settings, accounting)
-    labels = RecordLog(run_dir / "labels.jsonl", key="id")
+    if predictions_file(run_dir, LABELS).suffix == ".gz":  # a committed, packed run resumed
+        unpack(run_dir, LABELS)
+    labels = RecordLog(run_dir / LABELS, key="id")
     pending = [d for d in dialogues if d.dialogue_id not in labels]
     if pending:
         fit_if_needed(segmenter, data_dir, cache_dir, run_dir)

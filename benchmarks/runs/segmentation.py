@@ -20,6 +20,7 @@ from benchmarks.config.compose import compose_config
 from benchmarks.data import load_segmentation
 from benchmarks.papers.models import SAME_MODEL
 from benchmarks.papers.segmentation import QuotedRow
+from benchmarks.pipeline.packed import LABELS, predictions_file
 from benchmarks.pipeline.segment import fell_back, summarize, total_cost
 from benchmarks.runs.folders import ReportError, is_finished, read_records, run_configs
 from memsys.methods.secom.reflection import ReflectionConfig
@@ -104,7 +105,9 @@ def measure_run(directory: Path, config: dict[str, Any], data_dir: Path, seed: i
     """Rescore one run's labels against the references, in the split's order."""
     dataset = config["dataset"]["name"]
     references = load_segmentation(dataset, config["dataset"]["split"], data_dir)
-    records = {str(record["id"]): record for record in read_records(directory / "labels.jsonl")}
+    records = {
+        str(record["id"]): record for record in read_records(predictions_file(directory, LABELS))
+    }
     if unknown := set(records) - {d.dialogue_id for d in references}:
         raise ReportError(f"{directory}: ids not in {dataset}: {sorted(unknown)[:5]}")
     scored = [d for d in references if d.dialogue_id in records]
