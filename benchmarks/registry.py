@@ -1,39 +1,17 @@
 """The method registry: what each ``conf/method/*.yaml`` is, and which grids run it.
 
 Each method config declares, once, what it is, in a top-level ``registry:`` mapping (its
-registry block)::
-
-    registry:
-      about: ES-Mem (papers/es-mem.txt): event segmentation, ...   # one sentence: what it is
-      role: method                # method | baseline | ablation | variant | oracle
-      paper: esmem                # a published file's paper.id (papers below), or none
-      name: ES-Mem                # the display name of its class, as its paper spells it
-      grids: [table1, table2, retrieval, ...]   # GRIDS below; [] for none
-
-It is data about the config, never one of its options. This module reads it from each file's own
-YAML (:func:`declaration`), so a variant does not inherit its parent's through ``defaults`` (Hydra
-would merge it in): every file declares itself, and a file without its own block is an error
-naming it. Hydra composes it into ``method.registry`` like any key;
+registry block: ``about``, ``role``, ``paper``, ``name``, ``grids``; their meaning and where each
+grid is used: docs/adding_a_method.md, section 2). It is data about the config, never one of its
+options: this module reads it from each file's own YAML (:func:`declaration`), so a variant does
+not inherit its parent's through ``defaults``, and
 :func:`benchmarks.config.compose.without_registry` takes it out of every composed config before
-anything reads it (``compose_config`` and the runner's entry apply it), so no run id
-(:func:`benchmarks.pipeline.settings.run_identity`), constructor, option check or run's
-``config.yaml`` sees it, and :func:`stated_options` leaves it out.
+anything reads it, so no run id sees it.
 
-Every grid is derived from the blocks, none is written as a list: the experiments' Hydra sweeps
-(``method: ${registry:table1}`` in ``conf/experiment/*.yaml``, a resolver that
-:mod:`benchmarks.config.compose` registers before ``@hydra.main`` composes; a command-line
-``method=a,b`` replaces it), the ablation table's methods and rows
-(:mod:`benchmarks.runs.ablations`), the regression groups (:mod:`benchmarks.checks.regression`),
-the Makefile's ``LME_RETRIEVAL_METHODS`` (``python -m benchmarks.registry retrieval_lme``), and a
-grid's order (:func:`entries`' order). The report reads a run's role and display name here
-(:func:`role_of`, :mod:`benchmarks.runs.naming`).
-
-The papers are not listed here either: each ``results/published/<file>.yaml`` opens with a
-``paper:`` header naming its paper's ``id`` (the blocks' ``paper:`` value), its ``position`` in
-lists and how the paper ``measured`` (:mod:`benchmarks.published.cells`); :func:`papers` joins
-each to the name its ``role: method`` config declares. A new paper method is then its folder,
-its method config and its published file: its entry in the paper grids is derived from the two
-(:func:`paper_grid`).
+Every grid is derived from the blocks, none is written as a list; a grid's order is
+:func:`entries`' order. The papers are not listed here either: each
+``results/published/<file>.yaml`` opens with a ``paper:`` header naming its paper's ``id``, and
+:func:`papers` joins each to the name its ``role: method`` config declares (:func:`paper_grid`).
 """
 
 from __future__ import annotations

@@ -2,20 +2,11 @@
 
     python -m benchmarks.checks.regression check      # replay the committed LLM replies, compare metrics
     python -m benchmarks.checks.regression refresh    # re-record replies and rewrite the expectations
-    python -m benchmarks.checks.regression refresh --case 'locomo_qa/method=cast*'   # only these cases
     python -m benchmarks.checks.regression refresh --method last_sessions   # one method's cases
 
-Cases come from ``conf/regression.yaml``. ``check`` runs each in a fresh temporary cache seeded
-only with ``results/regression/replay.jsonl`` and ``llm_cache_mode=replay``: any request that
-was not recorded (a changed prompt, a changed retrieval feeding a prompt) stops the case with the
-request named, and every metric must match ``results/regression/expected.json`` (exactly for
-counts and strings, within the stated tolerance for floats). A case with no expectation (a
-method config whose registry block has just joined a group) is not run: ``check`` names it as
-new, with the refresh that records it, and fails until that is recorded, so a new method never
-passes unmeasured. ``refresh`` runs the same cases
-against a copy of the working LLM cache (so replies already computed are reused, and memories
-are always rebuilt so that construction calls are recorded too), then rewrites both files; their
-git diff shows which prompts and which numbers moved.
+Cases, replay, expectations and new cases: docs/development.md, "CI regression". ``refresh``
+runs against a copy of the working LLM cache (replies already computed are reused; memories are
+always rebuilt so that construction calls are recorded too).
 
 ``refresh`` also writes the cases' sentence embeddings (``embeddings.npz``); ``check`` seeds its
 cache with them when the file is there, so that a CPU that rounds the model's arithmetic

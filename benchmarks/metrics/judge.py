@@ -1,36 +1,11 @@
 """``judge_acc``: an LLM grades each answer, through the same backbone interface as everything.
 
 A run scores every answer under each protocol in ``judge.protocols`` (one cached verdict each);
-``judge_acc`` is the dataset's own (``dataset.judge_protocol``). A protocol named after an
-evaluator is that evaluator's judge, its prompt read out of the evaluator's own source file
-(:mod:`benchmarks.metrics.official_prompts`; the project holds no copy); the project's own
-readings have names of their own:
-
-* ``longmemeval`` — LongMemEval's judge (``evaluate_qa.py``): the official template of the
-  question's type, ``template.format(question, answer, response)``, sent as the one user message
-  with temperature 0 and at most :data:`LONGMEMEVAL_REPLY_TOKENS` reply tokens, no JSON; the
-  verdict is ``'yes' in reply.strip().lower()``, so every reply is a verdict. Questions of other
-  datasets (LoCoMo) get the template the official code uses for single-session-user,
-  single-session-assistant and multi-session questions. LongMemEval's own protocol.
-* ``mem0`` — mem0's judge (``evaluation/metrics/llm_judge.py``): ``ACCURACY_PROMPT`` formatted
-  with ``question``, ``gold_answer`` and ``generated_answer``, the one user message, temperature
-  0, JSON: mem0 asks for OpenAI's JSON-object mode, here :data:`MEM0_REPLY_SCHEMA` (an object
-  with a string ``label``, what mem0's reading needs); mem0 sets no reply cap, here
-  :data:`MEM0_REPLY_TOKENS`. The verdict is ``label == "CORRECT"``, the reply read as mem0 reads
-  it (:class:`~benchmarks.metrics.judging.Mem0LabelReader`). LoCoMo's own protocol.
-* ``strict`` — the project's: CORRECT or WRONG as JSON, rejecting vague, partial or hedged
-  answers: the same gold fact, complete, or WRONG. Not from a paper: it brackets mem0's generous
-  grading from above.
-* ``longmemeval_json`` — the project's rewording of LongMemEval's per-type rules, asked as JSON
-  ``{"answer": "yes"|"no"}``; on other datasets its standard rule.
-
-``_abs`` (abstention) questions get LongMemEval's official abstention template and reading under
-every protocol (mem0's code never meets one: LoCoMo has none).
-
-Asking the model and reading its replies (the retry ladder) is :mod:`benchmarks.metrics.judging`'s.
-
-``python -m benchmarks.metrics.judge --show-prompt ...`` prints the message the judge model
-receives for one answer (:func:`main`).
+``judge_acc`` is the dataset's own (``dataset.judge_protocol``). An evaluator's protocol uses that
+evaluator's prompt, read out of its own source (:mod:`benchmarks.metrics.official_prompts`);
+``strict`` and ``longmemeval_json`` are the project's readings. What each protocol sends and how
+its reply becomes a verdict: docs/scoring.md, "Judge protocols". Asking the model and reading its
+replies (the retry ladder) is :mod:`benchmarks.metrics.judging`'s.
 """
 
 from __future__ import annotations

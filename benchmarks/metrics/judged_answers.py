@@ -3,33 +3,9 @@ aggregates.
 
 The same :class:`~benchmarks.metrics.judging.Judge` a run uses (same prompts, replies read the
 same way, same retry ladder), on a judge backbone composed from ``conf/backbone/<NAME>.yaml``
-as a run composes it, through the runners' response cache (``.cache/``, or ``cache_dir=``), so
-a rerun, or judging a run's own answers, asks the model nothing new::
-
-    python -m benchmarks.metrics.qa --pred PRED.jsonl --judge PROTOCOL [--judge-backbone NAME] \\
-        [--dataset locomo|longmemeval_s|longmemeval_oracle] [--out VERDICTS.jsonl] [OVERRIDE ...]
-
-Two input shapes, one question per line:
-
-* ``{"id"|"question_id", "category", "question", "prediction", "answer"[,
-  "adversarial_answer"]}``, the lexical scorer's lines plus ``question`` (a run's own
-  ``predictions.jsonl`` as it stands). ``category`` is a LoCoMo code 1..5 or name, or a
-  LongMemEval question type in its own spelling (``temporal-reasoning``) or the project's
-  (``temporal_reasoning``). A category-5 line is graded against ``adversarial_answer`` when it
-  has one, as a run grades it. ``_abs`` in the id marks an abstention question, as in
-  LongMemEval's code.
-* ``{"question_id", "hypothesis"}``, LongMemEval's own hypothesis file (what its
-  ``evaluate_qa.py`` reads), with ``--dataset``: question, answer and category come from the
-  dataset by id (``prediction`` may stand for ``hypothesis``; any other field is not read).
-
-It prints judge accuracy with 95% bootstrap intervals (questions resampled): overall (category 5
-under the ``--adversarial`` policy, as the lexical scores), per category, and over LongMemEval's
-questions also task-averaged (the mean of the per-type means) and abstention accuracy; the
-grouping is :mod:`benchmarks.metrics.aggregate`'s, the one behind a run's ``metrics.json``. A failed
-verdict (no parseable reply, or a failed call) is counted and left out, never scored.
-``--out`` writes one line per question: ``{"question_id", "category", "protocol", "label":
-true|false|null, "reply", "error"}``. ``OVERRIDE``s are Hydra overrides of the config the judge
-backbone is composed in (``backbone.provider.model=...``, ``cache_dir=...``).
+as a run composes it, through the runners' response cache, so a rerun asks the model nothing
+new. The command, its two input shapes and what it prints and writes: docs/scoring.md
+(``memsys-bench score qa --judge``). A failed verdict is counted and left out, never scored.
 """
 
 from __future__ import annotations

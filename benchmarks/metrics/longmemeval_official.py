@@ -3,29 +3,8 @@
 The definition is the behaviour of ``src/retrieval/run_retrieval.py`` and
 ``src/retrieval/eval_utils.py`` (xiaowu0162/LongMemEval @ 9e0b455; the files are in
 ``data/evaluators/longmemeval/``), reimplemented here and tested against cases computed from
-that code:
-
-* **Corpus.** User turns only, each ``<session_id>_<j>`` with ``j`` the 1-based position of the
-  turn in its session (assistant turns counted); at session level, one entry per session. A
-  haystack that repeats a session id holds each copy as its own entry, under the same id.
-* **Relabelling.** In a session whose id contains ``answer``, a user turn without
-  ``has_answer`` is renamed ``noans`` (every ``answer`` in its id replaced), and so is a whole
-  session none of whose user turns has it. **Gold** is every corpus id that still contains
-  ``answer``.
-* **Metrics at k** on a ranking of corpus entries: ``recall_any`` (some gold id in the top k),
-  ``recall_all`` (every gold id in it; 1.0 with no gold) and ``ndcg_any`` (binary relevance per
-  corpus entry, the DCG that divides rank r >= 2 by log2(r), the ideal from the corpus's
-  relevances), for k in :data:`CUTOFFS`.
-* **Session metrics from a turn ranking** strip the turn number (``noans`` turns map to a
-  ``noans`` session, which is not gold) and grow k over the turn slots until k distinct
-  sessions are covered (or the corpus is exhausted), then score the turn slots at that k.
-* **Which questions count**: ``_abs`` questions and questions with no user turn marked
-  ``has_answer`` are skipped (:attr:`Corpus.skipped`).
-
-A ranking need not cover the corpus: what it leaves out is never retrieved (the official
-functions on a shorter list). ``mrr`` is this project's addition (LongMemEval reports none): the
-reciprocal rank of the first gold entry of the ranking, and at session level of the first gold
-session among the distinct sessions in their order of first appearance; 0 when none.
+that code. Its corpus, gold relabelling, metrics, the session level from a turn ranking, the
+questions skipped and ``mrr`` (this project's addition): docs/scoring.md, the one definition.
 """
 
 from __future__ import annotations
