@@ -45,15 +45,11 @@ def without_registry(cfg: DictConfig) -> DictConfig:
     """``cfg`` with its method's registry block (``method.registry``) taken out, in place; also
     returned.
 
-    The block says what a ``conf/method`` config is and which grids run it
-    (:mod:`benchmarks.registry`, which reads it from each file's own YAML); Hydra composes it
-    into the method's node like any key. It is no option: taken out here by
-    :func:`compose_config` and at the runner's entry (:func:`benchmarks.pipeline.run.run`)
-    before anything reads the config, it reaches no constructor, option check or run's own
-    ``config.yaml`` (Hydra's copy under ``.hydra/``, saved before the runner starts, keeps it;
-    nothing reads that copy), and :func:`benchmarks.pipeline.settings.run_identity` leaves it out
-    of a run id however a config was composed. A config without a method node (the segmentation
-    runner's) is unchanged.
+    The block is data about the config, no option (:mod:`benchmarks.registry`): taken out here
+    by :func:`compose_config` and at the runner's entry before anything reads the config, it
+    reaches no constructor, option check or run's own ``config.yaml`` (Hydra's copy under
+    ``.hydra/`` keeps it; nothing reads that copy). A config without a method node (the
+    segmentation runner's) is unchanged.
     """
     method = cfg.get("method") if isinstance(cfg, DictConfig) and "method" in cfg else None
     if isinstance(method, DictConfig) and KEY in method:

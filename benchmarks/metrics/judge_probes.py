@@ -2,20 +2,10 @@
 
 A judge whose verdicts are read as accuracy must accept right answers and reject wrong ones. The
 probes measure both on the run's own questions, so every table with a judge can say how far its
-Judge columns can be trusted:
-
-* ``gold`` — the gold answer itself: must be accepted.
-* ``other_question`` — the gold answer of another question of the same category in the subset,
-  one with no content word in common with this gold answer (picked by a seeded draw): must be
-  rejected.
-* ``distractor`` — a topical but wrong answer built from the conversation: the sentence, outside
-  the sessions that hold the question's evidence, that shares the most content words with the
-  question and none with the gold answer (:data:`MIN_WORDS` to :data:`MAX_WORDS` words): must be
-  rejected.
-
-Adversarial (LoCoMo category 5) and abstention questions get no probe: their right answer is a
-refusal, which neither wrong-answer probe can stand in for. "Content words" are LoCoMo's
-normalised, Porter-stemmed tokens without :data:`FUNCTION_WORDS` and one-letter tokens.
+Judge columns can be trusted. The three probes (``gold``, ``other_question`` and ``distractor``,
+a sentence of :data:`MIN_WORDS` to :data:`MAX_WORDS` words) and the questions that get none:
+docs/scoring.md, "Judge probes". "Content words" are LoCoMo's normalised, Porter-stemmed tokens without
+:data:`FUNCTION_WORDS` and one-letter tokens.
 """
 
 from __future__ import annotations

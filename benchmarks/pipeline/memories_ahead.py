@@ -1,14 +1,11 @@
 """Memories built ahead: several conversations' memories under construction at once.
 
-An llm-mode method's construction is chains of LLM requests, and one conversation's chains
-rarely fill a server's slots: ES-Mem's stage 1 waits for turn t before it asks about turn t + 1,
-SeCom and HingeMem send one request per session and wait for the slowest. Building the next
-conversations' memories meanwhile (and while the current one is answered) keeps the slots busy.
-The backbone bounds the requests in flight across all of them (its ``concurrency``), granting
-its slots to the memory started first (so memories finish one after another, each one's local
-work overlapping the next ones' requests, :mod:`memsys.llm.slots`), and the
-embedder, spaCy pipeline and compressors take one caller at a time, so each memory is the one a
-serial run builds: what a run logs does not depend on ``memories_at_once``.
+One conversation's LLM construction rarely fills a server's slots; building the next
+conversations' memories meanwhile (and while the current one is answered) keeps them busy. The
+backbone bounds the requests in flight across all of them (its ``concurrency``), granting its
+slots to the memory started first (:mod:`memsys.llm.slots`), and the embedder, spaCy pipeline
+and compressors take one caller at a time, so each memory is the one a serial run builds: what a
+run logs does not depend on ``memories_at_once`` (docs/running.md).
 
 Only runs whose construction calls an LLM on a server build ahead: a lite method's construction
 is local computation that threads would only interleave, and a model running in this process

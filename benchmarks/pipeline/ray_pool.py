@@ -2,18 +2,10 @@
 
 Each worker is a Ray actor holding a harness of its own, built from the run's validated settings
 (as a ``workers=N`` process builds one, :mod:`benchmarks.pipeline.workers`), and takes one
-conversation (a LongMemEval haystack) at a time: its memory, then the records of its pending
-questions. This process holds the run directory and alone writes the log, in the dataset's
-order, so the records, ``metrics.json`` scores and run id are those of a one-process run
-(timings, costs, cache counters and the invocation's worker figures differ). The conversations
-travel with the tasks, so a worker reads no dataset; it reads and writes the run's
-``cache_dir``, which on several machines must be shared storage with ``cache_sharing=shards``.
-
-A worker that dies (killed, out of memory, its node lost) is restarted by Ray, on any node, up
-to ``executor.max_restarts`` times, and the conversation it held is redone there: nothing of it
-was logged, so nothing is lost or written twice. An error raised by the work itself is not
-retried: it stops the run as a worker process's error does, after the records before it are
-logged.
+conversation at a time. This process holds the run directory and alone writes the log, in the
+dataset's order, so the records, ``metrics.json`` scores and run id are those of a one-process
+run. What a worker reads and writes, and how a dead worker's conversation is redone:
+docs/running.md, "One run on many machines".
 """
 
 from __future__ import annotations
