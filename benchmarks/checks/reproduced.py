@@ -1,21 +1,12 @@
 """``python -m benchmarks.checks.reproduced COMMITTED.csv REPRODUCED.csv``: did a table reproduce?
 
-A report's CSV holds two kinds of columns: what the runs measured (scores with their intervals
-and counts, p-values, the audited key's columns, context tokens, run ids) and what producing them
-cost on this machine (seconds, memory, texts embedded, model calls and their tokens: a warm cache
-makes fewer). The first kind must come out the same on any machine from the shipped replies
-(docs/tables.md); this command compares it cell by cell, rows keyed by subset, method, backbone
-and run id, and exits 1 naming each cell that differs and each row that only one table has.
-``make check-table1`` runs it after a cold ``make reproduce-table1`` in a scratch folder.
-
-A slice of a table (``--runs COMMITTED_RUNS REPRODUCED_RUNS``: its grid on a subset whose
-questions are all the committed table's, as ``make check-table2`` reproduces Table 2 on lme6)
-has other run ids and means over fewer questions, so its cells are not the committed ones. It is
-compared one level down instead, where every cell comes from: each row of the reproduced table
-is paired with the committed row whose run has the same config but for ``subset``, and each
-question's record, and each judge probe, of the reproduced run must equal the committed run's
-(timings and cache flags apart, :data:`benchmarks.checks.restamp.VOLATILE`). Equal records give
-equal cells over any question set.
+A report's CSV holds what the runs measured and what producing them cost on this machine (a warm
+cache makes fewer calls). The first kind must come out the same on any machine from the shipped
+replies: this command compares it cell by cell, rows keyed by subset, method, backbone and run
+id, and exits 1 naming each cell that differs and each row that only one table has. A slice of a
+table (``--runs``) is compared one level down, record by record and probe by probe (timings and
+cache flags apart, :data:`benchmarks.checks.restamp.VOLATILE`): equal records give equal cells
+over any question set. ``make check-table1`` and ``make check-table2``: docs/tables.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """``memsys-bench results restamp RUN_DIR...``: prove a stale run's outputs unchanged, and stamp it.
 
 A run is stale when its method's source fingerprint moved since it was produced. When the move
-was a refactor, this check recomputes a sample of the run's records with today's code — the
-run's own config rebuilt from its ``config.yaml`` (its run id must come out the same), its
-memories from the memory cache or built now, LLM replies only from the response cache
-(``replay``: a reply not cached is an error, never a new answer) or a table's shipped replies
-(``--llm-replies``) — and compares each with the
-committed record, field by field (timings and cache flags apart; fields the committed record was
-stored without, like a 499-question run's ``context``, are not compared). Every record identical:
-a stamp is appended to the run's ``restamps.jsonl`` (:mod:`benchmarks.runs.restamps`) and tables
-render the row fresh, saying so in a note. Any difference: nothing is stamped, the differences
-are printed, exit 1: the run must be rebuilt. What the sample cannot prove (a rare branch), the
-CI regression (``make ci-regression``) checks on its cases: run both.
+was a refactor, this check recomputes a sample of the run's records with today's code (LLM
+replies only from the response cache or a table's shipped replies: a reply not cached is an
+error, never a new answer) and compares each with the committed record, field by field (timings
+and cache flags apart; fields the committed record was stored without are not compared). All
+identical: a stamp goes into the run's ``restamps.jsonl`` (:mod:`benchmarks.runs.restamps`); any
+difference: nothing is stamped, exit 1. The whole procedure: docs/tables.md, "Stale rows and
+re-stamps".
 """
 
 from __future__ import annotations

@@ -2,15 +2,10 @@
 question, :func:`~benchmarks.inspection.model.result_summary`) and where each question's
 record lies in each run's log, so that a question page reads just its records from disk.
 
-Built once, when the server starts, one run at a time: the runs' full records (contexts of
-thousands of tokens) are never held in memory together. A run still being written is read up to
-its last complete record; when its log grows, the next request for the question list indexes
-it again. The diff of two runs is computed when asked, from each run's outcomes
-(:func:`benchmarks.inspection.diff.compare`, the definition ``memsys-bench diff`` prints).
-
-Only the files a run folder is known by are read (``config.yaml``, ``metrics.json``,
-``predictions.jsonl``, ``questions.json``), and only when they lie inside it: a link out of the
-folder is refused, so no request can reach a file that was not handed over.
+Built once, when the server starts, one run at a time: the runs' full records are never held in
+memory together; a run whose log grows is indexed again (docs/inspector.md). Only the files a run
+folder is known by are read (``config.yaml``, ``metrics.json``, ``predictions.jsonl``,
+``questions.json``), and only when they lie inside it: a link out of the folder is refused.
 """
 
 from __future__ import annotations

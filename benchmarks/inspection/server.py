@@ -1,17 +1,10 @@
 """``memsys-bench inspect --serve``: the inspector as a small local web server over run folders,
 for sets too large for one page (full LoCoMo across a table's runs, LongMemEval-S).
 
-It serves the inspector's page without data and the JSON routes its script asks: ``api/runs``
-(the title and the runs, which every view needs), ``api/index`` (the question list: runs,
-questions and one compact cell per run and question),
-``api/question?id=`` (one question, every run's context and verdicts, read from disk when asked)
-and ``api/diff?a=&b=`` (two runs compared when asked, as ``memsys-bench diff`` does), all from
-:class:`~benchmarks.inspection.index.Index`. Nothing else is served.
-
-Safe by default: it binds 127.0.0.1 unless told otherwise; it answers only requests whose
-``Host`` names it (a loopback name, the address it binds, or one given with ``--allow-host``), so
-a web page elsewhere cannot reach it through DNS rebinding; no URL names a file, so no path can
-lead out of the run folders handed over; every text is put into the page as text.
+It serves the inspector's page without data and the JSON routes its script asks, all from
+:class:`~benchmarks.inspection.index.Index`; nothing else. The routes, and why it is safe by
+default (loopback, ``Host`` checked against DNS rebinding, no URL names a file, every text put
+into the page as text): docs/inspector.md.
 """
 
 from __future__ import annotations

@@ -8,12 +8,7 @@ questions where a cell's questions come from too few conversations
 (:func:`benchmarks.metrics.stats.resampling_unit`).
 
 The one aggregation behind ``metrics.json`` and the report's tables (:mod:`benchmarks.tables.report`
-calls these, never its own copy): :func:`interval_cell` per cell, :func:`in_overall` for the
-adversarial policy, :func:`cells_by_scope` for the overall and per-category score cells,
-:func:`evidence_recalls`, :func:`answer_coverages` and :func:`all_evidence_share`,
-:func:`longmemeval_cells` for LongMemEval's aggregates, :func:`dataset_name`, and
-:func:`resampling_case` for why the intervals resample what they do (worded by
-:func:`interval_line` here and by the report's notes).
+calls these, never its own copy).
 """
 
 from __future__ import annotations

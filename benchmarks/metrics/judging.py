@@ -11,11 +11,8 @@ failing on the old replies. When that fails too, or the call itself fails, the v
 counted failure (``correct is None``), never a silent 0 or 1; the next run asks again, until
 :data:`MAX_ATTEMPTS` rungs have been tried and the failure is final.
 
-``repeats`` (``judge.repeats``) asks each verdict N times. Repeat 1 is the request above,
-unchanged; repeat ``r`` > 1 differs only in its seed (:data:`REPEAT_SEED_STRIDE` times ``r - 1``,
-plus the rung's own from rung 3) and, with ``repeat_temperature``, its temperature: its own cache
-key, so recorded replies and resumes work per repeat. At the protocol's temperature (0) a
-deterministic backend gives N equal verdicts: the spread is the backend's nondeterminism only.
+``repeats`` (``judge.repeats``) asks each verdict N times, repeat ``r`` > 1 with its own seed
+(:data:`REPEAT_SEED_STRIDE` times ``r - 1``): docs/scoring.md, "Judge repeats".
 """
 
 from __future__ import annotations
@@ -94,46 +91,14 @@ def ladder_request(
     return LLMRequest(tuple(messages), params, shared_prefix=prompt.prefix)
 
 
-class YesNoReader:
-    """LongMemEval's reading: ``'yes' in reply.strip().lower()``; every reply is a verdict."""
+class _CountedReader:
+    """A reader that counts its replies' outcomes (:attr:`OUTCOMES`) across threads."""
+
+    OUTCOMES: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts = {"yes": 0, "no": 0}
-
-    def read(self, text: str) -> tuple[bool | None, str | None]:
-        """The verdict of one reply and, when there is none, why."""
-        verdict = "yes" in text.strip().lower()
-        with self._lock:
-            self._counts["yes" if verdict else "no"] += 1
-        return verdict, None
-
-    def counts(self) -> dict[str, int]:
-        """Outcome counts so far (JSON-serializable)."""
-        with self._lock:
-            return dict(self._counts)
-
-
-class Mem0LabelReader:
-    """mem0's reading: ``json.loads(extract_json(reply))["label"] == "CORRECT"``
-    (:data:`MEM0_FENCE`). A reply mem0's script would stop on (no JSON, or JSON without a
-    ``label``) has no verdict: the ladder asks again."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts = {"clean": 0, "unparseable": 0, "invalid": 0}
-
-    def read(self, text: str) -> tuple[bool | None, str | None]:
-        """The verdict of one reply and, when there is none, why."""
-        stripped = text.strip()
-        fenced = MEM0_FENCE.search(stripped)
-        try:
-            value = json.loads(fenced.group(1) if fenced else stripped)
-        except ValueError as error:
-            return self._count("unparseable", None, f"unparseable verdict: {error}")
-        if not isinstance(value, dict) or "label" not in value:
-            return self._count("invalid", None, f"unparseable verdict: no label in {text[:200]!r}")
-        return self._count("clean", value["label"] == "CORRECT", None)
+        self._counts = dict.fromkeys(self.OUTCOMES, 0)
 
     def counts(self) -> dict[str, int]:
         """Outcome counts so far (JSON-serializable)."""
@@ -146,6 +111,37 @@ class Mem0LabelReader:
         with self._lock:
             self._counts[outcome] += 1
         return verdict, error
+
+
+class YesNoReader(_CountedReader):
+    """LongMemEval's reading: ``'yes' in reply.strip().lower()``; every reply is a verdict."""
+
+    OUTCOMES = ("yes", "no")
+
+    def read(self, text: str) -> tuple[bool | None, str | None]:
+        """The verdict of one reply and, when there is none, why."""
+        verdict = "yes" in text.strip().lower()
+        return self._count("yes" if verdict else "no", verdict, None)
+
+
+class Mem0LabelReader(_CountedReader):
+    """mem0's reading: ``json.loads(extract_json(reply))["label"] == "CORRECT"``
+    (:data:`MEM0_FENCE`). A reply mem0's script would stop on (no JSON, or JSON without a
+    ``label``) has no verdict: the ladder asks again."""
+
+    OUTCOMES = ("clean", "unparseable", "invalid")
+
+    def read(self, text: str) -> tuple[bool | None, str | None]:
+        """The verdict of one reply and, when there is none, why."""
+        stripped = text.strip()
+        fenced = MEM0_FENCE.search(stripped)
+        try:
+            value = json.loads(fenced.group(1) if fenced else stripped)
+        except ValueError as error:
+            return self._count("unparseable", None, f"unparseable verdict: {error}")
+        if not isinstance(value, dict) or "label" not in value:
+            return self._count("invalid", None, f"unparseable verdict: no label in {text[:200]!r}")
+        return self._count("clean", value["label"] == "CORRECT", None)
 
 
 class ProjectJSONReader:

@@ -1,15 +1,9 @@
 """A memory's footprint: what it stores and what building it cost, per conversation.
 
-Items and tokens stored are the method's units (:meth:`memsys.base.MemorySystem.stored_texts`),
-counted with the harness's one tokenizer (the context budget's); bytes are its serialized size
-(the canonical JSON the memory cache holds); construction is what it asked of the services (LLM
-requests, texts embedded, texts parsed; cache hits included, so the same memory costs the same
-whatever the caches held; ``None`` for a memory cached before costs were recorded).
-
-A run logs one line per conversation to ``memories.jsonl`` as soon as its memory is got, so an
-interrupted run keeps what it measured and a resumed one measures only the memories it has not;
-``metrics.json`` summarizes the file (:func:`summarize_footprints`: mean and max per
-conversation).
+What each ``memories.jsonl`` line holds: docs/running.md. A run logs one line per conversation
+as soon as its memory is got, so an interrupted run keeps what it measured and a resumed one
+measures only the memories it has not; ``metrics.json`` summarizes the file
+(:func:`summarize_footprints`: mean and max per conversation).
 """
 
 from __future__ import annotations

@@ -8,11 +8,9 @@ rebuilt, never trusted. Writes go to a temporary ``.part`` file renamed into pla
 POSIX); a write that fails (a full disk) removes its ``.part`` and the run goes on with the memory
 in RAM.
 
-A file's name is made of hashes only (``<method>/<id hash>-<key>.json``), never of the
-conversation's id, which comes from a dataset and may hold ``../``, a ``/`` or a NUL byte; the id
-is kept inside the file and checked on reading. Memories cached under the older name
-(``<conversation id>-<key>.json``) are still found for ids that are plain file names, and copied
-to the new name; others are a miss and are built again.
+A file's name is made of hashes only, never of the conversation's id, which comes from a
+dataset and may hold ``../``, a ``/`` or a NUL byte; the id is kept inside the file and checked
+on reading (the names, old and new: docs/running.md).
 
 A file also keeps what its construction asked of the services (:data:`COST_KEYS`, recorded by
 the services as they were called, cache hits included): a memory loaded from disk reports what it

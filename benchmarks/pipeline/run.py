@@ -2,15 +2,12 @@
 
 For each conversation: construct the memory (or load it from the memory cache), then for each
 question not yet in the run's log, or logged as failed (:func:`benchmarks.pipeline.harness.failed`):
-retrieve, render the context, answer, judge, score, and append one JSON line (a failed
-question's new line supersedes its old one). The run directory is named by a hash of the config
-(minus locations), so running the same config again resumes; ``metrics.json`` is rewritten from
-the log at the end, beside ``questions.json`` (the ids of the run's question set, all its log
-may hold: a resumed run refuses a row for any other question, or a second record for a settled
-one, before any new work), and the judge's probe set is graded once (``judge_probes.json``,
-:mod:`benchmarks.metrics.judge_probes`). With ``workers=N`` (retrieval-only runs of lite methods)
-N processes construct and answer, and this one logs their records in the same order
-(:mod:`benchmarks.pipeline.workers`).
+retrieve, render the context, answer, judge, score, and append one JSON line. The run directory
+is named by a hash of the config (minus locations), so running the same config again resumes
+(docs/running.md); ``metrics.json`` is rewritten from the log at the end, beside
+``questions.json``, and the judge's probe set is graded once
+(:mod:`benchmarks.metrics.judge_probes`). With ``workers=N`` N processes construct and answer,
+and this one logs their records in the same order (:mod:`benchmarks.pipeline.workers`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """``workers=N``: construct memories and answer a run's questions in N worker processes.
 
-A retrieval-only run of a lite method spends its time constructing memories (embedding, parsing,
-graph building), one conversation at a time and much of it on one core; N processes build N
-memories at once. Each worker builds its own harness from the run's validated settings
+Each worker builds its own harness from the run's validated settings
 (:class:`~benchmarks.pipeline.settings.RunSettings`, sent over the pipe; the caches it shares with
-the others are SQLite in WAL mode and atomically renamed files). The parent holds
-the run directory and alone writes the log, in the dataset's order, the order a serial run writes
-it (the bootstrap reads records in that order): a run's results do not depend on how many
-workers produced them, and a run interrupted with one count resumes with another.
-
-Runs that call an LLM keep to one process (``settings.validate`` says so): their LLM calls are
-concurrent already, a batch at a time.
+the others are SQLite in WAL mode and atomically renamed files). The parent holds the run
+directory and alone writes the log, in the order a serial run writes it (the bootstrap reads
+records in that order), so a run's results do not depend on how many workers produced them
+(docs/running.md). Runs that call an LLM keep to one process (``settings.validate`` says so).
 """
 
 from __future__ import annotations
