@@ -1,14 +1,9 @@
 """``memsys-bench results rebuild [TABLE...]``: rebuild exactly the rows ``results status`` finds
 stale or partial, then re-render their tables.
 
-Each row to rebuild is rerun from its own run folder: ``stale-code`` and ``partial`` rows under the
-config their ``config.yaml`` rebuilds to (the same run id), ``stale-config`` rows under today's
-config of the name their settings are nearest to (a new run id). The plan, with each row's cost
-as measured when it was last built, is printed first. A stale run's folder moves to the cache
-(``<cache_dir>/superseded/``) before its rerun starts, and is deleted once the rerun finishes; so
-an interrupted rebuild leaves a partial run, which the next ``rebuild`` resumes (runs are
-kill-safe), and a sitting can stop anywhere. The table is re-rendered with the command its ledger
-entry names (``render``), only once every row of it is rebuilt.
+A stale run's folder moves to the cache (``<cache_dir>/superseded/``) before its rerun starts, and
+is deleted once the rerun finishes; so an interrupted rebuild leaves a partial run, which the
+next ``rebuild`` resumes. Which config each row reruns under: docs/tables.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The public audit of LoCoMo's answer key (``locomo/audit/errors_conv_<c>.json``), read as a
 second key beside the published one, never in its place.
 
-The auditors (``dial481/locomo-audit``) list 156 errata over categories 1-4: a wrong or
-incomplete evidence citation (``WRONG_CITATION``, the answer stands), or a gold answer that is
-hallucinated, mis-dated, mis-attributed, incomplete or ambiguous. Each entry carries the
-published reading and the auditors' (``correct_answer``, ``correct_evidence``).
-
-How the audited key scores a question (:class:`AuditedKey`):
-
-* evidence is the auditors' ``correct_evidence`` for every erratum, ``AMBIGUOUS`` ones included
-  (where the evidence lies is not what they dispute);
-* the answer is ``correct_answer``, except for ``AMBIGUOUS`` entries: their ``correct_answer`` is
-  a discussion of two readings ("Either April 3-9 ... or April 9-15"), not an answer, so the
-  audited key has no answer for them and answer scores under it leave them out (counted);
-* questions without an erratum keep the published answer and evidence.
+The auditors (``dial481/locomo-audit``) list 156 errata over categories 1-4; each entry carries
+the published reading and the auditors' (``correct_answer``, ``correct_evidence``). How the
+audited key scores a question (:class:`AuditedKey`; ``AMBIGUOUS`` entries have no audited
+answer, their ``correct_answer`` being a discussion of two readings): docs/scoring.md, "LoCoMo's
+audited key".
 
 Entries are matched to the dataset by position (``locomo_<c>_qa<q>``: conversation ``c`` of the
 file, question ``q`` of its ``qa`` list) and checked against its question text, so an audit of
