@@ -13,10 +13,9 @@ that repeats a session id (13 S questions do) keeps each copy as its own session
 copy's; :func:`dataset_session_id` gives the dataset's id back (LongMemEval's official corpus
 holds both copies under it).
 
-Types are strict: a ``question_id`` is a non-empty string without control characters, unique in
-the variant (a repeat names both archive members); ``question`` and each turn's ``role`` and
-``content`` are strings and ``answer`` a string or a number, so a ``null`` is an error naming
-its record, never the text ``"None"``.
+Types are strict (ids: docs/running.md): ``question`` and each turn's ``role`` and ``content`` are
+strings and ``answer`` a string or a number, so a ``null`` is an error naming its record, never
+the text ``"None"``.
 """
 
 from __future__ import annotations
