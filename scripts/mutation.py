@@ -96,7 +96,7 @@ SCOPE = (
     Module(
         "benchmarks/metrics/retrieval.py",
         SCORERS,
-        ("x_evidence_recall",),
+        ("x_evidence_recall", "x_summarize_evidence_recall"),
         (
             "tests/test_metrics_retrieval.py",
             "tests/test_boundaries.py",

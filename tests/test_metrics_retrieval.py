@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from benchmarks.metrics.retrieval import evidence_recall
+from benchmarks.metrics.retrieval import evidence_recall, summarize_evidence_recall
 
 # --- evidence recall -------------------------------------------------------------------------
 
@@ -23,3 +25,25 @@ def test_evidence_recall_counts_repeated_evidence_once() -> None:
 def test_evidence_recall_without_evidence_raises() -> None:
     with pytest.raises(ValueError, match="no evidence"):
         evidence_recall([], ["D1:1"])
+
+
+def test_summary_skips_and_counts_questions_without_evidence() -> None:
+    summary = summarize_evidence_recall(
+        [
+            (["D1:1", "D1:2"], ["D1:1", "D1:2"]),
+            (["D1:1", "D1:2"], ["D1:2"]),
+            ([], ["D1:2"]),
+            (["D2:1"], []),
+        ]
+    )
+    assert summary.recalls == (1.0, 0.5, 0.0)
+    assert summary.n_skipped == 1
+    assert summary.mean_recall == pytest.approx(0.5)
+    assert summary.all_retrieved_share == pytest.approx(1 / 3)
+
+
+def test_summary_of_nothing_is_nan() -> None:
+    summary = summarize_evidence_recall([([], ["D1:1"])])
+    assert summary.n_skipped == 1
+    assert math.isnan(summary.mean_recall)
+    assert math.isnan(summary.all_retrieved_share)

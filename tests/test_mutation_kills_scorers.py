@@ -1,6 +1,6 @@
 """Scorer values a silent change would move, pinned where the scorers' own tests leave them open:
 case folding in the set F1 and BLEU-1 (a ligature that only upper-casing merges), every score of
-one question, the messages that say which input was bad,
+one question, the skipped count of evidence recall, the messages that say which input was bad,
 the bootstrap's fixed seed and resample count, and scores given as booleans. Written for ``make
 mutation`` (docs/development.md): each test pins a value a mutant would change."""
 
@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from benchmarks.metrics.qa import QAPrediction, bleu1, f1_set, score_prediction
-from benchmarks.metrics.retrieval import evidence_recall
+from benchmarks.metrics.retrieval import evidence_recall, summarize_evidence_recall
 from benchmarks.metrics.segmentation import score_segmentation
 from benchmarks.metrics.stats import ConfidenceInterval, bootstrap_ci, paired_bootstrap_pvalue
 
@@ -37,7 +37,9 @@ def test_every_score_of_one_question_uses_its_reference() -> None:
     assert adversarial == {"f1_locomo": 0.0, "f1_set": 1.0, "bleu1": 1.0}
 
 
-def test_evidence_recall_names_a_question_without_evidence() -> None:
+def test_evidence_recall_counts_every_question_it_skips() -> None:
+    summary = summarize_evidence_recall([([], ["D1:1"]), (["D1:1"], ["D1:1"]), ([], [])])
+    assert (summary.recalls, summary.n_skipped) == ((1.0,), 2)
     with pytest.raises(ValueError, match=r"^question has no evidence; recall is undefined$"):
         evidence_recall([], ["D1:1"])
 

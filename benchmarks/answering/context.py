@@ -1,17 +1,21 @@
 """Render a retrieval as the reader's context: budgeted best-first, shown in time or rank order.
 
 A method ranks its items; the harness keeps them in rank order while they fit the token budget,
-then shows the kept ones in the order the run resolved
-(:func:`benchmarks.pipeline.settings.context_order`): oldest first under their session dates
-(``order="time"``), so those contexts differ only in what was retrieved, or best first
-(``order="rank"``), each item under its date wherever the date changes (docs/scoring.md,
-"Answering"). Token counts are the sum of the memoized counts of each rendered line (headers
-included), which keeps a budget check at a few dictionary lookups per question.
+then shows the kept ones in the order the run resolved (:func:`benchmarks.pipeline.settings.context_order`:
+the method's own, :attr:`memsys.base.MemorySystem.context_order`, unless ``answer.order``
+overrides it): oldest first under their session dates (``order="time"``, every method but
+CAST), so those contexts look the same to the reader and differ only in what was retrieved; or
+best first (``order="rank"``), each item under its date wherever the date changes, for a method
+whose paper hands the reader its ranked list (CAST's fused order, §3.3.3). Token counts are the
+sum of the memoized counts of each rendered line (headers included), which keeps a budget check
+at a few dictionary lookups per question.
 
 Equal budget, equal opportunity: the first item that would overflow the budget is cut to the
-room left (:class:`Cut`) and ends the context. A cut item shows only the source turns whose whole
-text survived the cut (a summary or proposition cut short shows none of its turns): evidence
-recall credits nothing cut away.
+room left (its text's longest prefix that fits, :class:`Cut`), never dropped while the budget
+stays empty, and the context ends there. A cut item shows only the source turns whose whole
+text survived the cut (a turn counts as shown when its text lies within the kept prefix, so a
+summary or proposition cut short shows none of its turns): evidence recall credits nothing cut
+away.
 """
 
 from __future__ import annotations

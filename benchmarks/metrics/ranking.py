@@ -1,11 +1,30 @@
 """LongMemEval rankings: what a run records, how records are scored, and a scorer for anyone's.
 
-A record keeps its method's full-depth ranking in the official corpus's ids
-(:mod:`benchmarks.metrics.longmemeval_official`); a ranking that is not full depth decides only
-the metrics its depth holds, the others left out (shown as not computable, never as the depth's
-value). Reports score the stored rankings against the dataset, so a definition can change
-without rebuilding a memory. The record's fields and the ``--rankings`` command's input and
-output: docs/scoring.md, "full-depth ranking" and "Score any system's rankings".
+A method returns items best first, each covering turns, and for scoring its ranking of every
+turn it can rank below them (:attr:`memsys.types.Retrieval.ranking`, never shown to the reader).
+A record keeps that ranking in the official corpus's ids
+(:mod:`benchmarks.metrics.longmemeval_official`), closed by the turns the method's memory holds
+nothing of, in conversation order (the official evaluation ranks the whole corpus): ``turn``,
+the user turns ``<session_id>_<j>`` at their first mention, up to the turn before a 51st
+distinct session (enough for every metric at k <= 50, session level included); ``session``,
+the first 50 distinct sessions; ``complete``, whether it is such a full-depth ranking; and
+``method_turns``, how many of ``turn`` the method ranked itself. A method that ranks no deeper
+than its items (and every record logged before full-depth rankings) stores an incomplete one:
+a metric it cannot decide (a cut-off deeper than it, or MRR with no gold in it) is left out,
+so a table shows it as not computable rather than as the depth's value. Reports score the
+stored rankings against the dataset, so a definition can change without rebuilding a memory.
+
+Bring your own rankings::
+
+    python -m benchmarks.metrics.ranking --rankings FILE.jsonl [--definition official] \\
+        [--variant s|oracle] [--out SCORES.jsonl]
+
+One line per question, ``{"question_id", "granularity": "session"|"turn", "ranked_ids"}``;
+session ids as in ``haystack_session_ids``, turn ids ``<session_id>_<j>`` (j the 1-based
+position of the turn in its session, assistant turns counted; those are not in the official
+corpus and are dropped). It prints each level's means with 95% bootstrap intervals (questions
+resampled) and with ``--out`` writes one line per question: ``{"question_id", "granularity",
+"turn": {...}, "session": {...}}``, or ``{"question_id", "skipped": reason}``.
 """
 
 from __future__ import annotations
