@@ -1,11 +1,6 @@
-"""How far the judge agrees with itself and across protocols.
-
-* **Repeats** (``judge.repeats`` > 1): each answer graded N times under a protocol. Reported:
-  J as the mean over repeats, the standard deviation of the repeats' accuracies (sample, ddof 1),
-  the share of answers whose N verdicts are unanimous and Fleiss' κ over the answers with N
-  verdicts. At the protocol's own temperature (0) this is the backend's nondeterminism only.
-* **Protocols** (``judge.protocols``): for each pair, over the answers both graded (the first
-  repeat), raw agreement and Cohen's κ.
+"""How far the judge agrees with itself (``judge.repeats`` > 1: mean, spread, unanimous share,
+Fleiss' κ) and across protocols (``judge.protocols``: raw agreement and Cohen's κ per pair); what
+each figure is over: docs/scoring.md, "Judge repeats and protocol agreement".
 
 κ is None where chance agreement is 1 (every verdict the same): agreement is then total but κ
 is undefined.

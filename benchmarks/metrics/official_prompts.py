@@ -1,10 +1,8 @@
 """The evaluators' own judge prompts, read out of their unmodified source files at run time.
 
-A judge protocol named after an evaluator (``longmemeval``, ``mem0``) sends that evaluator's
-exact text, and the project holds no copy of it: the files are data (``make data`` fetches them
-from pinned commits, :mod:`benchmarks.data.sources`), found under the data directory
-(``$MEMBENCH_DATA`` honoured), checked against their pinned sha256
-(``benchmarks/data/checksums.sha256``) and parsed with :mod:`ast`, never executed:
+A judge protocol named after an evaluator sends that evaluator's exact text; the project holds
+no copy of it (docs/scoring.md, "Judge protocols"). The files, under the data directory, are
+checked against their pinned sha256 and parsed with :mod:`ast`, never executed:
 
 * LongMemEval (``evaluators/longmemeval/evaluate_qa.py``): ``get_anscheck_prompt``'s if/elif
   chain maps each question type, in LongMemEval's spelling (``temporal-reasoning``), to the

@@ -1,16 +1,11 @@
 """Bootstrap statistics for per-question scores: a CI of a mean, a paired test of two methods.
 
-Every table cell that is a mean over questions carries a 95% interval, and a claim that one
-method beats another on the same questions carries a p-value (METRICS.md). The resampling unit is
-the conversation, not the question: on LoCoMo every question of a conversation is answered from
-one memory, so its questions succeed or fail together, and resampling them one by one would
-treat 1,986 questions from 10 memories as 1,986 independent draws and understate the
-uncertainty. Both functions therefore take one cluster label per score and resample whole
-clusters (a cluster bootstrap; the mean of a resample is the ratio of its clusters' score sums to
-their question counts). On LongMemEval each question has its own haystack, so its clusters are
-single questions and the question bootstrap is what remains. :func:`resampling_unit` is the one
-rule for which unit a cell uses. The seed is fixed so that a table rebuilt from the same result
-files prints the same intervals; all resamples are drawn and averaged at once with numpy.
+Both resample whole clusters of questions (their conversation: the questions of one memory
+succeed or fail together), a cluster bootstrap whose resample's mean is the ratio of its
+clusters' score sums to their question counts; why conversations and when questions:
+docs/scoring.md, "Intervals and p-values". :func:`resampling_unit` is the one rule for which
+unit a cell uses. The seed is fixed so that a table rebuilt from the same result files prints
+the same intervals; all resamples are drawn and averaged at once with numpy.
 """
 
 from __future__ import annotations
