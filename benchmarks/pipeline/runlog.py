@@ -7,12 +7,11 @@ after the last complete record: no record is lost twice, none is duplicated. A w
 (a full disk) is cut back off the file and raised as :class:`ResultsWriteError` naming it; a
 complete line that is not a record is damage, :class:`DamagedLogError`, never skipped.
 
-A log may name records worth another try (``retryable``: a question whose answer or verdict
-failed): those ids stay pending, and the record a later run appends for one supersedes it. The
-file stays append-only; readers keep each id's last line (:func:`latest_records`). A line for an
-id whose earlier record was not retryable is a duplicate (run folders merged or copied into each
-other), as is, for a run, a line for an id outside its question set: opening the log notes them
-and :meth:`RecordLog.check_ids` refuses them, one line each, before any new work.
+A ``retryable`` record (a question whose answer or verdict failed) stays pending, and the
+record a later run appends for it supersedes it: readers keep each id's last line
+(:func:`latest_records`). A line for an id whose earlier record was not retryable (a duplicate)
+and one outside a run's question set are noted on opening and refused by
+:meth:`RecordLog.check_ids` before any new work (docs/running.md).
 """
 
 from __future__ import annotations
