@@ -1,5 +1,6 @@
 """Every committed table built from committed runs (``results/ledger.yaml`` entries with a
-``render`` command: Table 1, the LongMemEval-S retrieval tables, the ablation table) is what its
+``render`` command: Tables 1 and 2, the LongMemEval-S retrieval tables, the ablation and
+segmentation tables) is what its
 render command makes of the run records committed beside it, so every cell can be traced to the
 lines behind it on any clone."""
 
@@ -22,7 +23,7 @@ RENDERED = {
     if "render" in entry and (REPO_ROOT / entry["runs"]).is_dir()
 }
 #: The files a table's render command writes besides its markdown (the figure apart).
-COMPARED = {"ablations": (".md", ".json")}
+COMPARED = {"ablations": (".md", ".json"), "segmentation-table": (".md", ".csv")}
 
 
 def test_the_ledger_names_a_render_command_for_every_table_with_committed_runs() -> None:
