@@ -1,8 +1,7 @@
 """Every committed table built from committed runs (``results/ledger.yaml`` entries with a
 ``render`` command: Tables 1 and 2, the LongMemEval-S retrieval tables, the ablation and
-segmentation tables) is what its
-render command makes of the run records committed beside it, so every cell can be traced to the
-lines behind it on any clone."""
+segmentation tables) is what its render command makes of the run records committed beside it,
+so every cell can be traced to the lines behind it on any clone."""
 
 from __future__ import annotations
 
