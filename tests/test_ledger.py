@@ -87,6 +87,17 @@ def test_a_pending_table_is_listed_with_its_reason_and_passes(
     assert capsys.readouterr().out == "results/table.md: pending: waits on a rebuild\n"
 
 
+def test_a_measured_page_is_listed_with_how_it_was_measured_and_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "results").mkdir()
+    ledger = tmp_path / "results" / "ledger.yaml"
+    entry = {"measured": "memsys-bench plan on 2026-11-29"}
+    ledger.write_text(yaml.safe_dump({"tables": {"results/plan.md": entry}}))
+    assert main(["--ledger", str(ledger)]) == 0
+    assert capsys.readouterr().out == "results/plan.md: measured: memsys-bench plan on 2026-11-29\n"
+
+
 def test_a_renamed_key_is_mapped_not_counted_as_a_change() -> None:
     settings = OmegaConf.to_container(compose_config(["method=hingemem"]).method, resolve=True)
     assert isinstance(settings, dict)

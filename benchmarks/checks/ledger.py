@@ -14,6 +14,9 @@ markdown shows (the run ids of its rows) is:
   key, :data:`RENAMED_KEYS`, is mapped, not counted as a change);
 * ``partial`` — unfinished (no ``metrics.json``); ``missing`` — not in the runs folder.
 
+A page measured by a command rather than built from runs (the paper grid's cost plan) is declared
+``measured``, with the command, date and code.
+
 Exit 1 on any row that is not fresh or restamped; a pending table, or one whose runs folder is not
 in this checkout (Table 1's: ``make check-table1`` reproduces it instead), is listed, not failed.
 """
@@ -199,8 +202,9 @@ def run_state(table: str, directory: Path, grid: str | None = None) -> RowState:
 
 def table_states(table: str, entry: dict[str, Any], root: Path) -> list[RowState] | str:
     """The rows of one ledger entry (paths relative to ``root``), or why they are not checked."""
-    if "pending" in entry:
-        return f"pending: {entry['pending']}"
+    for kind in ("pending", "measured"):  # waits on work; counted by a command, not from runs
+        if kind in entry:
+            return f"{kind}: {entry[kind]}"
     runs = root / entry["runs"]
     if not runs.is_dir():
         return f"runs not in this checkout ({entry['runs']}): {entry.get('absent', 'rebuild to check')}"
