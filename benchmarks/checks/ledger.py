@@ -138,8 +138,14 @@ def nearest_config(method: dict[str, Any]) -> tuple[str, list[str]]:
     from ``method`` in the fewest top-level keys, and those keys."""
     settings = renamed(method)
     configs = method_configs(settings["_target_"])
-    name = min(configs, key=lambda found: len(differing_keys(settings, configs[found])))
+    name = nearest_of(settings, configs)
     return name, differing_keys(settings, configs[name])
+
+
+def nearest_of(settings: dict[str, Any], configs: dict[str, dict[str, Any]]) -> str:
+    """The name of the config among ``configs`` that differs from ``settings`` in the fewest
+    top-level keys."""
+    return min(configs, key=lambda found: len(differing_keys(settings, configs[found])))
 
 
 def differing_keys(settings: dict[str, Any], today: dict[str, Any]) -> list[str]:
@@ -170,7 +176,7 @@ def segmenter_state(segmenter: dict[str, Any]) -> tuple[bool, str]:
     if not configs:
         return False, f"no segmenter config of {segmenter['_target_']} today"
 
-    name = min(configs, key=lambda found: len(differing_keys(segmenter, configs[found])))
+    name = nearest_of(segmenter, configs)
     return False, f"nearest segmenter config {name}: {changes(segmenter, configs[name])}"
 
 

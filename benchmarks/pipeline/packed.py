@@ -33,6 +33,12 @@ def predictions_file(directory: Path, plain: str = PLAIN) -> Path:
     return packed if packed.exists() and not (directory / plain).exists() else directory / plain
 
 
+def log_name(directory: Path) -> str:
+    """The name of a run's record log, plain or packed: a segmentation run's labels, else its
+    predictions."""
+    return LABELS if any(directory.glob(f"{LABELS}*")) else PLAIN
+
+
 def open_log(path: Path) -> IO[bytes]:
     """A run's records for reading, as bytes, whether plain or packed."""
     return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
@@ -41,7 +47,7 @@ def open_log(path: Path) -> IO[bytes]:
 def pack(directory: Path) -> tuple[int, int]:
     """Pack a finished run's records (a segmentation run's labels); the sizes before and after,
     in bytes."""
-    plain = directory / (LABELS if (directory / LABELS).exists() else PLAIN)
+    plain = directory / log_name(directory)
     if not (directory / "metrics.json").exists():
         raise ValueError(f"{directory}: unfinished (no metrics.json): pack a finished run only")
     data = plain.read_bytes()
@@ -80,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for directory in args.runs:
         try:
             if args.unpack:
-                unpack(directory, LABELS if (directory / f"{LABELS}.gz").exists() else PLAIN)
+                unpack(directory, log_name(directory))
                 print(f"{directory}: unpacked")
             else:
                 before, after = pack(directory)

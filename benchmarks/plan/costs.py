@@ -9,6 +9,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from memsys.types import Conversation
 
 #: Pipeline stages in the order the tables show them (as booked by the backbone's accounting).
@@ -204,11 +206,8 @@ def growth_exponent(seen: Sequence[float], done: Sequence[float]) -> float:
     points = [(math.log(s), math.log(d)) for s, d in zip(seen, done, strict=True) if s > 0 < d]
     if len({x for x, _ in points}) < 2:
         return 1.0
-    mean_x = sum(x for x, _ in points) / len(points)
-    mean_y = sum(y for _, y in points) / len(points)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum(
-        (x - mean_x) ** 2 for x, _ in points
-    )
+    xs, ys = zip(*points, strict=True)
+    slope = float(np.polyfit(xs, ys, 1)[0])
     return min(max(slope, 0.0), 1.0)
 
 
