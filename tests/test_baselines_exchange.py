@@ -111,7 +111,7 @@ def test_memory_round_trips_and_dense_retrieval_runs(
 ) -> None:
     system = instantiate(compose_method("method=turn_rag_dense_exchange"), services=services())
     assert isinstance(system, TurnRAG) and system.unit == "exchange"
-    assert system.retriever == "dense" and system.top_k == 50
+    assert system.retriever == "dense" and system.top_k is None
     memory = system.construct(conversation)
     loaded = system.load_memory(system.dump_memory(memory))
     assert loaded.items == memory.items

@@ -1,6 +1,6 @@
 """Table 2 (LongMemEval) from hand-written run directories: the per-type table and ranking
 metrics by hand, agreement with the run summary, the judge's p-value, a column for every
-question type, the lme12 experiment grid, and the header on questions as their own haystacks."""
+question type, the lme30 experiment grid, and the header on questions as their own haystacks."""
 
 from __future__ import annotations
 
@@ -225,9 +225,9 @@ def test_table_2_columns_cover_every_longmemeval_type() -> None:
     assert set(LONGMEMEVAL_TYPES) == set(LONGMEMEVAL_CATEGORIES.values())
 
 
-def test_table2_experiment_composes_the_lme12_grid() -> None:
+def test_table2_experiment_composes_the_lme30_grid() -> None:
     cfg = compose_with_hydra(["+experiment=table2"])
-    assert (cfg.dataset.name, cfg.dataset.variant, cfg.subset.name) == ("longmemeval", "s", "lme12")
+    assert (cfg.dataset.name, cfg.dataset.variant, cfg.subset.name) == ("longmemeval", "s", "lme30")
     assert cfg.answer.template == "uniform" and cfg.answer.context_budget == 1024
     # judged by LongMemEval's own protocol only (its official per-type prompts)
     assert cfg.dataset.judge_protocol == "longmemeval" and list(cfg.judge.protocols) == []

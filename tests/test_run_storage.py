@@ -138,16 +138,16 @@ def test_ranked_baselines_embed_their_items_at_construction_not_at_retrieval(
     assert not loaded and asked_at_construction == len(memory.items) > 0
     question = Question("c1:q0", "c1", "Who said hello?", "Ana", "single_hop")
     encoded_at_construction = embedder.texts_encoded
-    # The question is all retrieval embeds: asked for the reader's top k and for the full-depth
-    # ranking (the second time from the embedding cache), encoded once.
+    # The question is all retrieval embeds, asked once: one search gives the reader's items and
+    # the full-depth ranking.
     assert system.retrieve(memory, question).items
-    assert embedder.texts_requested == asked_at_construction + 2
+    assert embedder.texts_requested == asked_at_construction + 1
     assert embedder.texts_encoded == encoded_at_construction + 1
     got = store.load_or_build(system, _conversation())  # loaded: indexed on load
     again, loaded = got.memory, got.loaded
-    assert loaded and embedder.texts_requested == 2 * asked_at_construction + 2
+    assert loaded and embedder.texts_requested == 2 * asked_at_construction + 1
     system.retrieve(again, question)
-    assert embedder.texts_requested == 2 * asked_at_construction + 4
+    assert embedder.texts_requested == 2 * asked_at_construction + 2
     assert embedder.texts_encoded == encoded_at_construction + 1
 
 

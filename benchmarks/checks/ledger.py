@@ -155,9 +155,14 @@ def differing_keys(settings: dict[str, Any], today: dict[str, Any]) -> list[str]
 
 
 def changes(settings: dict[str, Any], today: dict[str, Any]) -> str:
-    """How a run's settings differ from a config's today, key by key."""
+    """How a run's settings differ from a config's today, key by key (values as YAML writes
+    them: ``null``, not Python's ``None``)."""
+
+    def shown(config: dict[str, Any], key: str) -> str:
+        return "—" if key not in config else "null" if config[key] is None else str(config[key])
+
     return ", ".join(
-        f"{k}: {settings.get(k, '—')} (today {today.get(k, '—')})"
+        f"{k}: {shown(settings, k)} (today {shown(today, k)})"
         for k in differing_keys(settings, today)
     )
 

@@ -3,8 +3,12 @@
 * ``ZeroHistory`` — the reader sees no memory (what the backbone knows or guesses).
 * ``FullHistory`` — every turn, most recent first, so the context budget keeps the latest ones.
 * ``TurnRAG`` — each turn (``speaker: text``) is an item, or with ``unit: exchange`` each
-  exchange (a turn and its reply, SeCom's turn-level unit, below); BM25 or dense top-k.
-* ``SessionRAG`` — each session is one item (its turns joined); BM25 or dense top-k.
+  exchange (a turn and its reply, SeCom's turn-level unit, below); ranked by BM25 or dense.
+* ``SessionRAG`` — each session is one item (its turns joined); ranked by BM25 or dense.
+
+**Depth** (``top_k``): ``None``, the configs' value, hands the reader every item best first and
+lets the context budget keep what fits, as SeCom does, so a ranked baseline fills any equal
+budget a table sets (docs/tables.md, "equal budget"); an integer is a fixed top-k.
 
 All share :class:`ItemMemory`: a list of items, with retrieval indexes kept for the memory's
 lifetime (not serialized: they are cheap to rebuild from cached vectors). The ranked baselines
@@ -158,7 +162,7 @@ class _RankedItems(ItemMemorySystem):
         services: Services,
         *,
         retriever: str = "dense",
-        top_k: int = 10,
+        top_k: int | None = None,
         compression: str = "none",
         compression_rate: float = 0.75,
         llmlingua2_model: str = LLMLINGUA2_MODEL,
@@ -166,8 +170,8 @@ class _RankedItems(ItemMemorySystem):
         compression_threads: int | None = 1,
     ) -> None:
         super().__init__(services)
-        if top_k < 1:
-            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k must be at least 1 or null (every item), got {top_k}")
         if retriever not in RETRIEVER_KINDS:
             raise ValueError(f"unknown retriever {retriever!r}; expected one of {RETRIEVER_KINDS}")
         self.retriever = retriever
@@ -202,14 +206,15 @@ class _RankedItems(ItemMemorySystem):
             self.services.embedder.encode([question.question for question in questions])
 
     def retrieve(self, memory: ItemMemory, question: Question) -> Retrieval:
-        """The ``top_k`` best items; for the ranking metrics, every item by the same search."""
+        """The ``top_k`` best items (every item when ``None``), best first; for the ranking
+        metrics, every item by the same search."""
         retriever = memory.retriever(self.retriever, self)
-        hits = retriever.search(question.question, self.top_k)
+        every = retriever.search(question.question, len(memory.items))
+        kept = every[: self.top_k]  # a slice to None keeps every item
         items = tuple(
             MemoryItem(item.text, item.turn_ids, item.timestamp, item.position, score, item.kind)
-            for item, score in ((memory.items[index], score) for index, score in hits)
+            for item, score in ((memory.items[index], score) for index, score in kept)
         )
-        every = retriever.search(question.question, len(memory.items))
         return Retrieval(items, ranking=ranking_of(memory.items[index] for index, _ in every))
 
     def construction_config(self) -> dict[str, Any]:
