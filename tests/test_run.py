@@ -278,7 +278,7 @@ def test_committed_run_ids_resolve_as_they_were_pinned() -> None:
     """TurnRAG retrieval-only as pinned in test_reliability_secrets (time order), and CAST's
     ablation run (rank order), committed in results/ablations_runs."""
     turn = compose_config(["method=turn_rag_bm25", "answer=none", "subset.max_questions=40"])
-    assert run_id(run_identity(turn)) == "5dba7141ba5e"
+    assert run_id(run_identity(turn)) == "8ce7ad7853b1"
     ablation = compose_config(["+experiment=ablations", "method=cast"])
     assert run_id(run_identity(ablation)) == "01ec0844dff9"
     assert (REPO_ROOT / "results" / "ablations_runs" / "01ec0844dff9" / "config.yaml").is_file()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 
@@ -170,7 +171,7 @@ def test_select_caps_questions_across_conversations() -> None:
         Conversation(f"c{i}", (), (Question(f"q{i}", f"c{i}", "?", "a", "x" if i % 2 else "y"),))
         for i in range(10)
     ]
-    chosen = list(select(lambda: iter(conversations), SubsetSpec("smoke", None, 4)))
+    chosen = list(select(lambda wanted=None: iter(conversations), SubsetSpec("smoke", None, 4)))
     assert len(chosen) == 4
     assert {c.questions[0].category for c in chosen} == {"x", "y"}
     assert [
@@ -178,6 +179,25 @@ def test_select_caps_questions_across_conversations() -> None:
     ] == ["c0", "c1", "c2"]
     with pytest.raises(ValueError, match=r"subset\.max_questions"):
         SubsetSpec("bad", None, 0)
+
+
+def test_select_reads_the_sample_by_id_and_draws_it_once_per_data_key() -> None:
+    conversations = [
+        Conversation(f"c{i}", (), (Question(f"q{i}", f"c{i}", "?", "a", "x" if i % 2 else "y"),))
+        for i in range(10)
+    ]
+    asked: list[list[str] | None] = []
+
+    def stream(wanted: Collection[str] | None = None) -> list[Conversation]:
+        asked.append(None if wanted is None else sorted(wanted))
+        return [c for c in conversations if wanted is None or c.conversation_id in wanted]
+
+    spec = SubsetSpec("smoke", None, 4)
+    first = [c.conversation_id for c in select(stream, spec, "data 1")]
+    assert first == [c.conversation_id for c in select(stream, spec, "data 1")]
+    assert len(first) == 4 and asked == [None, sorted(first), sorted(first)]
+    assert [c.conversation_id for c in select(stream, spec, "data 2")] == first
+    assert asked[3:] == [None, sorted(first)]  # another data key draws its own sample
 
 
 def test_a_run_directory_is_held_by_one_process_at_a_time(tmp_path: Path) -> None:

@@ -14,18 +14,26 @@ before that key existed).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from benchmarks.data import load_locomo
 from benchmarks.data.locomo import LOCOMO_FILE
 from benchmarks.data.longmemeval import ARCHIVES, RECONSTRUCTED_S, iter_longmemeval
 from memsys.types import Conversation
 
-#: Makes a fresh stream of a dataset's conversations: ``(variant, file, data_dir)``.
-Source = Callable[[str | None, str | None, Path], Callable[[], Iterable[Conversation]]]
+
+class Conversations(Protocol):
+    """Makes a fresh stream of a dataset's conversations in the dataset's order; ``wanted``:
+    only those conversation ids (LongMemEval-S then parses no other haystack)."""
+
+    def __call__(self, wanted: Collection[str] | None = None) -> Iterable[Conversation]: ...
+
+
+#: Makes a dataset's :class:`Conversations`: ``(variant, file, data_dir)``.
+Source = Callable[[str | None, str | None, Path], Conversations]
 
 
 @dataclass(frozen=True)
@@ -78,18 +86,23 @@ class DatasetSpec:
         return self.variants.get(variant, "unknown variant")
 
 
-def _locomo(
-    variant: str | None, file: str | None, data_dir: Path
-) -> Callable[[], Iterable[Conversation]]:
+def _locomo(variant: str | None, file: str | None, data_dir: Path) -> Conversations:
     del variant  # LoCoMo has none
-    return lambda: load_locomo(str(data_dir), file or LOCOMO_FILE)
+
+    def stream(wanted: Collection[str] | None = None) -> Iterable[Conversation]:
+        conversations = load_locomo(str(data_dir), file or LOCOMO_FILE)
+        return [c for c in conversations if wanted is None or c.conversation_id in wanted]
+
+    return stream
 
 
-def _longmemeval(
-    variant: str | None, file: str | None, data_dir: Path
-) -> Callable[[], Iterable[Conversation]]:
+def _longmemeval(variant: str | None, file: str | None, data_dir: Path) -> Conversations:
     del file  # the variant names the file
-    return lambda: iter_longmemeval(variant, data_dir)  # type: ignore[arg-type]
+
+    def stream(wanted: Collection[str] | None = None) -> Iterable[Conversation]:
+        return iter_longmemeval(variant, data_dir, wanted)  # type: ignore[arg-type]
+
+    return stream
 
 
 def _locomo_files(variant: str | None, file: str | None) -> tuple[str, ...]:

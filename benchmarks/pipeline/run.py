@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from datetime import datetime, timezone
 from pathlib import Path
@@ -248,9 +248,18 @@ def remove_new_run_dir(run_dir: Path) -> None:
         run_dir.rmdir()
 
 
-def question_ids(settings: RunSettings, data_dir: Path) -> list[str]:
+def selected(
+    settings: RunSettings, data_dir: Path, digests: Mapping[str, str]
+) -> Iterator[Conversation]:
+    """A run's conversations, its subset's questions only; the data files' ``digests`` key the
+    sample this process drew of the same data (a sweep's jobs draw it once)."""
+    data_key = (settings.dataset, settings.variant, settings.dataset_file, *sorted(digests.items()))
+    return select(conversations_source(settings, data_dir), settings.subset, data_key)
+
+
+def question_ids(settings: RunSettings, data_dir: Path, digests: Mapping[str, str]) -> list[str]:
     """The ids of a run's questions, in the dataset's order: what its log may hold."""
-    conversations = select(conversations_source(settings, data_dir), settings.subset)
+    conversations = selected(settings, data_dir, digests)
     return [question.question_id for c in conversations for question in c.questions]
 
 
@@ -277,25 +286,27 @@ def run_in(run_dir: Path, settings: RunSettings, identity: dict[str, Any]) -> di
     if predictions_file(run_dir).name == PACKED:  # a committed, packed run resumed: append plain
         unpack(run_dir)
     log = RecordLog(run_dir / PLAIN, retryable=failed)
-    if len(log):  # resuming: the rows logged must be this run's own
-        owner = f"this run's question set ({settings.dataset}, subset {settings.subset.name})"
-        # the question set a finished invocation wrote, else one pass over the dataset
-        log.check_ids(read_question_set(run_dir) or question_ids(settings, data_dir), owner)
-    harness = build_harness(settings, run_dir)
-    seen: list[str] = []
-    corpora: dict[str, Corpus] | None = {} if settings.spec.longmemeval_scores else None
-    conversations: Iterable[Conversation] = noting_questions(
-        select(conversations_source(settings, data_dir), settings.subset), seen, corpora
-    )
-    answered_before = len(log)
-    construction = ConstructionCounts()
-    usage = WorkerUsage()  # stays empty with one process
-    footprints = FootprintLog(run_dir)
     invocations = RecordLog(run_dir / "invocations.jsonl", key="started")
     digests = dataset_digests(
         settings.spec.files(settings.variant, settings.dataset_file), data_dir
     )
     check_unchanged(recorded_digests(invocations.records()), digests, data_dir)
+    if len(log):  # resuming: the rows logged must be this run's own
+        owner = f"this run's question set ({settings.dataset}, subset {settings.subset.name})"
+        # the question set a finished invocation wrote, else one pass over the dataset
+        log.check_ids(
+            read_question_set(run_dir) or question_ids(settings, data_dir, digests), owner
+        )
+    harness = build_harness(settings, run_dir)
+    seen: list[str] = []
+    corpora: dict[str, Corpus] | None = {} if settings.spec.longmemeval_scores else None
+    conversations: Iterable[Conversation] = noting_questions(
+        selected(settings, data_dir, digests), seen, corpora
+    )
+    answered_before = len(log)
+    construction = ConstructionCounts()
+    usage = WorkerUsage()  # stays empty with one process
+    footprints = FootprintLog(run_dir)
     try:
         if not settings.spread:
             wanted = settings.judge_probes and not probes_settled(read_probes(run_dir))

@@ -14,10 +14,16 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from benchmarks.data.specs import Conversations
 from memsys.types import Conversation, Question
+
+#: A sample (question ids kept, conversations holding them) per (data key, subset) drawn in this
+#: process: the jobs of one sweep share their subset, and LongMemEval-S's first read (parsing
+#: every haystack for its question's type) is its slowest part.
+_SAMPLES: dict[Hashable, tuple[frozenset[str], frozenset[str]]] = {}
 
 
 @dataclass(frozen=True)
@@ -78,24 +84,46 @@ def _quotas(sizes: dict[str, int], limit: int) -> dict[str, int]:
 
 
 def select(
-    conversations: Callable[[], Iterable[Conversation]], spec: SubsetSpec
+    conversations: Conversations, spec: SubsetSpec, data_key: Hashable | None = None
 ) -> Iterator[Conversation]:
     """The conversations of a subset, lazily, with only the questions the cap keeps.
 
     ``conversations`` makes a fresh stream each call. With a question cap the stream is read
     twice: once for question ids and categories only (nothing else is kept, so LongMemEval-S
-    stays bounded in memory), once to yield the chosen ones.
+    stays bounded in memory), once for the conversations holding the sample, asked by id. A
+    ``data_key`` naming the data's content (its files' digests) lets later calls in this process
+    skip the first read.
     """
     if spec.max_questions is None:
         yield from _take(conversations(), spec)
         return
-    questions = [q for c in _take(conversations(), spec) for q in c.questions]
-    keep = {q.question_id for q in stratified_sample(questions, spec.max_questions, spec.seed)}
-    del questions
-    for conversation in _take(conversations(), spec):
+    memo = None if data_key is None else (data_key, spec)
+    sample = _SAMPLES.get(memo) if memo is not None else None
+    if sample is None:
+        sample = _sample(conversations, spec)
+        if memo is not None:
+            _SAMPLES[memo] = sample
+    keep, holders = sample
+    for conversation in conversations(holders):
+        if conversation.conversation_id not in holders:  # a loader that ignores ``wanted``
+            continue
+        if spec.max_sessions is not None:
+            conversation = first_sessions(conversation, spec.max_sessions)
         kept = tuple(q for q in conversation.questions if q.question_id in keep)
-        if kept:
-            yield dataclasses.replace(conversation, questions=kept)
+        yield dataclasses.replace(conversation, questions=kept)
+
+
+def _sample(
+    conversations: Conversations, spec: SubsetSpec
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The question ids a capped subset keeps and the ids of the conversations holding them."""
+    assert spec.max_questions is not None
+    questions = [q for c in _take(conversations(), spec) for q in c.questions]
+    chosen = stratified_sample(questions, spec.max_questions, spec.seed)
+    return (
+        frozenset(q.question_id for q in chosen),
+        frozenset(q.conversation_id for q in chosen),
+    )
 
 
 def _take(items: Iterable[Conversation], spec: SubsetSpec) -> Iterator[Conversation]:
