@@ -68,6 +68,14 @@ def test_each_run_a_table_shows_gets_its_state(
     main(["--ledger", str(ledger)])
     assert f"{produced.name} stale-code: recorded 0ld50urce000" in capsys.readouterr().out
 
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))  # top_k 7 and the old source
+    main(["--ledger", str(ledger)])
+    assert (  # rebuilt under today's config, which brings today's code: stale-config first
+        f"{produced.name} stale-config: nearest config turn_rag_bm25: top_k: 7 (today null); "
+        "and its code: recorded 0ld50urce000" in capsys.readouterr().out
+    )
+    shutil.copy(produced / "config.yaml", run_dir / "config.yaml")
+
     now = json.loads(ledger_lines[-1])["provenance"]["method_source"]
     stamp = {"recorded": "0ld50urce000", "now": now, "questions": 6, "conversations": 1}
     (run_dir / RESTAMPS_FILE).write_text(json.dumps(stamp) + "\n")

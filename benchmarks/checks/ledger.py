@@ -203,11 +203,12 @@ def run_state(table: str, directory: Path, grid: str | None = None) -> RowState:
         now = method_source(config["method"]["_target_"])
         same, detail = config_state(config["method"], grid)
     carried, stamps = carried_source(recorded, read_restamps(directory)) if recorded else (None, [])
-    if recorded is not None and now is not None and carried != now:
-        also = "" if same else f"; and its config: {detail}"
-        return RowState(table, run, "stale-code", f"recorded {recorded}, now {now}{also}")
-    if not same:
-        return RowState(table, run, "stale-config", detail)
+    code_moved = recorded is not None and now is not None and carried != now
+    if not same:  # rebuilt under today's config, which brings today's code with it
+        also = f"; and its code: recorded {recorded}, now {now}" if code_moved else ""
+        return RowState(table, run, "stale-config", f"{detail}{also}")
+    if code_moved:
+        return RowState(table, run, "stale-code", f"recorded {recorded}, now {now}")
     return RowState(table, run, "restamped" if stamps else "fresh", detail)
 
 
