@@ -1,18 +1,10 @@
 """The method registry: what each ``conf/method/*.yaml`` is, and which grids run it.
 
-Each method config declares, once, what it is, in a top-level ``registry:`` mapping (its
-registry block: ``about``, ``role``, ``paper``, ``name``, ``grids``; their meaning and where each
-grid is used: docs/adding_a_method.md, section 2). It is data about the config, never one of its
-options: this module reads it from each file's own YAML (:func:`declaration`), so a variant does
-not inherit its parent's through ``defaults``, and
-:func:`benchmarks.config.compose.without_registry` takes it out of every composed config before
-anything reads it, so no run id sees it.
-
-Every grid is derived from the blocks, none is written as a list; a grid's order is
-:func:`entries`' order. The papers are not listed here either: each
-``results/published/<file>.yaml`` opens with a ``paper:`` header naming its paper's ``id``, and
-:func:`papers` joins each to the name its ``role: method`` config declares (:func:`paper_grid`).
-"""
+Each method config declares what it is once, in a top-level ``registry:`` block
+(docs/adding_a_method.md, section 2), read from the file's own YAML (:func:`declaration`, so a
+variant does not inherit it) and taken out of every composed config before anything reads it,
+so no run id sees it. Every grid and the papers' list are derived from the blocks and the
+``paper:`` headers of ``results/published/*.yaml``, never written as lists."""
 
 from __future__ import annotations
 

@@ -1,30 +1,7 @@
-"""The one table renderer: every table the harness writes (QA, retrieval, segmentation, ablations,
-published, plan, the scripts' statistics) is a :class:`Table` value written as markdown, csv or
-LaTeX here, so that a cell is escaped, aligned and laid out the same way in every file.
-
-Producers keep their own job (which rows, which numbers, how a number is printed: cells arrive
-as the text or value to show) and build :class:`Table` values; nothing else writes ``|`` rows,
-csv lines or tabulars.
-
-Readings taken:
-
-* **Markdown** is GitHub's pipe table: ``| a | b |``, a rule of ``---`` per column (``---:`` for
-  a right-aligned, ``:---:`` for a centred column when ``marks`` is on), a cell's ``|`` escaped
-  as ``\\|``. A table's ``title`` is a heading (``level`` ``#``), its ``caption`` paragraphs
-  stand between heading and table, its ``notes`` after it.
-* **csv** has its ``title`` and ``caption`` as leading ``# `` lines (read with
-  ``pandas.read_csv(path, comment="#")``) and writes values as :mod:`csv` does (``None`` blank).
-* **LaTeX** is a booktabs tabular in a ``table`` float scaled to the line width, with the title
-  as caption and the column alignment as its column spec; every cell and the caption are
-  escaped by :func:`latex_escape`.
-* **Footnotes** (:class:`Footnotes`) are numbered notes after a document's tables, each under a
-  key so that a column header carries its number as a superscript marker (``Ev. recall¹``):
-  what a column means, how its cells were computed, what a dash in it says, kept out of the
-  header row so the table stays narrow.
-* **Documents** (:class:`Document`) are what a table file from runs is: a title, the setting
-  under it, tables and other blocks, the numbered notes; as markdown, as tex (tables only,
-  setting and notes as comments) and, given one record per row, as csv.
-"""
+"""The one table renderer: every table the harness writes is a :class:`Table` value written as
+markdown (GitHub pipe tables), csv (title and caption as leading ``# `` lines) or LaTeX (a
+booktabs tabular) here, so a cell is escaped, aligned and laid out the same way in every file;
+producers choose rows and cell text, and nothing else writes ``|`` rows, csv lines or tabulars."""
 
 from __future__ import annotations
 

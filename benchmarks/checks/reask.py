@@ -1,13 +1,8 @@
 """``python -m benchmarks.checks.reask``: how far re-asking the model moves a table's QA runs.
 
-``make reproduce-table1`` answers from Table 1's recorded replies (``make reproduce-table2`` from
-Table 2's); with ``REASK=1`` it also runs the QA grid with every request asked again
-(``llm_cache_mode=off``) into a second runs folder.
-A run's id leaves the cache mode out, so each recorded run has its re-asked twin under the same
-id; this command pairs them and counts, per row, the questions whose answer changed and those
-whose verdict changed under any judge protocol (a small embedded model's replies differ between
-machines, so a re-asked table is that machine's, not the committed one).
-"""
+``make reproduce-table1 REASK=1`` also runs the QA grid with every request asked again into a
+second runs folder; a run id leaves the cache mode out, so each recorded run has its re-asked
+twin under the same id, and this command counts per row the answers and verdicts that changed."""
 
 from __future__ import annotations
 

@@ -5,16 +5,8 @@
     python -m benchmarks.checks.regression refresh --method last_sessions   # one method's cases
 
 Cases, replay, expectations and new cases: docs/development.md, "CI regression". ``refresh``
-runs against a copy of the working LLM cache (replies already computed are reused; memories are
-always rebuilt so that construction calls are recorded too).
-
-``refresh`` also writes the cases' sentence embeddings (``embeddings.npz``); ``check`` seeds its
-cache with them when the file is there, so that a CPU that rounds the model's arithmetic
-differently cannot flip a near-tie in a dense ranking, change a prompt and fail the replay for a
-reason unrelated to the harness. The file (7.7 MB) is not committed (the repository keeps no
-files over 4 MB): CI recomputes the embeddings, which matches the recording on the same kind of
-CPU; a replay miss on a prompt built from a dense ranking, with nothing changed, points there.
-"""
+also writes the cases' embeddings (``embeddings.npz``, not committed), which ``check`` seeds its
+cache with, so a CPU that rounds differently cannot flip a near-tie in a dense ranking."""
 
 from __future__ import annotations
 

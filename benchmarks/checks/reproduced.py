@@ -1,12 +1,8 @@
 """``python -m benchmarks.checks.reproduced COMMITTED.csv REPRODUCED.csv``: did a table reproduce?
 
-A report's CSV holds what the runs measured and what producing them cost on this machine (a warm
-cache makes fewer calls). The first kind must come out the same on any machine from the shipped
-replies: this command compares it cell by cell, rows keyed by subset, method, backbone and run
-id, and exits 1 naming each cell that differs and each row that only one table has. A slice of a
-table (``--runs``) is compared one level down, record by record and probe by probe (timings and
-cache flags apart, :data:`benchmarks.checks.restamp.VOLATILE`): equal records give equal cells
-over any question set. ``make check-table1`` and ``make check-table2``: docs/tables.md.
+What the runs measured must come out the same on any machine from the shipped replies (costs
+need not): compared cell by cell, or record by record for a slice (``--runs``); exit 1 names
+each difference. ``make check-table1`` and ``make check-table2``: docs/tables.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """``memsys-bench results restamp RUN_DIR...``: prove a stale run's outputs unchanged, and stamp it.
 
-A run is stale when its method's source fingerprint moved since it was produced. When the move
-was a refactor, this check recomputes a sample of the run's records with today's code (LLM
-replies only from the response cache or a table's shipped replies: a reply not cached is an
-error, never a new answer) and compares each with the committed record, field by field (timings
-and cache flags apart; fields the committed record was stored without are not compared). All
-identical: a stamp goes into the run's ``restamps.jsonl`` (:mod:`benchmarks.runs.restamps`); any
-difference: nothing is stamped, exit 1. The whole procedure: docs/tables.md, "Stale rows and
-re-stamps".
-"""
+A sample of the run's records is recomputed with today's code from cached replies only and
+compared field by field with the committed records; all identical stamps the run, any difference
+exits 1. The procedure: docs/tables.md, "Stale rows and re-stamps"."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """What data a run read: the sha256 of each dataset file, recorded with every invocation.
 
-A run's identity names its dataset by name, variant and file, not by content, so a dataset
-file replaced under a run (a re-download, an edited copy, another release) would silently mix
-two datasets in one run's records. Each invocation records the first 12 hex digits of each file's
-sha256 in ``invocations.jsonl`` (:func:`dataset_digests`); a run resuming over a file whose digest
-differs from the one it recorded stops before any work (:func:`check_unchanged`), and the tables
-name the digests their runs read in their setting line. The digests stay out of the run identity:
-the same data under another path keeps its run.
-"""
+A run's identity names its dataset, not its content, so a file replaced under a run would mix
+two datasets silently: a run resuming over a file whose digest changed stops before any work
+(:func:`check_unchanged`). The digests stay out of the identity, so the same data under another
+path keeps its run."""
 
 from __future__ import annotations
 

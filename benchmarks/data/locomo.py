@@ -1,17 +1,9 @@
 """LoCoMo (Maharana et al., ACL 2024): ``locomo/locomo10.json`` -> :class:`Conversation` objects.
 
-Readings taken where the file is irregular (all visible in the notes this loader returns):
-
-* Sessions are the ``session_<n>`` lists (conv-26 has more ``*_date_time`` keys than sessions).
-* Image turns keep their caption: ``text`` becomes ``"<utterance> [shares an image: <caption>]"``.
-* Category-5 (adversarial) items usually have no ``answer``; their gold ``answer`` is the
-  ``adversarial_answer``. The two items that have both keep the other in ``original_answer``.
-* Ids are strict: a ``sample_id`` is a non-empty string without control characters, unique in
-  the file (a repeat names both records); a category is an integer code (``true`` is not 1).
-* Evidence strings are split on ``;``/``,``/spaces and read as ``D<session>:<turn>`` with leading
-  zeros dropped and a stray colon after ``D`` tolerated; ids that still do not name a turn of the
-  conversation are dropped and reported, never fatal.
-"""
+Where the file is irregular the loader takes a reading and says so in the notes it returns:
+sessions are the ``session_<n>`` lists, image turns keep their caption, an adversarial item's gold
+answer is its ``adversarial_answer``, ids and categories are strict, and evidence ids that name no
+turn are dropped and reported, never fatal (docs/data.md)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """The public audit of LoCoMo's answer key (``locomo/audit/errors_conv_<c>.json``), read as a
 second key beside the published one, never in its place.
 
-The auditors (``dial481/locomo-audit``) list 156 errata over categories 1-4; each entry carries
-the published reading and the auditors' (``correct_answer``, ``correct_evidence``). How the
-audited key scores a question (:class:`AuditedKey`; ``AMBIGUOUS`` entries have no audited
-answer, their ``correct_answer`` being a discussion of two readings): docs/scoring.md, "LoCoMo's
-audited key".
-
-Entries are matched to the dataset by position (``locomo_<c>_qa<q>``: conversation ``c`` of the
-file, question ``q`` of its ``qa`` list) and checked against its question text, so an audit of
-another revision of the file is refused rather than misapplied.
-"""
+How the audited key scores a question (:class:`AuditedKey`): docs/scoring.md, "LoCoMo's audited
+key". Entries are matched by position and checked against the question text, so an audit of
+another revision of the file is refused rather than misapplied."""
 
 from __future__ import annotations
 

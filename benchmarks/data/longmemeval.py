@@ -1,22 +1,9 @@
 """LongMemEval (Wu et al., ICLR 2025), oracle and S variants, read lazily from per-question archives.
 
-S unpacks to about 265 MB, so :func:`iter_longmemeval` streams the ``tar.xz`` and holds one
-instance at a time. Instances come in archive order (file names ``<n_sessions>_<question_id>``,
-sorted), which is fixed by the archive's checksum; the reconstructed S item ``7e00a6cb`` is
-inserted at its name's place. The S haystack of ``gpt4_7a0daae1`` is missing upstream and is
-reported by :func:`longmemeval_notes`, never invented.
-
-Each instance becomes a :class:`Conversation` holding one :class:`Question`; turn ids are
-``<session_id>:<index>``; haystack sessions are sorted by date (oracle files are not). A haystack
-that repeats a session id (13 S questions do) keeps each copy as its own session: the n-th copy
-(n >= 2, in haystack order) is ``<session_id>#<n>``, so its turns do not collide with the first
-copy's; :func:`dataset_session_id` gives the dataset's id back (LongMemEval's official corpus
-holds both copies under it).
-
-Types are strict (ids: docs/running.md): ``question`` and each turn's ``role`` and ``content`` are
-strings and ``answer`` a string or a number, so a ``null`` is an error naming its record, never
-the text ``"None"``.
-"""
+S unpacks to about 265 MB, so :func:`iter_longmemeval` streams the ``tar.xz`` one instance at a
+time, in archive order. A haystack that repeats a session id keeps each copy: the n-th is
+``<session_id>#<n>`` (:func:`dataset_session_id` gives the dataset's id back). Types are strict,
+so a ``null`` is an error naming its record. The reconstructed and missing items: docs/data.md."""
 
 from __future__ import annotations
 

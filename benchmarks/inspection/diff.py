@@ -3,8 +3,7 @@ context, which evidence one found and the other missed, which verdicts flipped a
 counted per category, then the questions where the two differ most. An aggregate says that an
 ablation or a config change moved a number; this says on which questions, and through what.
 
-A side is a run folder (``results/runs/<id>``, ``results/ablations_runs/<id>``: its own
-records, :func:`benchmarks.runs.folders.own_records`). The inspector (:mod:`benchmarks.inspection.inspect`) shows the same :func:`compare` for any two runs.
+A side is a run folder (its own records: :func:`benchmarks.runs.folders.own_records`).
 
     python -m benchmarks.inspection.diff RUN_A RUN_B [--top N] [--metric f1_set]
 """

@@ -1,13 +1,7 @@
 """The inspector's data: runs' records, the questions they answered with their dataset turns and
-LoCoMo's audited reading, and every pair of runs diffed, as plain JSON-ready data. Built from
-result files (and the dataset for turn texts) only, like every table (house style 5).
-
-A record keeps the reader's context as text and the turns it came from as ids, not which line
-came from which turn. A line is tied back to a turn when its text is that turn's as the context
-renders it (``Speaker: text``); lines no turn renders verbatim (FraCom's facts, HingeMem's
-metadata, compressed text) are marked ``derived``: the page lists such a context's turn
-ids with the evidence marked instead.
-"""
+LoCoMo's audited reading, and every pair of runs diffed, as plain JSON-ready data built from
+result files and the dataset only. A context line is tied back to a turn when it is that turn's
+text as the context renders it; other lines are ``derived`` (docs/inspector.md)."""
 
 from __future__ import annotations
 

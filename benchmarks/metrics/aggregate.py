@@ -1,15 +1,8 @@
 """A run's metrics from its per-question log: means with bootstrap CIs, per category.
 
-Built from the JSONL records only (never from a run's in-memory state), so a table can always be
-traced to the lines behind it. Questions whose answer or verdict failed carry no score for that
-metric; they are left out of its mean and counted in ``failures``, never scored as 0 or 1.
-Intervals resample conversations (the questions of one conversation share its memory), or
-questions where a cell's questions come from too few conversations
-(:func:`benchmarks.metrics.stats.resampling_unit`).
-
-The one aggregation behind ``metrics.json`` and the report's tables (:mod:`benchmarks.tables.report`
-calls these, never its own copy).
-"""
+Built from the JSONL records only, the one aggregation behind ``metrics.json`` and the report's
+tables. Failed answers or verdicts are left out of a mean and counted in ``failures``, never
+scored as 0 or 1; intervals: :func:`benchmarks.metrics.stats.resampling_unit`."""
 
 from __future__ import annotations
 

@@ -1,19 +1,10 @@
 """The judge at work: :class:`Judge` asks a backbone for each answer's verdict under a protocol of
 :mod:`benchmarks.metrics.judge` and reads the reply as that protocol's evaluator reads it.
 
-A reply that can fail to parse (mem0's, the project's JSON) and does is asked again, up a ladder
-of new requests (so the cache cannot hand back the same bad reply): the prompt, the prompt with a
-reminder after the bad reply, then the prompt sampled with seeds 3, 4, ...
-(:data:`RESAMPLE_TEMPERATURE`). This is the harness's, not an evaluator's: mem0's script stops on
-such a reply. One run sends at most :data:`ATTEMPTS_PER_RUN` of them to the model; a rung whose
-reply is cached and unparseable is passed over at no cost, so a rerun asks new rungs instead of
-failing on the old replies. When that fails too, or the call itself fails, the verdict is a
-counted failure (``correct is None``), never a silent 0 or 1; the next run asks again, until
-:data:`MAX_ATTEMPTS` rungs have been tried and the failure is final.
-
-``repeats`` (``judge.repeats``) asks each verdict N times, repeat ``r`` > 1 with its own seed
-(:data:`REPEAT_SEED_STRIDE` times ``r - 1``): docs/scoring.md, "Judge repeats".
-"""
+An unparseable reply is asked again up a ladder of new requests (so the cache cannot hand back
+the same bad reply), at most :data:`ATTEMPTS_PER_RUN` per run and :data:`MAX_ATTEMPTS` in all;
+past that, or when the call fails, the verdict is a counted failure (``correct is None``), never
+a silent 0 or 1 (docs/running.md, "Rate limits and incomplete runs"; repeats: docs/scoring.md)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
 """The evaluators' own judge prompts, read out of their unmodified source files at run time.
 
-A judge protocol named after an evaluator sends that evaluator's exact text; the project holds
-no copy of it (docs/scoring.md, "Judge protocols"). The files, under the data directory, are
-checked against their pinned sha256 and parsed with :mod:`ast`, never executed:
-
-* LongMemEval (``evaluators/longmemeval/evaluate_qa.py``): ``get_anscheck_prompt``'s if/elif
-  chain maps each question type, in LongMemEval's spelling (``temporal-reasoning``), to the
-  string constant assigned to ``template`` in its branch; the branch taken when ``abstention``
-  is true holds the abstention template.
-* mem0 (``evaluators/mem0/llm_judge.py``): the module-level ``ACCURACY_PROMPT`` constant.
-
-A missing or altered file raises :class:`EvaluatorFileError`, one line, when a protocol asks for
-its text: the other protocols do not read it.
-"""
+The project holds no copy of an evaluator's text (docs/scoring.md, "Judge protocols"): the files
+under the data directory are checked against their pinned sha256 and parsed with :mod:`ast`,
+never executed. A missing or altered file raises :class:`EvaluatorFileError` only when a
+protocol asks for its text."""
 
 from __future__ import annotations
 

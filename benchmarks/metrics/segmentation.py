@@ -1,20 +1,10 @@
 """Dialogue topic-segmentation scores as SuperDialSeg computes them, vectorized over dialogues.
 
-SuperDialSeg scores each dialogue with nltk's ``pk`` / ``windowdiff`` and sklearn's F1, then
-averages over dialogues. Those are Python loops per window and per call; here all dialogues are
-flattened into one array and every window of every dialogue is scored by a few numpy
-operations, with results equal to nltk and sklearn (tests pin both to 1e-12).
-
-Conventions (METRICS.md): labels are one per utterance, 1 = the utterance ends a topic segment;
-the last label is forced to 0 in reference and prediction; the window is
-``k = max(2, round(n / (reference_boundaries + 1) / 2))`` with Python's round (halves to even).
-
-Too-short dialogues: nltk needs ``k <= n`` (``windowdiff`` raises, ``pk`` divides by zero at
-``n = k - 1``). With this window that happens only for one-utterance dialogues (n = 1, k = 2).
-Such a dialogue is compared as a whole: the window shrinks to ``n``, which is exactly nltk's
-result for ``k = n`` (one window over the dialogue). For n = 1 both labels are forced to 0, so
-Pk = WindowDiff = 0, binary F1 = 0 (no boundary anywhere, zero_division = 0) and macro F1 = 0.5.
-"""
+All dialogues are flattened into one array and scored by a few numpy operations, equal to nltk's
+``pk`` / ``windowdiff`` and sklearn's F1 (tests pin both to 1e-12). Conventions (METRICS.md): one
+label per utterance, 1 ends a segment, the last label forced to 0, the window
+``k = max(2, round(n / (reference_boundaries + 1) / 2))``. A dialogue shorter than its window
+(only n = 1, where nltk raises) is compared as a whole, which is nltk's result for ``k = n``."""
 
 from __future__ import annotations
 

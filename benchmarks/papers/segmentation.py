@@ -1,25 +1,10 @@
-"""The papers' published segmentation numbers: the cells of ``results/published/<paper>.yaml``
-(a :func:`benchmarks.registry.papers` paper's file, the schema every published cell keeps) on the
-segmentation datasets (ES-Mem's Table 4), gathered into the rows a segmentation table quotes
-beside its measured ones (``python -m benchmarks.tables.segmentation``). Only the one paper's
-file is read: parsing all five takes seconds.
+"""The papers' published segmentation numbers (ES-Mem's Table 4, from
+``results/published/<paper>.yaml``), gathered into the rows a segmentation table quotes beside
+its measured ones; only the one paper's file is read (parsing all five takes seconds).
 
-Readings taken:
-
-* **A row** is one ``row`` of one paper's ``table`` as printed (``ES-Mem (Ours)``), in the order
-  the file first names it, with its ``setting.group`` (the table section the paper prints it
-  under, such as ``Unsupervised Methods``); its datasets in the order the file names them.
-* **A row's dataset** holds all four scores or is not quoted (the paper prints "-": ES-Mem has
-  no supervised results on DialSeg711); a dataset with some but not all four is an error, as is
-  a row whose cells name different groups, backbones or harness configs.
-* **A row's config** is its cells' ``config`` (``segmenter=texttiling_superdialseg``): the
-  harness segmenter config that stands for it, where one does; the segmentation table pairs a
-  measured row with it only when that row ran this config unchanged (and, for an LLM row, on the
-  row's ``setting.backbone``).
-* **Score** is printed, not recomputed; :meth:`QuotedRow.inconsistent_scores` names the datasets
-  where it is not (2·F1 + (1 − Pk) + (1 − WD)) / 4 of the row's own printed Pk, WD and F1 within
-  :data:`SCORE_TOLERANCE` (ES-Mem prints BERT's SuperDialSeg Score as 0.745; its parts give 0.753).
-"""
+A row's dataset holds all four scores or is not quoted; Score is printed, not recomputed, and
+:meth:`QuotedRow.inconsistent_scores` names where it disagrees with its own parts (readings:
+docs/tables.md, "Segmentation: two TextTilings, and the published rows")."""
 
 from __future__ import annotations
 

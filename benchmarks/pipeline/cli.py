@@ -1,16 +1,8 @@
 """What the runners' command lines do with an error a user can act on: one line, exit status 2.
 
-A wrong key, a config folder edited under a running sweep, a missing dataset, a backbone that
-is down, a replay that diverged from its recording, a full or read-only results or cache disk,
-a damaged run log or rows that are not the run's own is the user's to fix; a traceback would
-only bury the message (credentials in it masked: :func:`memsys.llm.redact.redact`). Anything
-else is a bug and keeps its traceback. Ctrl-C and SIGTERM print one line saying how to resume.
-
-In a multirun whose config installs :class:`RunnerCallback` (``conf/config.yaml`` does), a
-job that fails does not stop the sweep: its error is printed, noted in ``failed_jobs.jsonl``
-under the sweep's folder, and the next job runs; the sweep ends with one line per failed job
-and exit status 2.
-"""
+A traceback would only bury such a message (credentials in it masked); anything else is a bug
+and keeps its traceback. In a multirun with :class:`RunnerCallback` a failed job is noted in
+``failed_jobs.jsonl`` and the sweep goes on, ending with one line per failed job, exit status 2."""
 
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
 """Memories built ahead: several conversations' memories under construction at once.
 
-One conversation's LLM construction rarely fills a server's slots; building the next
-conversations' memories meanwhile (and while the current one is answered) keeps them busy. The
-backbone bounds the requests in flight across all of them (its ``concurrency``), granting its
-slots to the memory started first (:mod:`memsys.llm.slots`), and the embedder, spaCy pipeline
-and compressors take one caller at a time, so each memory is the one a serial run builds: what a
-run logs does not depend on ``memories_at_once`` (docs/running.md).
-
-Only runs whose construction calls an LLM on a server build ahead: a lite method's construction
-is local computation that threads would only interleave, and a model running in this process
-(llama.cpp, vLLM) serves one request at a time, and must not be left running on a daemon thread
-when the interpreter exits.
-"""
+One conversation's LLM construction rarely fills a server's slots, so the next conversations'
+memories are built meanwhile; the backbone's slots go to the memory started first, so each memory
+is the one a serial run builds (docs/running.md). Only construction that calls an LLM on a server
+builds ahead: local computation gains nothing from threads, and an in-process model must not be
+left running on a daemon thread at exit."""
 
 from __future__ import annotations
 

@@ -1,24 +1,10 @@
 """Constructed memories cached on disk, keyed by what built them, checked before trust.
 
-Key = sha256 of the method's construction identity (class, version, config, and every service
-its construction declares: embedder, construction model, parser) and the conversation's content, so a sweep over answering backbones or prompts
-reuses memories and any change to what builds them rebuilds. Files are JSON (no pickle) with the
-payload's sha256 beside it; a file that fails to parse or whose checksum does not match is
-rebuilt, never trusted. Writes go to a temporary ``.part`` file renamed into place (atomic on
-POSIX); a write that fails (a full disk) removes its ``.part`` and the run goes on with the memory
-in RAM.
-
-A file's name is made of hashes only, never of the conversation's id, which comes from a
-dataset and may hold ``../``, a ``/`` or a NUL byte; the id is kept inside the file and checked
-on reading (the names, old and new: docs/running.md).
-
-A file also keeps what its construction asked of the services (:data:`COST_KEYS`, recorded by
-the services as they were called, cache hits included): a memory loaded from disk reports what it
-cost when it was built. Files written before costs were recorded have none (``None``).
-
-A ``.part`` left by a killed writer is removed when a store opens, once it is older than
-:data:`STALE_PART_S`: younger ones may belong to a live writer in another process of the sweep.
-"""
+The key hashes the method's construction identity and the conversation's content; files are
+JSON with the payload's sha256 beside it, written atomically through a ``.part`` file, named by
+hashes only (never the dataset's id), and keep what their construction cost (:data:`COST_KEYS`;
+``None`` in files written before costs were recorded). Names and layout: docs/running.md.
+A ``.part`` older than :data:`STALE_PART_S` is a killed writer's and is removed on opening."""
 
 from __future__ import annotations
 

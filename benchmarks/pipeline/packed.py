@@ -1,15 +1,8 @@
-"""Committed run folders, packed: a run's record log (``predictions.jsonl``; a segmentation
-run's ``labels.jsonl``) gzipped, every record whole (the reader's context included), so that a
-table's records can be committed and its every cell re-rendered on any clone within
-``results/``'s size budget.
-
-``memsys-bench results pack RUN_DIR...`` writes ``predictions.jsonl.gz`` (deterministic: no
-name or time in the gzip header, so packing twice gives the same bytes) and removes the plain
-file once the packed one reads back identical; ``unpack`` undoes it. Every reader of a run's
-records goes through :func:`predictions_file` and :func:`open_log`, so a packed folder reads as
-a plain one; a run resumed in a packed folder is unpacked first (the runner appends to the plain
-file).
-"""
+"""Committed run folders, packed: a run's record log gzipped whole, so every cell of a table can be
+re-rendered on any clone within ``results/``'s size budget. ``memsys-bench results pack`` writes
+deterministic bytes and removes the plain file once the packed one reads back identical; every
+reader goes through :func:`predictions_file` and :func:`open_log`, so a packed folder reads as a
+plain one (a run resumed in it is unpacked first)."""
 
 from __future__ import annotations
 

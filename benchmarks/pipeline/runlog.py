@@ -1,18 +1,10 @@
 """Append-only JSONL of per-item results (questions, dialogues) that survives ``kill -9``.
 
-Each record is written as one line with a single ``write`` of the full line, then fsynced, so
-after a crash the file holds whole lines plus at most one partial last line. Opening the log
-drops that partial tail (truncating the file to its last newline), so a resumed run appends
-after the last complete record: no record is lost twice, none is duplicated. A write that fails
-(a full disk) is cut back off the file and raised as :class:`ResultsWriteError` naming it; a
-complete line that is not a record is damage, :class:`DamagedLogError`, never skipped.
-
-A ``retryable`` record (a question whose answer or verdict failed) stays pending, and the
-record a later run appends for it supersedes it: readers keep each id's last line
-(:func:`latest_records`). A line for an id whose earlier record was not retryable (a duplicate)
-and one outside a run's question set are noted on opening and refused by
-:meth:`RecordLog.check_ids` before any new work (docs/running.md).
-"""
+Each record is one fsynced ``write`` of a full line; opening the log drops a partial last line,
+so a resumed run loses and duplicates nothing. A failed write is cut back off and raised as
+:class:`ResultsWriteError`; a complete line that is not a record is :class:`DamagedLogError`. A
+``retryable`` record is superseded by a later one for its id (:func:`latest_records`); stray
+and duplicate ids are refused by :meth:`RecordLog.check_ids` (docs/running.md)."""
 
 from __future__ import annotations
 

@@ -1,25 +1,11 @@
 """``python -m benchmarks.pipeline.segment segmenter=NAME dataset=dialseg711|tiage|superdialseg [limit=N]``.
 
-Runs one segmenter (``conf/segmenter/*.yaml``) over one split of a dialogue-segmentation set and
-prints Pk, WindowDiff, F1, macro F1 and Score (METRICS.md) with 95% bootstrap intervals. Each
-dialogue's labels are appended to ``labels.jsonl`` in the run directory as soon as they exist,
-one ``{"id", "labels", ...}`` line each (the input format of ``python -m
-benchmarks.metrics.segmentation``, which can rescore it against ``references.jsonl``), with the
-call's cost and the segmenter's diagnostics as extra keys.
+Runs one segmenter over one split of a dialogue-segmentation set, appends each dialogue's labels
+to ``labels.jsonl`` (resumable: the run directory is a hash of the config minus locations,
+``limit`` and ``seed``) and prints the metrics with bootstrap intervals (docs/tables.md).
 
-The run directory is named by a hash of the config minus locations and reporting knobs, so
-running the same config again resumes: finished dialogues are skipped, and a line cut short by
-``kill -9`` is dropped on reopening. ``limit`` (the first N dialogues of the split, in file
-order) and ``seed`` (of the bootstrap) are not part of the identity: a larger limit extends the
-same run, and the metrics always cover exactly the selected dialogues.
-
-``dataset=dialseg711|tiage|superdialseg`` selects a ``dataset`` group option ``{name, split}``
-(``dataset.split=dev`` picks another split). These options are registered in Hydra's config
-store by :func:`register_datasets` when this module is imported, not written to
-``conf/dataset/``: there they would become choices of the QA runner too, and a differently named
-group (``segment_dataset@dataset``) would not answer to ``dataset=...`` on the command line,
-because Hydra reads that as an override of the QA runner's ``dataset`` group.
-"""
+The ``dataset`` options are registered in Hydra's config store by :func:`register_datasets`,
+not written to ``conf/dataset/``, where they would become choices of the QA runner too."""
 
 from __future__ import annotations
 

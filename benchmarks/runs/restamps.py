@@ -1,15 +1,7 @@
 """Re-stamps: a run's method fingerprint carried over a refactor that a behavioural check proved
-harmless.
-
-A row is stale when its method's source has changed since its run was produced
-(:func:`benchmarks.runs.rows.mark_stale`). Moving code, or adding what changes no
-output (a footprint hook), changes the fingerprint too; recomputing hours of runs for that proves
-nothing. ``memsys-bench results restamp RUN`` (:mod:`benchmarks.checks.restamp`) recomputes a
-sample of the run's records with today's code and, when every one is identical, appends a stamp
-to the run's ``restamps.jsonl``: the fingerprint it was produced under, the one it was checked
-under, and what the check compared. A stamp bridges exactly that pair, so any later change to the
-method makes the run stale again until it is checked again.
-"""
+harmless (:mod:`benchmarks.checks.restamp`). A stamp in ``restamps.jsonl`` bridges exactly the
+fingerprint a run was produced under and the one it was checked under, so any later change makes
+the run stale again: docs/tables.md, "Stale rows and re-stamps"."""
 
 from __future__ import annotations
 

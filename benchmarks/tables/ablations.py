@@ -1,17 +1,11 @@
 """The ablation-effect table: does every ablation change what the reader sees?
 
-If removing a paper's component leaves the reader's context unchanged, the harness is not running
-the component the paper describes (or it does nothing on this data); either way the reader
-deserves to know. The runs are ``memsys-bench run -m +experiment=ablations``'s sweep (each
-method's own config and the configs of its paper in the registry's ``ablations`` grid, retrieval
-only); :mod:`benchmarks.runs.ablations` puts each run of their folder on its config's row, this
-module words the rows and writes ``results/ablations.{json,md}``. A change is told apart as one of
-the context's turn *set* or of its *order* alone: evidence recall counts a set, so an order-only
-change (CAST's episodic half only reorders the semantic top-k) cannot move it.
+If removing a component leaves the reader's context unchanged, the harness is not running what
+the paper describes (or it does nothing on this data). A change is one of the context's turn
+*set* or of its *order* alone (evidence recall cannot see the latter): docs/tables.md, "Ablations".
 
     memsys-bench ablations [--runs results/ablations_runs] [--out results/ablations]
-    memsys-bench ablations --sweep [--methods cast,fracom]   # the configs to run, for method=
-"""
+    memsys-bench ablations --sweep [--methods cast,fracom]   # the configs to run, for method="""
 
 from __future__ import annotations
 

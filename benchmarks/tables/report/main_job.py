@@ -1,13 +1,9 @@
 """Table 1 as the offline main job (``--retrieval-subset``): one document from two selections.
 
-The retrieval columns (evidence recall and answer coverage under LoCoMo's published and audited
-keys, context tokens) need no reader, so they are measured on a sample large enough to rank
-methods (the retrieval subset, ``answer=none`` runs at the QA grid's context budget); the QA grid
-on the smoke subset with the small embedded reader is a pipeline check, shown after them. Each
-selection is built as its own :class:`~benchmarks.tables.report.build.Report` (its conditions
-checked, its numbers recomputed); this module keeps the retrieval rows of the QA grid's methods,
-merges the two reports' notes into one numbered list and lays out the tables.
-"""
+The retrieval columns need no reader, so they are measured on a larger retrieval subset; the QA
+grid on the smoke subset is a pipeline check shown after them. Each selection is its own
+:class:`~benchmarks.tables.report.build.Report`; this module merges their notes and lays out the
+tables."""
 
 from __future__ import annotations
 

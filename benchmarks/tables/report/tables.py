@@ -1,13 +1,6 @@
-"""A report's tables as :class:`~benchmarks.render.Table` values (overall, per category,
-retrieval only, LongMemEval's accuracy and retrieval, the published key beside the audited one,
-costs), and how each kind of cell is formatted.
-
-Readings taken for readability: retrieval columns come first (what the reader was shown, then
-how it answered); a column's meaning lives in a numbered note its header marks, not in the
-header; a Backbone or Extraction column appears only where rows differ in it (the setting line
-states the shared value); a J cell whose judge does not discriminate on its probes is a dash;
-costs and run ids have their own tables.
-"""
+"""A report's tables as :class:`~benchmarks.render.Table` values, and how each kind of cell is
+formatted. Readings taken for readability (retrieval columns first, meanings in numbered notes,
+a column shown only where rows differ in it): docs/tables.md, "Readings taken"."""
 
 from __future__ import annotations
 
