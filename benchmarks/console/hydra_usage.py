@@ -1,12 +1,8 @@
 """The short ``--help`` of a Hydra app (``memsys-bench run --help``), read from its configs.
 
-Hydra's own app help prints the whole composed config; this one fits a screen: the config groups
-the app's primary config selects (default first, then the other choices), the overlay groups it
-takes with ``+`` (those whose configs override only its groups: ``+experiment=table1``), and its
-plain keys with their values. All of it is read from ``conf/`` and Hydra's config store after
-importing the app (which registers its store entries), so a new config shows up without an edit
-here.
-"""
+Hydra's own help prints the whole composed config; this one fits a screen (groups, ``+``
+overlays, plain keys) and is read from ``conf/`` and the config store, so a new config shows up
+without an edit here."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """``python -m benchmarks.data.fetch`` (``make data``): download the datasets and verify sha256.
 
-Files already present are verified, never re-downloaded; a file whose checksum does not match is
-reported and left alone (delete it to fetch it again). Downloads land in a temporary file and are
-moved into place only after their checksum matches, so an interrupted fetch leaves nothing half
-written. The LongMemEval archives are packed from per-question files, each verified against
-``longmemeval_members.sha256``; an archive packed here differs byte-wise from the curated one, so
-an archive is accepted when either its own checksum or every member's checksum matches.
-"""
+Present files are verified, never re-downloaded; a mismatch is reported and left alone. Downloads
+are moved into place only once their checksum matches. A LongMemEval archive packed here differs
+byte-wise from the curated one, so it is accepted when its own or every member's checksum matches."""
 
 from __future__ import annotations
 

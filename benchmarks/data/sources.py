@@ -1,12 +1,6 @@
-"""Where every data file comes from: public GitHub repositories pinned to a commit.
-
-The provenance of each file (and of the one reconstructed LongMemEval item) is written up in the
-data folder's README; this table is what ``make data`` downloads. The LongMemEval archives are not
-published as such: they are packed here from the per-question files one repository committed,
-and verified member by member. The evaluators' own source files (``evaluators/``) are data too:
-the judge protocols named after an evaluator read their prompts out of them
-(:mod:`benchmarks.metrics.official_prompts`).
-"""
+"""Where every data file comes from: public GitHub repositories pinned to a commit, what ``make
+data`` downloads (each file's provenance: the data folder's README). The LongMemEval archives
+are packed here from per-question files and verified member by member."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The served inspector's index: what the question list needs of every run (one compact cell per
-question, :func:`~benchmarks.inspection.model.result_summary`) and where each question's
-record lies in each run's log, so that a question page reads just its records from disk.
-
-Built once, when the server starts, one run at a time: the runs' full records are never held in
-memory together; a run whose log grows is indexed again (docs/inspector.md). Only the files a run
-folder is known by are read (``config.yaml``, ``metrics.json``, ``predictions.jsonl``,
-``questions.json``), and only when they lie inside it: a link out of the folder is refused.
-"""
+"""The served inspector's index: one compact cell per question of every run, and where each
+question's record lies in each run's log, so a question page reads just its records from disk.
+Built one run at a time, never holding the runs' records together; only a run folder's own
+files, inside it, are read (docs/inspector.md)."""
 
 from __future__ import annotations
 

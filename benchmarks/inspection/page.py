@@ -1,12 +1,8 @@
-"""The inspector as one self-contained HTML file: the model as JSON in a ``<script
-type="application/json">`` tag, the page's script and style inline, nothing fetched, so it opens
-from ``file://`` offline and can be mailed as it is. The served inspector sends the same page
-without the data: its script asks the server (:mod:`benchmarks.inspection.server`).
+"""The inspector as one self-contained HTML file (the model as JSON in a ``<script
+type="application/json">`` tag, nothing fetched), or, served, the same page without the data.
 
-Every string of the model comes from run files and datasets, which are untrusted: the JSON is
-written with ``<``, ``>`` and ``&`` escaped (no ``</script>`` can close the data tag early), and
-the script only ever puts data into the page as text nodes (``textContent``), never as markup.
-"""
+Run files and datasets are untrusted: the JSON is written with ``<``, ``>`` and ``&`` escaped,
+and the script puts data into the page only as text nodes, never as markup."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """``judge_acc``: an LLM grades each answer, through the same backbone interface as everything.
 
-A run scores every answer under each protocol in ``judge.protocols`` (one cached verdict each);
-``judge_acc`` is the dataset's own (``dataset.judge_protocol``). An evaluator's protocol uses that
-evaluator's prompt, read out of its own source (:mod:`benchmarks.metrics.official_prompts`);
-``strict`` and ``longmemeval_json`` are the project's readings. What each protocol sends and how
-its reply becomes a verdict: docs/scoring.md, "Judge protocols". Asking the model and reading its
-replies (the retry ladder) is :mod:`benchmarks.metrics.judging`'s.
-"""
+Every answer is scored under each protocol in ``judge.protocols``; ``judge_acc`` is the
+dataset's own. What each protocol sends and how its reply becomes a verdict: docs/scoring.md,
+"Judge protocols"; asking the model is :mod:`benchmarks.metrics.judging`'s."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """The judge's probe set: answers whose right verdict is known, graded under every protocol.
 
-A judge whose verdicts are read as accuracy must accept right answers and reject wrong ones. The
-probes measure both on the run's own questions, so every table with a judge can say how far its
-Judge columns can be trusted. The three probes (``gold``, ``other_question`` and ``distractor``,
-a sentence of :data:`MIN_WORDS` to :data:`MAX_WORDS` words) and the questions that get none:
-docs/scoring.md, "Judge probes". "Content words" are LoCoMo's normalised, Porter-stemmed tokens without
-:data:`FUNCTION_WORDS` and one-letter tokens.
-"""
+A judge read as accuracy must accept right answers and reject wrong ones; the probes measure both
+on the run's own questions, so every table can say how far its Judge columns can be trusted. The
+probes and the questions that get none: docs/scoring.md, "Judge probes"."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """Judged answers: any system's answers graded as the harness grades its own, with LongMemEval's
 aggregates.
 
-The same :class:`~benchmarks.metrics.judging.Judge` a run uses (same prompts, replies read the
-same way, same retry ladder), on a judge backbone composed from ``conf/backbone/<NAME>.yaml``
-as a run composes it, through the runners' response cache, so a rerun asks the model nothing
-new. The command, its two input shapes and what it prints and writes: docs/scoring.md
-(``memsys-bench score qa --judge``). A failed verdict is counted and left out, never scored.
-"""
+The same :class:`~benchmarks.metrics.judging.Judge` a run uses, through the runners' response
+cache; the command, its inputs and outputs: docs/scoring.md (``memsys-bench score qa --judge``)."""
 
 from __future__ import annotations
 

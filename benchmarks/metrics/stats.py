@@ -1,12 +1,8 @@
 """Bootstrap statistics for per-question scores: a CI of a mean, a paired test of two methods.
 
-Both resample whole clusters of questions (their conversation: the questions of one memory
-succeed or fail together), a cluster bootstrap whose resample's mean is the ratio of its
-clusters' score sums to their question counts; why conversations and when questions:
-docs/scoring.md, "Intervals and p-values". :func:`resampling_unit` is the one rule for which
-unit a cell uses. The seed is fixed so that a table rebuilt from the same result files prints
-the same intervals; all resamples are drawn and averaged at once with numpy.
-"""
+Both resample whole conversations (their questions share a memory) with the ratio estimator, or
+questions where :func:`resampling_unit` says so: docs/scoring.md, "Intervals and p-values". The
+seed is fixed so a table rebuilt from the same files prints the same intervals."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """The serial runner's progress bars on stderr: questions answered as each answer comes back,
-questions judged as their verdicts are logged, and the stage the run is in.
-
-A batch of questions is answered, then judged, then logged (:func:`benchmarks.pipeline.harness.
-answer_batch`); with a slow reader a batch takes minutes, so a bar that counted logged records
-sat at 0 the whole time. The bar counts each answer call as it returns (the accounting hands it
-over: :meth:`memsys.llm.accounting.Accounting.listening`), and a retrieval-only run's questions
-as they are logged (no answer call to wait for).
-"""
+questions judged as their verdicts are logged, and the stage the run is in. The bar counts
+answer calls as they return (a batch is logged only after minutes with a slow reader)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """What code and packages produced a run: logged with every invocation, printed in every table.
 
-A run can be resumed on another machine, or over days while the code moves on; each invocation
-therefore logs its own code version (``git describe --always --dirty`` of the checkout, or the
-installed package version outside one) and the versions of the packages that shape the numbers,
-and ``metrics.json`` lists every code version its records came from. It also logs a fingerprint
-of the method's source (:func:`method_source`), so a report can mark a row whose method code has
-changed since the run was produced as stale, whatever the commit.
-"""
+A run can resume on another machine or over days of code changes, so each invocation logs its
+own code version, the versions of the packages that shape the numbers, and a fingerprint of the
+method's source (:func:`method_source`), by which a report marks a row stale whatever the commit."""
 
 from __future__ import annotations
 

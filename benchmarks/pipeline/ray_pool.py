@@ -1,12 +1,8 @@
 """``executor=ray``: one run's conversations spread over a Ray cluster's workers.
 
-Each worker is a Ray actor holding a harness of its own, built from the run's validated settings
-(as a ``workers=N`` process builds one, :mod:`benchmarks.pipeline.workers`), and takes one
-conversation at a time. This process holds the run directory and alone writes the log, in the
-dataset's order, so the records, ``metrics.json`` scores and run id are those of a one-process
-run. What a worker reads and writes, and how a dead worker's conversation is redone:
-docs/running.md, "One run on many machines".
-"""
+Each worker is a Ray actor with a harness of its own; this process alone writes the log, in the
+dataset's order, so records, scores and run id are a one-process run's: docs/running.md, "One
+run on many machines"."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """``workers=N``: construct memories and answer a run's questions in N worker processes.
 
-Each worker builds its own harness from the run's validated settings
-(:class:`~benchmarks.pipeline.settings.RunSettings`, sent over the pipe; the caches it shares with
-the others are SQLite in WAL mode and atomically renamed files). The parent holds the run
-directory and alone writes the log, in the order a serial run writes it (the bootstrap reads
-records in that order), so a run's results do not depend on how many workers produced them
-(docs/running.md). Runs that call an LLM keep to one process (``settings.validate`` says so).
-"""
+Each worker builds its own harness from the run's validated settings; the parent alone writes the
+log, in a serial run's order, so results do not depend on how many workers produced them
+(docs/running.md, "Workers")."""
 
 from __future__ import annotations
 

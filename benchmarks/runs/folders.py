@@ -1,12 +1,7 @@
-"""Reading run folders: which runs under a folder pass the dataset, subset and ``--where``
-filters, what each finished one holds (config, metrics, per-question records), which of them
-have not finished, and the message for a folder where none matches.
-
-A run's records are its own rows only (:func:`own_records`): one settled record per question of
-its question set (``questions.json``, which runs write since issue 48). A row for a question
-outside it, or a second row for a question already settled (run folders merged or copied into
-each other), is left out of the table with a warning naming the file, the line and why.
-"""
+"""Reading run folders: which runs pass the dataset, subset and ``--where`` filters, what each
+finished one holds, which have not finished, and the message for a folder where none matches.
+A run's records are its own rows only (:func:`own_records`); any other row is left out with a
+warning naming the file, the line and why."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """``python -m benchmarks.tables.segmentation``: segmentation runs -> ``table_segmentation.{md,csv}``.
 
-Built from result files only (STYLE.md): each finished test-split run's ``labels.jsonl`` is
-rescored against the references with the runner's scorer and bootstrap, and ES-Mem's Table 4 is
-quoted beside the measured rows, never mixed into one. The readings taken (which run a row
-takes, subsets, fallbacks, reflection, which measured row meets a published one) are written for
-readers in docs/tables.md ("Segmentation table: readings taken"), the words in ``notes.yaml``
-(``segmentation``).
-"""
+Built from result files only: each finished run's ``labels.jsonl`` is rescored with the runner's
+scorer, and ES-Mem's Table 4 is quoted beside the measured rows, never mixed in. The readings:
+docs/tables.md, "Segmentation table: readings taken"."""
 
 from __future__ import annotations
 
