@@ -35,10 +35,8 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 @dataclass(frozen=True)
 class Paper:
-    """A paper whose method the harness implements. Each fact has one place: the id, the
-    paper's place in lists and how it measured in its published file's ``paper:`` header
-    (:func:`published_header`), the name in its method config's registry block (the name the
-    tables print for the class; a second copy in the header could disagree with it)."""
+    """A paper whose method the harness implements; its facts come from its published file's
+    ``paper:`` header (:func:`published_header`) and its name from its method config's block."""
 
     #: The header's ``id``, the registry blocks' ``paper:`` value; also the name of the paper's
     #: method config (``conf/method/<id>.yaml``), its option of the ``paper`` group, package
@@ -278,11 +276,9 @@ EMBEDDER_DIR = ROOT / "conf" / "embedder"
 
 @dataclass(frozen=True)
 class PaperGridOption:
-    """One option of the ``paper`` config group the paper grids sweep
-    (``conf/experiment/paper_{locomo,longmemeval}.yaml``), derived rather than written: a
-    config of the ``paper`` grid, and for a paper's config what its published header says the
-    paper measured (``paper.measured``). :mod:`benchmarks.config.compose` registers each as a
-    Hydra overlay (``# @package _global_``) before anything composes."""
+    """One option of the ``paper`` config group the paper grids sweep, derived rather than written
+    (:mod:`benchmarks.config.compose` registers each as a Hydra overlay before anything
+    composes)."""
 
     #: The sweep value: the paper's id for a paper's config (``paper=esmem``), else the
     #: config's own name (``paper=full_history``).
@@ -372,15 +368,10 @@ def _display_names(method_dir: Path) -> dict[str, str]:
 
 
 def entry_of(method: Mapping[str, Any], method_dir: Path | None = None) -> Entry | None:
-    """The config a run's ``method`` node came from (a run records its resolved node, not the
-    config's name): among the configs of its ``_target_``, the one whose stated options
-    (:func:`stated_options`) the node contradicts least, then agrees with most, then the first
-    in :func:`entries`' order. A run that overrode an option (``method.top_k=5``) still maps
-    to the config it started from; a node of a class no config names maps to None.
-
-    So a run's role is its config's declaration, whatever module its class lives in, and
-    several configs of one class (``turn_rag_*``; ``esmem`` and its ablations) each keep theirs.
-    """
+    """The config a run's ``method`` node came from: among the configs of its ``_target_``, the one
+    whose stated options the node contradicts least, then agrees with most, then the first in
+    :func:`entries`' order; None for a class no config names. So a run that overrode an option
+    keeps its config's role, and several configs of one class each keep theirs."""
     folder = method_dir or METHOD_DIR
     named = str(method.get("_target_", ""))
     candidates = [e for e in entries(folder) if e.target == named]

@@ -2,7 +2,8 @@
 
 Present files are verified, never re-downloaded; a mismatch is reported and left alone. Downloads
 are moved into place only once their checksum matches. A LongMemEval archive packed here differs
-byte-wise from the curated one, so it is accepted when its own or every member's checksum matches."""
+byte-wise from the curated one, so it is accepted when its own or every member's checksum
+matches."""
 
 from __future__ import annotations
 

@@ -131,13 +131,9 @@ def cells_by_scope(
     seed: int,
     all_evidence: bool = False,
 ) -> dict[str, dict[str, Cell | None]]:
-    """``{"overall" | "all_evidence" | category: {score: Cell}}`` for every score in ``names``,
-    the intervals resampling ``unit``: overall under the ``adversarial`` policy, each category
-    over all its questions.
-
-    ``all_evidence`` (asked for): the overall questions whose evidence all reached the reader,
-    so that a reading failure (evidence shown, answer wrong) is told apart from a retrieval one.
-    """
+    """``{"overall" | "all_evidence" | category: {score: Cell}}`` for every score in ``names``:
+    overall under the ``adversarial`` policy, each category over all its questions; ``all_evidence``
+    (asked for) tells a reading failure apart from a retrieval one."""
     overall = [r for r in records if in_overall(r, adversarial)]
     groups = {"overall": overall}
     if all_evidence:
@@ -160,9 +156,7 @@ def evidence_recalls(records: Iterable[dict[str, Any]]) -> Scores:
 
 
 def answer_coverages(records: Iterable[dict[str, Any]]) -> Scores:
-    """Each question's answer coverage (:mod:`benchmarks.metrics.coverage`), where it has one:
-    not adversarial and abstention questions (no answer to cover), nor records logged before
-    records kept the reader's context."""
+    """Each question's answer coverage (:mod:`benchmarks.metrics.coverage`), where it has one."""
     return Scores.of(records, lambda r: r.get("answer_coverage"))
 
 
@@ -275,15 +269,9 @@ def summarize_run(
 
 @dataclass(frozen=True)
 class LongMemEvalScores:
-    """A LongMemEval run's per-question numbers, grouped the way the benchmark aggregates them.
-
-    The one grouping behind both ``metrics.json`` and the report's Table 2, so the two cannot
-    disagree on which questions a number covers: judged questions only (a failed verdict is left
-    out), ``_abs`` questions both in their type and on their own, and the ranking metrics of the
-    questions that have them (``_abs`` questions, and turn level without ``has_answer`` turns,
-    have none). Each question keeps its conversation (its haystack, so its own id) beside its
-    score, for the bootstrap.
-    """
+    """A LongMemEval run's per-question numbers, grouped the way the benchmark aggregates them: the
+    one grouping behind both ``metrics.json`` and Table 2, so the two cannot disagree on which
+    questions a number covers. Each score keeps its question's conversation, for the bootstrap."""
 
     per_type: dict[str, Scores]
     overall: Scores
@@ -303,11 +291,8 @@ def longmemeval_scores(
     records: Sequence[dict[str, Any]], corpora: Mapping[str, Corpus]
 ) -> LongMemEvalScores:
     """Judge verdicts per question type, overall and on abstention questions, and each ranking
-    metric per level (LongMemEval's official definition on the stored rankings, over the
-    questions it scores and ``corpora`` holds), in record order (the order the bootstrap sees
-    them). A metric some scored record's stored ranking does not decide (a cut-off deeper than
-    an incomplete ranking: :func:`~benchmarks.metrics.ranking.record_scores`) is left out of
-    its level, so it is not computable for the run rather than the depth's value."""
+    metric per level, in record order; a metric a stored ranking does not decide (too shallow:
+    :func:`~benchmarks.metrics.ranking.record_scores`) is left out of its level."""
     judged = [r for r in records if r["scores"].get("judge_acc") is not None]
     verdict = score_of("judge_acc")
     categories = sorted({record["category"] for record in judged})
@@ -425,11 +410,8 @@ def plural(count: int, noun: str) -> str:
 
 
 def resampling_case(*, own: bool, requested: str, clustered: bool) -> str:
-    """Why intervals resample what they do, the one rule that the printed summary
-    (:func:`interval_line`) and the report's header word each their own way: ``"own"``, each
-    question has its own conversation (the questions are the clusters); ``"asked"``, questions
-    were asked for; ``"too_few"``, conversations were asked for but too few back a cell for a
-    cluster bootstrap; ``"clustered"``, conversations (``clustered``: some cell resampled them)."""
+    """Why intervals resample what they do, one rule worded by :func:`interval_line` and the
+    report's header: ``"own"``, ``"asked"``, ``"too_few"`` or ``"clustered"`` (docs/scoring.md)."""
     if own:
         return "own"
     if requested == "question":

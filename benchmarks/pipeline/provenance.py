@@ -131,21 +131,10 @@ FINGERPRINT_LENGTH = 12
 
 
 def method_source_files(target: str, root: Path = REPO_ROOT) -> list[Path] | None:
-    """The files a method's fingerprint hashes, sorted by path; None when the module of
-    ``target`` (``memsys.methods.cast.CAST``: ``memsys.methods.cast``) is not a file under
-    ``root``.
-
-    Exactly: (1) the module of the method class (a package's ``__init__.py``); (2) where that
-    module lies in a package of its own under ``memsys/methods/`` (``memsys/methods/cast/``),
-    every ``.py`` file under that package; (3) :data:`ALWAYS_HASHED` (``memsys/base.py`` and the
-    harness's packer, answer prompts and per-question scorers); (4) every module of
-    ``memsys`` these files import, statically (``import``/``from ... import`` anywhere in the
-    file, relative imports too; ``from memsys.a import b``: ``memsys.a`` and, where it is a
-    submodule, ``memsys.a.b``), and transitively: its ``.py`` file, or a package's
-    ``__init__.py``. Not hashed: modules loaded by name at run time, code outside ``memsys``
-    (the harness, configs: the code version covers them), and installed packages (their
-    versions are logged). The digest: :func:`fingerprint`.
-    """
+    """The files a method's fingerprint hashes, sorted by path; None when the module of ``target``
+    is not a file under ``root``: the method's module (and its package under ``memsys/methods/``),
+    :data:`ALWAYS_HASHED`, and every ``memsys`` module these import statically, transitively. Code
+    outside ``memsys`` is covered by the code version instead (docs/running.md)."""
     module = target.rpartition(".")[0]
     start = module_file(module, root)
     if start is None:
@@ -224,10 +213,9 @@ def method_source_of_process(target: str) -> str | None:
 
 
 def recorded_method_source(invocations: Sequence[Mapping[str, Any]]) -> str | None:
-    """The method fingerprint recorded by the run's latest invocation that logged questions
-    (answered or asked again; the latest invocation where none did): a rerun with nothing left
-    to do produces nothing, so it neither clears nor sets a fingerprint. None where that
-    invocation recorded none (logged before fingerprints were: unknown, not stale)."""
+    """The method fingerprint recorded by the run's latest invocation that logged questions (else
+    the latest), since a rerun with nothing to do sets none; None where it recorded none (unknown,
+    not stale)."""
     producing = [e for e in invocations if e.get("questions") or e.get("retried")]
     latest = (producing or list(invocations) or [{}])[-1]
     return latest.get("provenance", {}).get("method_source")

@@ -386,16 +386,10 @@ def declared_context_order(target: str) -> str:
 
 
 def run_identity(cfg: DictConfig) -> dict[str, Any]:
-    """The resolved config minus locations: what a run's results depend on.
-
-    With ``answer=none`` nothing is answered or judged, so the judge is left out
-    (:func:`drop_unused_judge_settings`), and so is the
-    backbone unless the method builds its memory with it (``extraction: llm``, ``construction=
-    same``): one retrieval-only run of a lite method serves every backbone. ``construction=same``
-    leaves the identity (runs logged before the key existed keep their ids), and so does any
-    construction model of a lite method, which calls none. ``answer.order`` is recorded as
-    resolved (:func:`context_order`), so ``method`` and the order it stands for are one run.
-    """
+    """The resolved config minus locations and what changes no record: what a run's results
+    depend on. With ``answer=none`` the judge leaves it, and the backbone unless it builds the
+    memory (one retrieval-only run of a lite method serves every backbone); ``construction``
+    leaves it unless it names its own backbone (runs logged before the key keep their ids)."""
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     identity = {key: value for key, value in resolved.items() if key not in LOCATION_KEYS}
@@ -469,11 +463,9 @@ def drop_unused_judge_settings(identity: dict[str, Any]) -> None:
 
 
 def drop_embedder_default(identity: dict[str, Any]) -> None:
-    """Normalized embeddings computed by PyTorch were the only kind before ``embedder.normalize``
-    and ``embedder.backend`` existed: each key at its default leaves the identity, so runs logged
-    then keep their ids. ``embedder.device`` and ``embedder.cuda_batch_size`` always leave it:
-    where and in what batches the model runs is not what it computes (the embedding cache keys
-    vectors without them too), so a run resumes on a GPU."""
+    """``embedder.normalize`` and ``embedder.backend`` at their defaults leave the identity (runs
+    logged before they existed keep their ids); ``embedder.device`` and ``embedder.cuda_batch_size``
+    always do: where the model runs is not what it computes."""
     embedder = identity.get("embedder")
     if isinstance(embedder, dict):
         embedder.pop("device", None)
@@ -548,12 +540,8 @@ def run_paths(cfg: DictConfig) -> Paths:
 
 
 def check_method_options(method: DictConfig | Mapping[str, Any]) -> None:
-    """Each option of a method config (its node, or :attr:`RunSettings.method`) against the
-    type its constructor declares.
-
-    So that ``method.top_k=abc`` fails up front naming its key, instead of deep inside a run (a
-    method checks ranges itself; a value of the wrong type may pass them, ``1.5 < 1`` is False).
-    """
+    """Each option of a method config (its node, or :attr:`RunSettings.method`) against the type its
+    constructor declares, so ``method.top_k=abc`` fails up front naming its key."""
     if not isinstance(method, DictConfig):
         method = OmegaConf.create(dict(method))
     try:
