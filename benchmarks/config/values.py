@@ -91,14 +91,10 @@ def plain(value: Any) -> Any:
 
 
 def check_options(node: DictConfig, key: str, constructor: Callable[..., Any] | None) -> None:
-    """Each option of the config ``node`` at ``key`` against the parameter of ``constructor``
-    it fills: an unset mandatory value (``???``), an unknown name or a value of the wrong type
-    is a :class:`ConfigError` naming the option's key.
-
-    Scalar annotations are checked (bool, int, float, str, Literal, unions with None); containers
-    and anything else, and every option of an unknown or unannotated constructor, are left to
-    the constructor.
-    """
+    """Each option of the config ``node`` at ``key`` against the parameter of ``constructor`` it
+    fills: an unset mandatory value (``???``), an unknown name or a value of the wrong scalar type
+    is a :class:`ConfigError` naming the option's key; containers and unannotated constructors are
+    left to the constructor."""
     target = OmegaConf.select(node, "_target_")
     parameters, hints = _parameters(constructor)
     takes_any = parameters is None or any(

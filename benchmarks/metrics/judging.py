@@ -217,14 +217,10 @@ def _booked_once(grading: _Grading, booked: set[int]) -> Verdict:
 
 
 class Judge:
-    """Grades answers through a backbone under one or more protocols; reply outcomes are
-    counted per reader (``parsers``) for the run summary.
-
-    Taking up a protocol named after an evaluator reads and verifies its source file: a missing
-    or altered one raises :class:`~benchmarks.metrics.official_prompts.EvaluatorFileError` here,
-    before any work, and only for the protocols that need it. ``max_tokens`` caps the replies of
-    the project's protocols (the evaluators' have their own caps); ``repeats`` and
-    ``repeat_temperature``: see the module docstring."""
+    """Grades answers through a backbone under one or more protocols; reply outcomes are counted per
+    reader (``parsers``) for the run summary. An evaluator's protocol reads and verifies its source
+    file here, before any work
+    (:class:`~benchmarks.metrics.official_prompts.EvaluatorFileError`)."""
 
     def __init__(
         self,

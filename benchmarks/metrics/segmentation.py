@@ -91,12 +91,8 @@ def _window_errors(
     offsets: np.ndarray,
     window: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pk and WindowDiff per dialogue: nltk's sliding windows, all dialogues in one pass.
-
-    nltk counts boundaries in ``labels[i:i + k]`` for ``i = 0 .. n - k``; Pk counts windows
-    where exactly one side has a boundary, WindowDiff windows where the counts differ, each
-    divided by the number of windows ``n - k + 1``.
-    """
+    """Pk and WindowDiff per dialogue, nltk's sliding windows ``labels[i:i + k]`` for all dialogues
+    in one pass."""
     n_windows = lengths - window + 1
     dialogue = np.repeat(np.arange(len(lengths)), n_windows)
     first_window = np.cumsum(n_windows) - n_windows

@@ -49,10 +49,9 @@ class ConfChangedError(RuntimeError):
 
 
 class IncompleteRunError(RuntimeError):
-    """A run ended with questions or judge probes whose request failed for good (a server that
-    stayed down, a rate limit past its patience, a request the server refuses): its records and
-    ``metrics.json`` are written and marked incomplete, and the command exits non-zero so that no
-    script or sweep takes it for done."""
+    """A run ended with questions or judge probes whose request failed for good: its files are
+    written and marked incomplete, and the command exits non-zero so no script or sweep takes it for
+    done."""
 
 
 CLEAR_ERRORS = (
@@ -85,11 +84,8 @@ def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T | None:
     """``run(cfg)``; on a clear error, print ``error: <message>`` to stderr and exit 2 (in a
     multirun that goes on past failed jobs, note the job and return None).
 
-    SIGTERM exits like Ctrl-C, through the run's cleanup (caches closed, cost logged), with one
-    line saying how to resume; so does SIGINT sent to a run started in the background, where the
-    shell had it ignored. A crash in native code (llama.cpp, torch, onnxruntime) prints every
-    thread's Python stack to stderr, so that a segfault names where it happened.
-    """
+    SIGTERM, and SIGINT to a background run, exit like Ctrl-C, through the run's cleanup; a crash in
+    native code prints every thread's Python stack, so a segfault names where it happened."""
     faulthandler.enable()
     os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # the same in spawned worker processes
     signal.signal(signal.SIGTERM, _terminate)

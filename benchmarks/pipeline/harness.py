@@ -155,12 +155,8 @@ def answer_batch(
     turn_texts: Mapping[str, str],
 ) -> list[dict[str, Any]]:
     """Retrieve, answer, judge and score a batch of questions; one record each, in order.
-
-    ``official_ids`` (LongMemEval) maps the conversation's turns to the official corpus ids
-    each record's ``ranking`` is stored in (:mod:`benchmarks.metrics.ranking`); ``turn_texts``
-    (:func:`turn_texts_of` the conversation) tells which turns an item cut to fit the budget
-    still shows.
-    """
+    ``official_ids`` (LongMemEval) maps turns to the official corpus ids rankings are stored in;
+    ``turn_texts`` tells which turns a cut item still shows."""
     settings = harness.settings
     harness.system.prepare_queries(questions)
     harness.system.prepare_retrieval(memory, questions)
@@ -233,14 +229,10 @@ def build_record(
     reply: LLMResponse | LLMError | None,
     verdicts: dict[str, tuple[Verdict, ...]] | None,
 ) -> dict[str, Any]:
-    """One question's JSON line: prediction, gold, provenance, costs and every score.
-
-    ``verdicts`` maps each judge protocol to its verdicts (one per repeat), the dataset's own
-    first: it gives ``judge_acc`` and ``judging``; the others give ``judge_acc_<protocol>`` and
-    ``other_judgings[protocol]``. With several repeats the score is the mean of the repeats'
-    verdicts, ``judge_repeats[protocol]`` holds each (None: no verdict) and
-    ``repeat_judgings`` the entries of repeats 2..N.
-    """
+    """One question's JSON line: prediction, gold, provenance, costs and every score. ``verdicts``
+    maps each judge protocol to its verdicts (one per repeat), the dataset's own first: it gives
+    ``judge_acc`` and ``judging``, the others ``judge_acc_<protocol>`` and ``other_judgings``; with
+    repeats, the score is their mean (docs/scoring.md, "Judge repeats")."""
     question, retrieval, context = prepared.question, prepared.retrieval, prepared.context
     record: dict[str, Any] = {
         "question_id": question.question_id,

@@ -293,12 +293,9 @@ WORK_COUNTS = {
 
 
 def summarize_invocations(invocations: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """A run's cost over its logged invocations (``invocations.jsonl``): wall time, questions
-    and embedding and parsing work summed, the highest peak memory and worker count, and the
-    dataset digests last recorded (:mod:`benchmarks.data.digests`; ``{}`` before they were).
-    ``questions`` equal to the run's records means every question's cost is in the sums (only a
-    SIGKILLed invocation leaves no line). A kind of work some invocation did not log (parsing
-    before it was counted) is left out rather than summed over the others."""
+    """A run's cost over its logged invocations (``invocations.jsonl``): wall time and work summed,
+    the highest peak memory and worker count, the dataset digests last recorded; a kind of work some
+    invocation did not log is left out rather than summed over the others."""
     return {
         "count": len(invocations),
         "questions": sum(entry["questions"] for entry in invocations),

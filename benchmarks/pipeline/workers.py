@@ -99,12 +99,8 @@ class WorkerUsage:
 
 
 class WorkerPool:
-    """N spawned processes, one task at a time each, over a pipe apiece.
-
-    A context manager: leaving it normally lets the idle workers exit; leaving it by an exception
-    (Ctrl-C, SIGTERM through ``sys.exit``, a worker's error) terminates them mid-task, since what
-    they were doing is not logged and will be redone on resume.
-    """
+    """N spawned processes, one task at a time each, over a pipe apiece. Leaving it by an exception
+    terminates them mid-task: what they were doing is not logged and is redone on resume."""
 
     def __init__(self, workers: int, settings: RunSettings, run_dir: Path) -> None:
         context = multiprocessing.get_context("spawn")  # fork would copy torch's thread pools
@@ -164,14 +160,11 @@ def map_ordered(
     submit: Callable[[Any, Task], Any],
     collect: Callable[[dict[Any, Pending]], list[tuple[Any, Outcome | WorkerError]]],
 ) -> Iterator[Outcome]:
-    """Each task's outcome, in task order, from ``workers`` one task at a time each, whatever
-    runs them: ``submit(worker, task)`` hands a task out and returns a handle; ``collect(busy)``
-    waits until some handed-out tasks finish and returns each one's handle with its outcome or
-    :class:`WorkerError`. At most ``window`` tasks are handed out or done and waiting their turn,
-    so a streamed dataset stays streamed.
-
-    A task that fails raises its :class:`WorkerError` in its turn: the outcomes before it are
-    yielded first (they are logged, not lost), and no task is handed out after it."""
+    """Each task's outcome, in task order, from ``workers`` one task at a time each:
+    ``submit(worker, task)`` hands a task out and returns a handle, ``collect(busy)`` returns
+    finished handles with their outcome or :class:`WorkerError`. At most ``window`` tasks are out or
+    waiting their turn, so a streamed dataset stays streamed; a failed task raises in its turn,
+    after the outcomes before it."""
     tasks = iter(tasks)
     idle = list(workers)
     busy: dict[Any, Pending] = {}

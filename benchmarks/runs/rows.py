@@ -157,12 +157,9 @@ def run_seed(run: Run) -> int:
 def score_cells(
     run: Run, categories: Sequence[str], unit: str = "conversation", names: Sequence[str] = ()
 ) -> dict[str, dict[str, Cell | None]]:
-    """``{"overall" | "all_evidence" | category: {score: Cell}}`` for every score name in
-    ``names`` (default: the run's own), the intervals resampling ``unit``.
-
-    ``all_evidence``: the overall questions whose evidence all reached the reader
-    (:func:`benchmarks.metrics.aggregate.cells_by_scope`, as ``metrics.json``'s cells are computed).
-    """
+    """``{"overall" | "all_evidence" | category: {score: Cell}}`` for every score name in ``names``
+    (default: the run's own), computed as ``metrics.json``'s are
+    (:func:`benchmarks.metrics.aggregate.cells_by_scope`)."""
     return cells_by_scope(
         run.records,
         run.config.get("adversarial", "exclude"),
@@ -175,9 +172,8 @@ def score_cells(
 
 
 def coverage_cells(run: Run, categories: Sequence[str], unit: str) -> dict[str, Cell | None]:
-    """Answer coverage overall (every question that has one: adversarial and abstention
-    questions have none, nor records logged before records kept the context) and per category,
-    with intervals resampling ``unit`` as evidence recall's do."""
+    """Answer coverage overall (every question that has one) and per category, with intervals
+    resampling ``unit`` as evidence recall's do."""
     seed = run_seed(run)
     groups = {"overall": run.records} | {
         category: [r for r in run.records if r["category"] == category] for category in categories
@@ -189,10 +185,8 @@ def coverage_cells(run: Run, categories: Sequence[str], unit: str) -> dict[str, 
 
 
 def key_comparisons(run: Run, errata: Mapping[str, Erratum]) -> dict[str, KeyComparison]:
-    """Evidence recall, answer coverage (over every question, as the other tables average them)
-    and LoCoMo's F1 (over the overall questions, under the run's adversarial policy) under the
-    published key (the records' own scores) and the audited key (``errata``), each over the
-    questions both keys score."""
+    """Evidence recall, answer coverage and LoCoMo's F1 under the published key and the audited key
+    (``errata``), each over the questions both keys score."""
     adversarial = run.config.get("adversarial", "exclude")
     pairs: dict[str, list[tuple[float, float]]] = {name: [] for name in AUDITED_SCORES}
     for record in run.records:
@@ -288,10 +282,9 @@ def build_row(
 
 
 def mark_stale(rows: Sequence[Row], fingerprint: Callable[[str], str | None] | None = None) -> None:
-    """Set each row's :attr:`Row.source_changed` where the fingerprint its run recorded differs
-    from the source tree's now (``fingerprint``, default
-    :func:`benchmarks.pipeline.provenance.method_source`, of the run's ``method._target_``), computed once
-    per method target; a run that recorded none is left unmarked."""
+    """Set each row's :attr:`Row.source_changed` where the fingerprint its run recorded differs from
+    ``fingerprint`` of its ``method._target_`` now (computed once per target); a run that recorded
+    none is left unmarked."""
     fingerprint = fingerprint or method_source
     now: dict[str, str | None] = {}
     for row in rows:
