@@ -43,14 +43,8 @@ register_paper_grid(ConfigStore.instance())
 
 def without_registry(cfg: DictConfig) -> DictConfig:
     """``cfg`` with its method's registry block (``method.registry``) taken out, in place; also
-    returned.
-
-    The block is data about the config, no option (:mod:`benchmarks.registry`): taken out here
-    by :func:`compose_config` and at the runner's entry before anything reads the config, it
-    reaches no constructor, option check or run's own ``config.yaml`` (Hydra's copy under
-    ``.hydra/`` keeps it; nothing reads that copy). A config without a method node (the
-    segmentation runner's) is unchanged.
-    """
+    returned. The block is data about the config, no option (:mod:`benchmarks.registry`), so it
+    reaches no constructor, option check or run's ``config.yaml``."""
     method = cfg.get("method") if isinstance(cfg, DictConfig) and "method" in cfg else None
     if isinstance(method, DictConfig) and KEY in method:
         with read_write(method), open_dict(method):

@@ -31,12 +31,9 @@ class DataMissingError(FileNotFoundError):
 
 
 def checked_id(path: Path | str, record: str | int | None, field: str, value: Any) -> str:
-    """``value`` as a record's id: a non-empty string without control characters (a NUL byte)
-    or lone surrogates; anything else is a :class:`DatasetError` naming the record.
-
-    Ids name results, log lines and (hashed) cache files, so one that is not plain text is
-    refused here rather than met later as an unreadable file name or a log line cut short.
-    """
+    """``value`` as a record's id: a non-empty string without control characters or lone surrogates
+    (ids name results, log lines and cache files); anything else is a :class:`DatasetError` naming
+    the record."""
     if not isinstance(value, str) or not value:
         raise DatasetError(
             path, record, f"field {field!r}: expected a non-empty string, got {value!r:.60}"

@@ -32,13 +32,9 @@ def qa_stats(conversations: Iterable[Conversation]) -> dict[str, Any]:
 
 
 class ContentDedupe:
-    """How much of the sessions' and turns' content recurs across conversations.
-
-    LongMemEval builds each question's haystack from a shared pool, so a cache keyed by content
-    (embeddings, LLM replies) does each distinct session and turn once; ``*_unique_share`` is the
-    part of the work left. Content is ``speaker: text`` per turn, as the methods index it.
-    :meth:`observe` counts a stream as it passes, so the archive is read once.
-    """
+    """How much of the sessions' and turns' content recurs across conversations: a cache keyed by
+    content does each distinct text once, ``*_unique_share`` is the work left. :meth:`observe`
+    counts a stream as it passes, so the archive is read once."""
 
     def __init__(self) -> None:
         self.sessions: set[bytes] = set()

@@ -17,13 +17,9 @@ from benchmarks.metrics.retrieval import evidence_recall
 
 def audited_scores(record: Mapping[str, Any], errata: Mapping[str, Erratum]) -> dict[str, Any]:
     """``evidence_recall``, ``answer_coverage`` and ``f1_locomo`` of one record under the audited
-    key, and the erratum's ``error_type`` (None: the audit does not dispute the question).
-
-    The audit covers categories 1-4: an adversarial question keeps its published F1 (and, like
-    under the published key, has no answer to cover). A score is None where it is undefined
-    under the audited key: no evidence, no audited answer (``AMBIGUOUS``), no context recorded
-    (runs from before records kept it), or no prediction.
-    """
+    key, and the erratum's ``error_type`` (None: undisputed). The audit covers categories 1-4, so an
+    adversarial question keeps its published F1; a score undefined under the audited key is None
+    (docs/scoring.md, "LoCoMo's audited key")."""
     key = audited_key(record["question_id"], record["answer"], record["evidence"], errata)
     adversarial = record.get("adversarial_answer") is not None
     answered = key.answer is not None and not adversarial

@@ -136,12 +136,9 @@ class JudgePrompt:
 
 @dataclass(frozen=True)
 class Verdict:
-    """``correct`` is None when no verdict could be obtained (``error`` says why).
-
-    ``attempts`` counts the rungs tried, ``asked`` those sent to the model in this run (the rest
-    came from the cache); ``final`` says a failure will not be asked again (every rung tried).
-    Token counts and latency add up over the attempts.
-    """
+    """``correct`` is None when no verdict could be obtained (``error`` says why). ``attempts``
+    counts the rungs tried, ``asked`` those sent in this run; ``final``: a failure not asked again.
+    Tokens and latency add up over the attempts."""
 
     correct: bool | None
     reply: str

@@ -226,13 +226,11 @@ def _scores(
 def score(
     corpus: Corpus, granularity: Granularity, ranked_ids: Sequence[str]
 ) -> dict[str, dict[str, float]]:
-    """One question's metrics: ``{"turn": {...}, "session": {...}}`` for a turn ranking (the
-    session level derived as the official code derives it), ``{"session": {...}}`` for a
-    session ranking. The caller skips :attr:`Corpus.skipped` questions.
+    """One question's metrics: ``{"turn": {...}, "session": {...}}`` for a turn ranking (session
+    level derived as the official code does), ``{"session": {...}}`` for a session ranking; the
+    caller skips :attr:`Corpus.skipped` questions.
 
-    Raises:
-        RankingError: the ranking names an id outside the haystack, or repeats one.
-    """
+    Raises: RankingError: the ranking names an id outside the haystack, or repeats one."""
     index = corpus.index(granularity)
     ranking = index.positions(ranked_ids)
     gold = index.gold

@@ -57,14 +57,9 @@ def ticking(bar: tqdm, status: Callable[[], str], *, enabled: bool) -> Iterator[
 
 class QuestionBar:
     """A run's question bar: its count is the questions answered, its description the stage, its
-    status the conversation, the questions judged, and what the caller adds.
-
-    :meth:`listener` is handed to :meth:`Accounting.listening`: each ``answering`` call advances
-    the count at once (a failed answer too: its question is done for this invocation); a batch's
-    first ``judging`` call moves the stage to judging, the next batch's first answer back to
-    answering. :meth:`logged` advances the count by the records no answer call counted (a
-    retrieval-only run's: all of them) and counts the judged ones.
-    """
+    status the conversation, the questions judged, and what the caller adds. :meth:`listener`
+    advances it at each ``answering`` call; :meth:`logged` adds the records no answer call counted
+    (a retrieval-only run's)."""
 
     def __init__(self, name: str, *, enabled: bool, judged: bool) -> None:
         self.name = name

@@ -175,11 +175,10 @@ class LocalWork:
         )
 
     def hours(self, workers: int = 1, *, cores: int | None = None, gpu: bool = False) -> float:
-        """Wall hours on ``workers`` processes, with the embedding done at
-        :data:`GPU_ENCODE_RATE` where ``gpu``. ``cores``: the workers share this machine's cores
-        (a local run): one process already embeds on all of them, so the embedding does not
-        divide, the rest divides by ``min(workers, cores)``. ``None``: each worker has a machine
-        of its own (a Ray cluster), everything divides by ``workers``."""
+        """Wall hours on ``workers`` processes, embedding at :data:`GPU_ENCODE_RATE` where ``gpu``.
+        With ``cores`` (a local run) the embedding, already on every core, does not divide and the
+        rest divides by ``min(workers, cores)``; with None (a Ray cluster) everything divides by
+        ``workers``."""
         encoding = self.encoded / GPU_ENCODE_RATE if gpu else self.encode_seconds
         rest = max(self.seconds - self.encode_seconds, 0.0)
         if cores is None:
@@ -190,9 +189,8 @@ class LocalWork:
 @dataclass(frozen=True)
 class Growth:
     """The sample's cache work after each of its conversations, cumulative: distinct turn texts
-    seen, texts embedded, texts parsed. What the caches absorb grows more slowly than the texts
-    seen where haystacks share content (a fact, an entity or a phrase recurs in later
-    haystacks): the curve says how much more slowly."""
+    seen, texts embedded, texts parsed; the curve says how much more slowly than the texts the
+    caches' work grows."""
 
     seen: tuple[int, ...] = ()
     encoded: tuple[float, ...] = ()

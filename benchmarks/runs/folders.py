@@ -120,14 +120,10 @@ def load_runs(
     *,
     partial: bool = False,
 ) -> list[Run]:
-    """The finished runs under ``runs_dir`` that pass the filters, sorted by directory name.
-
-    A matching run without ``metrics.json`` has not finished (the runner writes it last); it is
-    skipped with a warning rather than compared on a partial question set, unless ``partial``
-    (a table built as a backlog over sittings): then it is read as far as it got and marked
-    :attr:`Run.partial`. Costs are summed from the run's invocation ledger where it has one.
-    ``configs`` is ``run_configs(runs_dir)`` when the caller has read it already.
-    """
+    """The finished runs under ``runs_dir`` that pass the filters, sorted by directory name. A run
+    without ``metrics.json`` (written last) is skipped with a warning, unless ``partial``: then it
+    is read as far as it got (:attr:`Run.partial`). ``configs``: ``run_configs(runs_dir)``, when the
+    caller has it."""
     configs = run_configs(runs_dir) if configs is None else configs
     runs = []
     for directory, config in matching_runs(configs, dataset, subset, where):
@@ -172,11 +168,10 @@ class OwnLine:
 
 
 def own_lines(directory: Path) -> dict[str, OwnLine]:
-    """Each question's latest record in a run's ``predictions.jsonl`` by question id, as the
-    runner keeps them, leaving out (with one ``warning:`` line each) the rows that are not the
-    run's own: a question outside its ``questions.json`` (runs without the file are not checked
-    for this), or a row after the question's settled (not failed) one. A last line without its
-    newline is a record still being written: it is not read."""
+    """Each question's latest record in a run's ``predictions.jsonl`` by question id, leaving out,
+    with one ``warning:`` line each, rows that are not the run's own (outside its
+    ``questions.json``, or after the question's settled record); a last line without its newline is
+    still being written and is not read."""
     path = predictions_file(directory)
     listed = read_question_set(directory)
     question_set = None if listed is None else set(listed)

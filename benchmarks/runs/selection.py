@@ -123,10 +123,9 @@ def table_rows(
     interval_unit: str = "conversation",
     partial: bool = False,
 ) -> TableRows:
-    """Select, check and recompute: the runs under ``runs_dir`` that pass the filters (unfinished
-    ones as far as they got where ``partial``), checked to share their conditions, one row each,
-    in table order, with the p-values on ``metric`` (and judge accuracy on LongMemEval) and the
-    intervals resampling ``interval_unit``."""
+    """Select, check and recompute: the runs under ``runs_dir`` that pass the filters, checked to
+    share their conditions, one row each in table order, with p-values on ``metric`` and intervals
+    resampling ``interval_unit``."""
     configs = run_configs(runs_dir)
     runs = with_variants(load_runs(runs_dir, dataset, subset, where, configs, partial=partial))
     shared = shared_conditions(runs)

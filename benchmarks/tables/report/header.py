@@ -200,10 +200,9 @@ def f1_note(shared: dict[str, Any], metric: str) -> str:
 
 
 def judge_note(runs: Sequence[Run], scores: Sequence[str], rows: Sequence[Row]) -> str | None:
-    """The J columns' note (None without a judge): the protocols the table's judge columns
-    (``scores``) use, and per judge (a model × a protocol) its figures on the probe set pooled
-    over the table's runs and whether its column can be read as accuracy
-    (:mod:`benchmarks.runs.judges` decides), and what a dash says."""
+    """The J columns' note (None without a judge): the protocols, and per judge its probe figures
+    pooled over the table's runs and whether its column reads as accuracy
+    (:mod:`benchmarks.runs.judges`)."""
     judged = judged_runs(runs)
     if not judged:
         return None
@@ -259,10 +258,9 @@ def share(part: int, whole: int) -> str:
 
 
 def context_order_line(rows: Sequence[Row]) -> str:
-    """The order each row's context reached the reader in (``answer.order`` as its run resolved
-    it): its method's own (:attr:`memsys.base.MemorySystem.context_order`), or, naming the rows,
-    an override. A CAST row shown in time order has its fused ranking sorted away: its semantic
-    half's items in time order, which the header must say."""
+    """The order each row's context reached the reader in: its method's own, or, naming the rows, an
+    override (a CAST row in time order has its fused ranking sorted away, which the header must
+    say)."""
     words = template("report.order_words")
     own: dict[str, list[str]] = {}
     others: list[str] = []
@@ -401,10 +399,9 @@ def restamped_rows_line(rows: Sequence[Row]) -> str | None:
 
 
 def no_context_line(rows: Sequence[Row]) -> str | None:
-    """The note naming the methods that handed over no context for any question (None when
-    there are none): an empty memory (or nothing within the budget), so their scores are those
-    of having no history. Baselines whose memory no LLM builds are left out (ZeroHistory hands
-    over nothing by design); the libraries, baselines that build with the LLM, are not."""
+    """The note naming the methods that handed over no context for any question (None when there are
+    none), leaving out baselines whose memory no LLM builds (ZeroHistory hands over nothing by
+    design)."""
     empty = [
         row.key.label()
         for row in rows
