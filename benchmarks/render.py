@@ -184,10 +184,9 @@ def _latex_row(cells: Iterable[Any]) -> str:
 
 @dataclass(frozen=True)
 class Document:
-    """A document of tables, as every table file from runs is laid out: a ``#`` title, the
-    setting paragraphs under it, its blocks (a :class:`Table`, written without alignment
-    marks, or markdown lines written as they are: a sub-heading, a table at another level, a
-    list), then the numbered notes the headers mark."""
+    """A document of tables, as every table file from runs is laid out: a ``#`` title, the setting
+    paragraphs, its blocks (a :class:`Table` or markdown lines written as they are), then the
+    numbered notes."""
 
     title: str
     setting: Sequence[str]

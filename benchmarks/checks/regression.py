@@ -257,11 +257,8 @@ def check(cases: Sequence[Case], tolerance: float) -> int:
 
 
 def refresh(cases: Sequence[Case], source_cache: Path, *, partial: bool) -> None:
-    """Re-record the replay file and the expectations from a copy of ``source_cache``.
-
-    A ``partial`` refresh (some groups or cases only) adds to both files instead of rewriting them, so
-    replies that no case uses any more stay until the next full refresh.
-    """
+    """Re-record the replay file and the expectations from a copy of ``source_cache``; a ``partial``
+    refresh adds to both files instead of rewriting them."""
     with tempfile.TemporaryDirectory(prefix="regression-cache-") as folder:
         cache_dir = Path(folder)
         if (source_cache / "llm_responses.sqlite").exists():

@@ -29,11 +29,9 @@ POSITIVE_RETRY_SETTINGS = ("request_timeout_s", "rate_limit_patience_s", "rate_l
 
 
 def backbone_config(cfg: DictConfig, key: str) -> BackboneConfig:
-    """The backbone at ``key`` (``backbone``, ``construction.backbone``, ``judge.backbone``) as
-    :mod:`memsys.llm` takes it, every setting checked: its provider's options (against the
-    provider config class its ``_target_`` names), ``concurrency`` and ``retry``, so that a bad
-    one fails before the run directory exists, not at the first request (or, for a timeout,
-    after building the memory). Only this translation reads a backbone's config node."""
+    """The backbone at ``key`` as :mod:`memsys.llm` takes it, every setting checked (provider
+    options, ``concurrency``, ``retry``) so a bad one fails before the run directory exists, not at
+    the first request. Only this translation reads a backbone's config node."""
     target = value_at(cfg, f"{key}.provider._target_", None)
     try:
         provider_class = get_class(str(target))

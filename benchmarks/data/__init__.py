@@ -9,10 +9,8 @@ from memsys.types import Conversation
 
 
 def load_locomo(data_dir: str | None = None, file: str = LOCOMO_FILE) -> list[Conversation]:
-    """All LoCoMo conversations (see :func:`read_locomo` for the irregular records).
-
-    ``file`` is relative to the data directory; another file in the same format works too.
-    """
+    """All LoCoMo conversations; ``file`` is relative to the data directory
+    (:func:`read_locomo`)."""
     conversations, _ = read_locomo(data_file(file, data_dir))
     return conversations
 

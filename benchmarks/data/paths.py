@@ -18,10 +18,7 @@ DATA_DIR_ENV = "MEMBENCH_DATA"
 
 
 def resolve_data_dir(configured: str | os.PathLike[str] | None = None) -> Path:
-    """Return the data directory: ``configured``, else ``$MEMBENCH_DATA``, else the default.
-
-    An explicit path wins over the environment (the runners' config already reads the variable).
-    """
+    """Return the data directory: ``configured``, else ``$MEMBENCH_DATA``, else the default."""
     chosen = configured or os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
     path = Path(chosen).expanduser()
     if not path.is_absolute():

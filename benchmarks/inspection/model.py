@@ -65,9 +65,8 @@ def read_run(directory: Path, *, with_records: bool = True) -> Run:
 
 def load_dataset(runs: Sequence[Run], data_dir: str | None) -> Dataset:
     """The turns of the runs' conversations and LoCoMo's errata, from ``data_dir`` (else
-    ``MEMBENCH_DATA``). Turns are read for datasets whose questions share a conversation; a
-    dataset with a memory of its own per question (a LongMemEval-S haystack each) is not read:
-    its contexts are shown unmapped."""
+    ``MEMBENCH_DATA``); a dataset with a memory per question is not read, its contexts shown
+    unmapped."""
     turns: dict[str, dict[str, Turn]] = {}
     notes: list[str] = []
     errata: dict[str, Erratum] = {}

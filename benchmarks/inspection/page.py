@@ -33,9 +33,8 @@ def script_json(data: Any) -> str:
 
 
 def render_page(model: dict[str, Any] | None, title: str | None = None) -> str:
-    """The whole page for ``model`` (:func:`benchmarks.inspection.model.build_model`);
-    with no model, the page a server sends, whose script asks the server for its data
-    (:mod:`benchmarks.inspection.server`)."""
+    """The whole page for ``model``; with no model, the page a server sends, whose script asks for
+    its data."""
     style = (ASSETS / "inspector.css").read_text(encoding="utf-8")
     script = (ASSETS / "inspector.js").read_text(encoding="utf-8")
     heading = model["title"] if model is not None else title or "memsys-bench inspector"

@@ -128,10 +128,8 @@ def dataset_questions(dataset: str, question_ids: Sequence[str]) -> dict[str, Qu
 def read_answers(path: Path, dataset: str | None = None) -> list[JudgedAnswer]:
     """The lines of ``path`` in file order; with ``dataset``, questions taken from it by id.
 
-    Raises:
-        InputError: a malformed line, a missing key, a repeated id, or an id not in the
-            dataset; the message names the file and line.
-    """
+    Raises: InputError: a malformed line, a missing key, a repeated id, or an id not in the
+    dataset."""
     lines: list[tuple[int, str, str, dict[str, Any]]] = []
     for line, question_id, record in read_lines_by_id(path):
         lines.append((line, question_id, _prediction(record, path, line), record))

@@ -33,9 +33,8 @@ class EvaluatorFileError(DatasetError):
 
 
 def longmemeval_templates() -> tuple[Mapping[str, str], str]:
-    """LongMemEval's judge templates: by question type (its own spelling), and for abstention.
-
-    Each takes ``template.format(question, answer, response)``, as the official code does."""
+    """LongMemEval's judge templates by question type (its own spelling) and for abstention, each
+    for ``template.format(question, answer, response)``."""
     source = sources.LONGMEMEVAL_JUDGE
     return _longmemeval_templates(resolve_data_dir() / source.local, source.local)
 

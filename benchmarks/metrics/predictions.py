@@ -29,11 +29,9 @@ def text_field(record: dict[str, Any], key: str, path: Path, line: int) -> str:
 
 def read_lines_by_id(path: Path) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """``(line, question id, record)`` per line of a predictions file; the id is ``id``, or
-    ``question_id`` as a run's own ``predictions.jsonl`` names it (scored as it stands).
+    ``question_id`` as a run's own ``predictions.jsonl`` names it.
 
-    Raises:
-        InputError: a malformed line, a missing id, or an id that repeats an earlier line's.
-    """
+    Raises: InputError: a malformed line, a missing id, or an id that repeats an earlier line's."""
     seen: dict[str, int] = {}
     for line, record in read_jsonl(path):
         question_id = text_field(record, "question_id" if "id" not in record else "id", path, line)

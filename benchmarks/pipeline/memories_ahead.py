@@ -36,10 +36,8 @@ def builds_ahead(harness: Harness) -> bool:
 
 
 class MemoriesAhead(Generic[Memory]):
-    """Each ``(conversation, pending questions)`` with ``build(conversation)``, in the order
-    given, with up to ``at_once`` builds under way (on daemon threads: an interrupted run exits
-    without waiting for them). ``building`` names the conversations whose memory is not in yet.
-    """
+    """Each ``(conversation, pending questions)`` with ``build(conversation)``, in order, with up to
+    ``at_once`` builds under way on daemon threads; ``building`` names those not in yet."""
 
     def __init__(self, build: Callable[[Conversation], Memory], at_once: int) -> None:
         self._build = build

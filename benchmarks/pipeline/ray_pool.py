@@ -60,10 +60,8 @@ class RayWorker:
 
 
 class RayPool:
-    """``executor.workers`` actors on the cluster at ``executor.address`` (a local instance,
-    started here and stopped on exit, where it is None; a process already connected to a
-    cluster uses that one): :class:`~.workers.WorkerPool`'s interface, so the run logs their
-    outcomes the way it logs a worker process's."""
+    """``executor.workers`` actors on the cluster at ``executor.address`` (a local instance where it
+    is None) behind :class:`~.workers.WorkerPool`'s interface."""
 
     def __init__(self, executor: Executor, settings: RunSettings, run_dir: Path) -> None:
         self._ray = ray = import_ray()

@@ -343,10 +343,8 @@ def segment_in(
 
 
 def labels_provenance(run_dir: Path, segmenter: str, segmented_now: int) -> dict[str, Any]:
-    """The code that segmented (:func:`~benchmarks.pipeline.provenance.provenance`, with the
-    segmenter's source fingerprint): this invocation's where it segmented dialogues; where it
-    only resumed a finished run, what the metrics it rewrites recorded (empty where they
-    recorded none: unknown, not stale)."""
+    """The code that segmented: this invocation's provenance where it segmented dialogues, else what
+    the metrics it rewrites recorded (empty where none: unknown, not stale)."""
     written = run_dir / "metrics.json"
     if segmented_now or not written.exists():
         return provenance(segmenter)

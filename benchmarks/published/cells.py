@@ -29,10 +29,8 @@ METRICS = {
 
 @dataclass(frozen=True)
 class Measured:
-    """How a paper measured its numbers where papers differ: its published file's
-    ``paper.measured`` block (summing up its ``paper.setting`` and its fidelity card); each
-    measured run is compared with it. Which paper it is (its name, its file) is the registry's
-    (:func:`benchmarks.registry.papers`)."""
+    """How a paper measured its numbers where papers differ (its published file's ``paper.measured``
+    block), which each measured run is compared with."""
 
     #: The paper's id (:func:`benchmarks.registry.papers`).
     id: str

@@ -37,12 +37,9 @@ COMPRESSION_LABELS = {
 
 
 def method_name(method: dict[str, Any]) -> str:
-    """Display name: the name the method configs of the class of ``_target_`` declare
-    (:mod:`benchmarks.registry`; the class name for a class no config names), plus the retriever,
-    the memory unit where a config names one, and for methods that compress (SeCom, the denoised
-    baselines) the compressor and its rate, e.g. ``TurnRAG (dense)``, ``TurnRAG (bm25, per
-    exchange)``, ``SeCom (dense, no compression)``, ``SeCom (dense, self-info stand-in, not
-    LLMLingua-2, rate 0.75)``, ``ES-Mem``."""
+    """Display name: the name the method configs of ``_target_``'s class declare (else the class
+    name), plus the retriever, the memory unit and any compressor and rate, e.g. ``TurnRAG (bm25,
+    per exchange)``, ``SeCom (dense, no compression)``, ``ES-Mem``."""
     class_name = str(method.get("_target_", "?")).rsplit(".", 1)[-1]
     name = display_names().get(class_name, class_name)
     details = [str(method["retriever"])] if method.get("retriever") else []

@@ -62,9 +62,8 @@ QA_NOTES = (
 
 @dataclass(frozen=True)
 class MainJob:
-    """The two reports, sharing one numbered list of notes: the retrieval report's (merged:
-    :func:`merged_notes`), which the QA report holds as its tables look them up (:func:`qa_marks`);
-    the document's title is the QA report's."""
+    """The two reports, sharing one numbered list of notes (:func:`merged_notes`); the document's
+    title is the QA report's."""
 
     retrieval: Report
     qa: Report

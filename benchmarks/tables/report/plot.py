@@ -39,11 +39,8 @@ def bar_panel(axis: Any, rows: Sequence[Row], cells: Sequence[Cell | None], xlab
 
 
 def write_plot(report: Report, path: Path) -> None:
-    """Primary metric overall per answered row (judge accuracy on LongMemEval, the metric of its
-    Table 2), and evidence recall per row, with 95% CIs.
-
-    Drawn on a bare ``Figure`` (Agg canvas), so no pyplot backend or global state is touched.
-    """
+    """Primary metric overall per answered row and evidence recall per row, with 95% CIs, drawn on a
+    bare ``Figure`` so no pyplot backend or global state is touched."""
     panels = []
     if report.answered:
         shown_metric = "judge_acc" if report.dataset.longmemeval_scores else report.metric

@@ -134,9 +134,8 @@ def audited_columns(row: Row) -> dict[str, Any]:
 def write_document(
     document: Document, records: Sequence[dict[str, Any]], plotted: Report, out: Path
 ) -> list[Path]:
-    """``out`` + ``.md``, ``.csv`` (``records``: one per row, every number in its own column;
-    the setting and notes as leading ``#`` lines, read with ``pandas.read_csv(path,
-    comment="#")``), ``.tex``, ``.png`` (``plotted``'s figure); returns the paths written."""
+    """``out`` + ``.md``, ``.csv`` (``records``, one per row, the setting and notes as leading ``#``
+    lines), ``.tex``, ``.png`` (``plotted``'s figure); returns the paths written."""
     out.parent.mkdir(parents=True, exist_ok=True)
     paths = [out.parent / f"{out.name}{suffix}" for suffix in (".md", ".csv", ".tex", ".png")]
     paths[0].write_text(document.to_markdown(), encoding="utf-8")

@@ -115,9 +115,8 @@ def scope_label(scope: str) -> str:
 
 
 def identity_columns(report: Report, rows: Sequence[Row]) -> list[str]:
-    """Method, then Backbone where the rows differ in it (answered and retrieval-only rows do:
-    the latter have none) and Extraction where the rows that extract differ in it; the setting
-    line states a value they share."""
+    """Method, then Backbone and Extraction where the rows differ in them; the setting line states a
+    value they share."""
     columns = [f"Method{report.notes.mark('order')}"]
     if len({row.key.backbone for row in rows}) > 1:  # retrieval-only rows have none
         columns.append("Backbone")
@@ -181,9 +180,8 @@ class Column:
 def layout(
     report: Report, title: str, rows: Sequence[Row], columns: Sequence[Column], **text: Any
 ) -> Table:
-    """The one table layout: the rows' identifying columns, then ``columns``, each header with
-    the marker of its note; every table of a report (and of Table 1's main job) is a title, a
-    selection of rows and a list of columns."""
+    """The one table layout: the rows' identifying columns, then ``columns``, each header with the
+    marker of its note."""
     identity = identity_columns(report, rows)
     header = [f"{column.label}{report.notes.mark(column.note)}" for column in columns]
     body = [
@@ -489,9 +487,8 @@ def protocol_agreement_table(report: Report) -> Table | None:
 
 
 def sections(report: Report) -> list[Table]:
-    """The tables of md and tex, in order, leaving out empty ones: what the rows measure first
-    (LongMemEval's accuracy table takes the place of the per-category ones: its F1 and BLEU-1
-    per type stay in the csv), the two keys on LoCoMo, then costs."""
+    """The tables of md and tex, in order, leaving out empty ones: what the rows measure, the two
+    keys on LoCoMo, then costs."""
     found = []
     if report.answered:
         found.append(overall_table(report))
