@@ -46,8 +46,7 @@ class Paper:
     name: str
     #: Its published numbers, ``results/published/<any name>.yaml`` (ES-Mem's is ``es-mem.yaml``).
     published: Path
-    #: The file's ``paper:`` header, as plain data (its ``measured`` block:
-    #: :class:`benchmarks.published.cells.Measured`).
+    #: The file's ``paper:`` header, as plain data.
     header: Mapping[str, Any]
 
 
@@ -280,16 +279,13 @@ class PaperGridOption:
     (:mod:`benchmarks.config.compose` registers each as a Hydra overlay before anything
     composes)."""
 
-    #: The sweep value: the paper's id for a paper's config (``paper=esmem``), else the
-    #: config's own name (``paper=full_history``).
+    #: The sweep value: the paper's id for a paper's config, else the config's own name.
     name: str
     #: The ``conf/method`` config it runs (``esmem_llm``).
     method: str
-    #: Further config-group choices: the paper's embedder where a ``conf/embedder`` config loads
-    #: that model (SeCom's MPNet), else none (the harness's default embedder).
+    #: Further config-group choices: the paper's embedder where a ``conf/embedder`` config loads it.
     groups: Mapping[str, str]
-    #: The run-level keys the paper states: ``adversarial``, and ``answer.order`` unless the
-    #: header's ``order`` is null; the rest is the grid's own protocol (its experiment config).
+    #: The run-level keys the paper states (``adversarial``, ``answer.order``).
     protocol: Mapping[str, Any]
 
 

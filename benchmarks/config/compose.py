@@ -36,8 +36,7 @@ def register_paper_grid(store: ConfigStore) -> None:
         store.store(group=PAPER_GRID, name=option.name, node=node, package="_global_")
 
 
-# Registered on import, as the resolvers: every composition (``@hydra.main``, the tests, the
-# report's grid) finds the options.
+# Registered on import, so every composition finds the options.
 register_paper_grid(ConfigStore.instance())
 
 

@@ -18,8 +18,7 @@ from memsys.llm.slots import Limiters
 #: Seconds between refreshes of the progress bar's status (memories, LLM calls, failures).
 TICK_S = 2.0
 
-#: The stages a serial run goes through, in order (``judging`` only with a judge; ``judge
-#: probes`` has a bar of its own, :func:`benchmarks.pipeline.run.grade_judge_probes`).
+#: The stages a serial run goes through, in order (``judging`` only with a judge).
 STAGES = ("building memories", "answering", "judging", "judge probes", "report")
 
 

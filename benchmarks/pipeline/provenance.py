@@ -109,8 +109,7 @@ def code_versions(invocations: Iterable[Mapping[str, Any]]) -> list[str]:
     return list(dict.fromkeys(seen))
 
 
-#: The package whose imports a method's fingerprint follows, the folder of the methods (each a
-#: module, or a package of its own).
+#: The package whose imports a fingerprint follows, and the folder of the methods.
 SHARED_PACKAGE = "memsys"
 METHODS_DIR = ("memsys", "methods")
 #: Hashed for every method: the module every method relies on, and the harness code that turns a

@@ -22,8 +22,7 @@ from benchmarks.data.digests import recorded_digests
 from benchmarks.data.paths import shown_path
 from memsys.files import replace_file, write_all
 
-#: A run's question ids (a JSON list, in the dataset's order), written when it finishes: the rows
-#: its log may hold, checked by the report too.
+#: A run's question ids, written when it finishes: the rows its log may hold.
 QUESTIONS_FILE = "questions.json"
 
 

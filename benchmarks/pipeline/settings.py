@@ -39,8 +39,7 @@ from memsys.embed import BACKENDS, EmbedderConfig
 from memsys.kvshards import LAYOUTS, LayoutMismatchError, claim_layout
 from memsys.llm.factory import BackboneConfig
 
-#: Keys that say where things live, how to display them or how many processes do the work: not
-#: part of a run's identity.
+#: Keys of where things live, how to show them and how many processes work: not run identity.
 LOCATION_KEYS = (
     "data_dir",
     "cache_dir",
@@ -55,16 +54,12 @@ LOCATION_KEYS = (
     "executor",
     "hydra",
 )
-#: Where a backbone's server is, and which environment variables hold its URL and its key: not
-#: part of a run's identity either (``model`` and ``revision`` say what answers), so a run resumes
-#: against a server that moved to another host or port. Backbones without a server have none.
+#: Where a backbone's server is: not identity, so a run resumes against a server that moved.
 SERVER_LOCATION_KEYS = ("base_url", "base_url_env", "api_key_env")
-#: The backbones a run may call: the answering one, and the construction model's and the
-#: judge's when they have their own.
+#: The backbones a run may call: the reader, and the construction model's and judge's own.
 BACKBONE_KEYS = ("backbone", "construction.backbone", "judge.backbone")
 CACHE_MODES = ("readwrite", "replay", "recorded", "off")
-#: ``answer.order``: ``method``, each method's own order (:attr:`MemorySystem.context_order`), or
-#: one of :data:`CONTEXT_ORDERS` for every method.
+#: ``answer.order``: ``method`` (each method's own order), or one of :data:`CONTEXT_ORDERS`.
 ANSWER_ORDERS = ("method", *CONTEXT_ORDERS)
 
 
@@ -74,15 +69,12 @@ class Paths:
 
     data_dir: Path
     cache_dir: Path
-    #: The cache folder's layout (:data:`memsys.kvshards.LAYOUTS`): one SQLite file per cache,
-    #: or per-process shards for jobs on several machines sharing the folder.
+    #: The cache folder's layout (:data:`memsys.kvshards.LAYOUTS`).
     cache_sharing: str
     results_dir: Path
-    #: A JSONL file that records every LLM reply used (the regression's replay file), as
-    #: configured (``llm_cache_journal``); None for none.
+    #: The file that records every LLM reply used (``llm_cache_journal``); None for none.
     llm_cache_journal: str | None
-    #: ``recorded`` mode's replies file (``llm_replies``, a replay file: a shipped table's
-    #: replies), resolved; None for none.
+    #: ``recorded`` mode's replies file (``llm_replies``), resolved; None for none.
     llm_replies: Path | None
 
 
@@ -114,42 +106,33 @@ class RunSettings:
     subset: SubsetSpec
     template: str | None
     context_budget: int
-    #: How the kept items reach the reader: ``time`` (oldest first) or ``rank`` (best first), as
-    #: :func:`context_order` resolves ``answer.order``.
+    #: ``time`` (oldest first) or ``rank`` (best first), as :func:`context_order` resolves it.
     context_order: str
     answer_max_tokens: int
     judge_enabled: bool
-    #: The judge protocols every answer is scored under, the dataset's own first (``judge_acc``;
-    #: the others ``judge_acc_<protocol>``): :mod:`benchmarks.metrics.judge`.
+    #: The judge protocols every answer is scored under, the dataset's own first.
     judge_protocols: tuple[str, ...]
-    #: Whether the run grades the probe set (known-right and known-wrong answers) with each
-    #: protocol: :mod:`benchmarks.metrics.judge_probes`.
+    #: Whether the run grades the probe set: :mod:`benchmarks.metrics.judge_probes`.
     judge_probes: bool
-    #: Verdicts asked per answer and protocol (``judge.repeats``), each its own request
-    #: (:mod:`benchmarks.metrics.judging`); 1 is the evaluators' protocol.
+    #: Verdicts asked per answer and protocol (``judge.repeats``); 1 is the evaluators' protocol.
     judge_repeats: int
-    #: The temperature repeats 2..N are sampled at (``judge.repeat_temperature``); None: the
-    #: protocol's own (repeats then measure only the backend's nondeterminism).
+    #: The temperature of repeats 2..N; None: the protocol's own.
     judge_repeat_temperature: float | None
     adversarial: str
     batch_size: int
     seed: int
     llm_cache_mode: str
-    #: The config key of the backbone that builds llm-mode memories: ``construction.backbone``,
-    #: or ``backbone`` (the reader) when ``construction=same``; None for a lite method.
+    #: ``construction.backbone`` or ``backbone`` (``construction=same``); None for a lite method.
     construction_key: str | None
     workers: int
     #: Memories an llm-mode method on a server builds at once (:mod:`benchmarks.pipeline.memories_ahead`).
     memories_at_once: int
-    #: The method's config, resolved (its ``_target_`` and options): what the harness
-    #: instantiates, after :func:`check_method_options`.
+    #: The method's resolved config: what the harness instantiates.
     method: dict[str, Any]
     embedder: EmbedderConfig
-    #: The reader: answers the questions, and builds llm-mode memories with ``construction=same``;
-    #: None when the run calls it for neither (:attr:`needs_reader`).
+    #: The reader; None when the run neither answers nor builds with it (:attr:`needs_reader`).
     backbone: BackboneConfig | None
-    #: The model that builds llm-mode memories: the reader's config (``construction=same``) or
-    #: ``construction.backbone``; None for a lite method.
+    #: The model that builds llm-mode memories; None for a lite method.
     construction_backbone: BackboneConfig | None
     #: The judge's own model (``judge.backbone``); None when the reader judges or nothing is judged.
     judge_backbone: BackboneConfig | None
@@ -239,8 +222,7 @@ def validate(cfg: DictConfig) -> RunSettings:
         workers=positive_int(cfg, "workers"),
         memories_at_once=positive_int(cfg, "memories_at_once"),
     )
-    # The backbones the run calls, each checked (one it does not call is not: a retrieval-only
-    # run of a lite method serves every backbone, configured or not).
+    # The backbones the run calls, each checked (a retrieval-only lite run serves every backbone).
     needs_reader = template is not None or construction_key == "backbone"
     reader = backbone_config(cfg, "backbone") if needs_reader else None
     builder = reader if construction_key == "backbone" else None
@@ -393,8 +375,7 @@ def run_identity(cfg: DictConfig) -> dict[str, Any]:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     identity = {key: value for key, value in resolved.items() if key not in LOCATION_KEYS}
-    # However the config was composed (a raw Hydra compose keeps it): the registry block is no
-    # option of the method (:func:`benchmarks.config.compose.without_registry`).
+    # However the config was composed, the registry block is no option of the method.
     (identity.get("method") or {}).pop(REGISTRY_KEY, None)
     record_context_order(identity, context_order(cfg))
     drop_embedder_default(identity)

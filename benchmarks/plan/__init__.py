@@ -20,8 +20,7 @@ from benchmarks.plan.costs import (
 )
 from benchmarks.plan.grid import script_backbones, sweep
 
-#: The names the tests import from ``benchmarks.plan`` (and docs/plan.md names: ``PRICES``,
-#: ``THROUGHPUTS``, ``script_backbones``).
+#: The names the tests and docs/plan.md import from ``benchmarks.plan``.
 __all__ = [
     "PRICES",
     "THROUGHPUTS",

@@ -46,13 +46,12 @@ class Run:
     records: list[dict[str, Any]]
     #: Method settings that tell this run from others of the same method (ablations), or "".
     variant: str = ""
-    #: The fingerprint of the method's source its latest invocation that logged questions
-    #: recorded (:func:`benchmarks.pipeline.provenance.recorded_method_source`), or None (unknown).
+    #: The method fingerprint recorded
+    #: (:func:`benchmarks.pipeline.provenance.recorded_method_source`).
     method_source: str | None = None
     #: A run not finished yet, read as far as it got (``--partial``): its questions logged so far.
     partial: bool = False
-    #: Its re-stamps (:mod:`benchmarks.runs.restamps`): fingerprints a behavioural check carried
-    #: over a refactor.
+    #: Its re-stamps (:mod:`benchmarks.runs.restamps`).
     restamps: list[dict[str, Any]] = field(default_factory=list)
 
 

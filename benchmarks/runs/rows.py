@@ -117,33 +117,27 @@ class Row:
     context_tokens: float | None
     costs: dict[str, dict[str, int]]
     memories_loaded: bool
-    #: The run's summed invocation costs (``metrics.json`` ``invocations``), or ``{}`` when they
-    #: do not cover every question (runs from before the ledger, SIGKILLed invocations).
+    #: The run's summed invocation costs, or ``{}`` when they do not cover every question.
     invocations: dict[str, Any]
     answer_latency_s: float | None
     retrieve_latency_s: float | None
-    #: Percentiles (:func:`memsys.llm.accounting.latency_percentiles`) of the answers the model
-    #: gave (cache hits apart) and of every question's retrieval.
+    #: Percentiles of the answers the model gave (cache hits apart) and of every retrieval.
     answer_latency: dict[str, Any]
     retrieve_latency: dict[str, Any]
     longmemeval: LongMemEvalCells | None
     #: Questions whose answer or verdict failed (left out of the means, not scored as wrong).
     failed: int = 0
-    #: Questions whose answer or verdict a failed request left out (:func:`benchmarks.pipeline.
-    #: harness.lost_to_a_failed_request`): the run ended incomplete, a rerun asks them again.
+    #: Questions a failed request left out
+    #: (:func:`benchmarks.pipeline.harness.lost_to_a_failed_request`).
     to_ask_again: int = 0
     #: Whether ``failed`` exceeds the report's allowed share: the row's numbers do not stand.
     invalid: bool = False
     comparisons: dict[str, Comparison] = field(default_factory=dict)
-    #: ``(recorded, now)`` fingerprints of the method's source where the run recorded one
-    #: (:attr:`Run.method_source`) that differs from the source tree's now: the row is stale.
-    #: None where they agree, or where the run recorded none (unknown, not stale).
+    #: ``(recorded, now)`` method fingerprints where they differ (the row is stale); else None.
     source_changed: tuple[str, str] | None = None
-    #: The stamps that carry the run's recorded fingerprint to today's (it is fresh by a
-    #: behavioural check, :mod:`benchmarks.runs.restamps`), or empty.
+    #: The stamps that carry the run's fingerprint to today's (:mod:`benchmarks.runs.restamps`).
     restamped: list[dict[str, Any]] = field(default_factory=list)
-    #: The judge scores not to show as accuracy: their judge does not discriminate on its
-    #: probes (:func:`benchmarks.runs.judges.hidden_judge_scores`).
+    #: Judge scores not shown as accuracy (:func:`benchmarks.runs.judges.hidden_judge_scores`).
     hidden_judges: frozenset[str] = frozenset()
     #: Each of :data:`AUDITED_SCORES` under both LoCoMo keys; None where no audit applies.
     audited: dict[str, KeyComparison] | None = None

@@ -98,8 +98,7 @@ def load_audit(spec: DatasetSpec, runs: Sequence[Run]) -> Audit | None:
 class TableRows:
     """A table's runs, read and checked, and their rows recomputed (:func:`table_rows`)."""
 
-    #: Every run folder's config under the runs folder, finished or not: one read serves both
-    #: the table and the note on what it leaves out.
+    #: Every run folder's config, finished or not, read once for the table and its notes.
     configs: dict[Path, dict[str, Any]]
     runs: list[Run]
     #: What every run shares (:func:`benchmarks.runs.conditions.shared_conditions`).

@@ -54,8 +54,7 @@ class Report:
     rows: list[Row]
     #: The dataset's traits: LongMemEval's own scores, the default title and output path.
     dataset: DatasetSpec
-    #: Every score name the runs carry: the F1s, BLEU-1, ``judge_acc`` and the other judge
-    #: protocols' ``judge_acc_<protocol>`` (:func:`benchmarks.metrics.aggregate.score_names`).
+    #: Every score name the runs carry (:func:`benchmarks.metrics.aggregate.score_names`).
     scores: tuple[str, ...]
     #: LoCoMo's audited key (None for a dataset without an audit).
     audit: Audit | None = None
