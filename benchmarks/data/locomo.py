@@ -135,7 +135,7 @@ def _read_question(
     else:
         answer, original = text_field(path, question_id, qa, "answer", numbers=True), None
     evidence = _parse_evidence(question_id, qa["evidence"], known_turns, notes)
-    sessions = tuple(dict.fromkeys(_session_of(turn_id) for turn_id in evidence))
+    sessions = tuple(dict.fromkeys(f"session_{t[1:].split(':', 1)[0]}" for t in evidence))
     return Question(
         question_id=question_id,
         conversation_id=sample_id,
@@ -145,7 +145,7 @@ def _read_question(
         evidence=evidence,
         evidence_sessions=sessions,
         category_code=code,
-        adversarial_answer=_text_or_none(adversarial),
+        adversarial_answer=None if adversarial is None else str(adversarial),
         original_answer=original,
     )
 
@@ -166,11 +166,3 @@ def _parse_evidence(
             notes.append(f"{question_id}: evidence {raw!r} read as {kept}{dropped_text}")
         resolved.extend(kept)
     return tuple(dict.fromkeys(resolved))
-
-
-def _session_of(turn_id: str) -> str:
-    return f"session_{turn_id[1:].split(':', 1)[0]}"
-
-
-def _text_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)

@@ -43,7 +43,9 @@ def iter_longmemeval(
         )
     wanted = None if question_ids is None else set(question_ids)
     archive = data_file(ARCHIVES[variant], data_dir)
-    extra = _reconstructed_member(data_dir) if variant == "s" else None
+    extra = None
+    if variant == "s":
+        extra = "lme_jsons/62_7e00a6cb.json", data_file(RECONSTRUCTED_S, data_dir)
     members: dict[str, str] = {}  # question id (from a file name, then a record) -> member
     for name, content, source in _members(archive, extra):
         question_id = Path(name).stem.split("_", 1)[1]
@@ -81,10 +83,6 @@ def longmemeval_notes(variant: Variant) -> list[str]:
     if variant == "s":
         notes.append("7e00a6cb: reconstructed item (see the data README)")
     return notes
-
-
-def _reconstructed_member(data_dir: str | Path | None) -> tuple[str, Path]:
-    return "lme_jsons/62_7e00a6cb.json", data_file(RECONSTRUCTED_S, data_dir)
 
 
 def _members(archive: Path, extra: tuple[str, Path] | None) -> Iterator[tuple[str, bytes, Path]]:

@@ -222,12 +222,6 @@ def stage_costs(run: Run) -> dict[str, dict[str, int]]:
     return costs
 
 
-def complete_invocations(run: Run) -> dict[str, Any]:
-    """The run's summed invocation costs when they account for every logged question, else {}."""
-    invocations = run.metrics.get("invocations", {})
-    return invocations if invocations.get("questions") == len(run.records) else {}
-
-
 def build_row(
     run: Run,
     categories: Sequence[str],
@@ -248,6 +242,7 @@ def build_row(
     retrieved = [r["latency_s"]["retrieve"] for r in run.records if "latency_s" in r]
     counts = failure_counts(run.records)
     failed = counts["answer"] + counts["judge"]  # other protocols' failures blank their columns
+    invocations = run.metrics.get("invocations", {})  # summed costs, if they cover every question
     return Row(
         key=row_key(run.config, run.variant),
         run=run,
@@ -258,7 +253,7 @@ def build_row(
         context_tokens=mean_or_none([r["context_tokens"] for r in run.records]),
         costs=stage_costs(run),
         memories_loaded=run.metrics.get("construction", {}).get("loaded", 0) > 0,
-        invocations=complete_invocations(run),
+        invocations=invocations if invocations.get("questions") == len(run.records) else {},
         answer_latency_s=mean_or_none(answered),
         retrieve_latency_s=mean_or_none(retrieved),
         answer_latency=latency_percentiles(answered),
