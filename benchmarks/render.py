@@ -152,9 +152,8 @@ def superscript(number: int) -> str:
 
 @dataclass(frozen=True)
 class Footnotes:
-    """Numbered notes, in order, each under a key: :meth:`mark` gives a header the marker of its
-    note (nothing when the note is absent, so a column whose note does not apply goes
-    unmarked), :meth:`lines` the numbered texts a document ends with."""
+    """Numbered notes, each under a key: :meth:`mark` gives a header its note's marker (nothing when
+    the note is absent), :meth:`lines` the numbered texts."""
 
     entries: Sequence[tuple[str, str]] = ()
 

@@ -190,9 +190,8 @@ def run_cases(
 
 
 def export_embeddings(cache_file: Path, out: Path) -> int:
-    """Every vector of an embedding cache file as ``keys`` and ``vectors`` arrays; the count.
-    Cases that embedded nothing (a one-method refresh of a method with no embedder) leave no
-    cache table and ``out`` as it was: 0."""
+    """Every vector of an embedding cache file as ``keys`` and ``vectors`` arrays; the count (0,
+    ``out`` untouched, without a cache table)."""
     with sqlite3.connect(cache_file) as connection:
         table = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embeddings'"
         found = connection.execute(table).fetchone() is not None

@@ -101,9 +101,8 @@ def sample(records: Sequence[dict[str, Any]], questions: int, seed: int) -> dict
 
 
 def differences(committed: Any, now: Any, path: str = "") -> Iterator[str]:
-    """Where a recomputed record differs from the committed one: keys the committed record has
-    (volatile ones apart), and keys only the recomputed one has, except ``context`` where the
-    committed record was stored without it."""
+    """The keys where a recomputed record differs from the committed one (volatile ones and a
+    ``context`` the committed record lacks apart)."""
     if isinstance(committed, dict) and isinstance(now, dict):
         for key in sorted(set(committed) | set(now)):
             if key in VOLATILE or (key == "context" and key not in committed and not path):

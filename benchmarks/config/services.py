@@ -67,9 +67,8 @@ def backbone_from_node(node: DictConfig | Mapping[str, Any]) -> BackboneConfig:
 
 
 def retry_policy(cfg: DictConfig, key: str) -> RetryPolicy:
-    """The retry settings at ``key`` (absent or null: the defaults): each a field of
-    :class:`~memsys.llm.retry.RetryPolicy`; the integers (attempts, failures) positive, the other
-    numbers not negative, and :data:`POSITIVE_RETRY_SETTINGS` positive."""
+    """The retry settings at ``key`` (absent or null: the defaults), each a checked field of
+    :class:`~memsys.llm.retry.RetryPolicy`."""
     retry = value_at(cfg, key, None)
     if retry is None:
         return RetryPolicy()

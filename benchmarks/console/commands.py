@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Command:
-    """One subcommand. ``target`` is ``module:function`` (called with the remaining arguments,
-    after ``prefix``), or, for a Hydra app, the module itself, run as ``python -m`` runs it;
-    ``config`` is then its primary config (``conf/<config>.yaml``)."""
+    """One subcommand: ``target`` is ``module:function``, or for a Hydra app the module itself with
+    ``config`` its primary config."""
 
     target: str
     help: str

@@ -111,9 +111,8 @@ def _read_erratum(path: Path, position: int, entry: object, conversation_ids: li
 
 
 def load_errata(data_dir: str | None = None) -> dict[str, Erratum]:
-    """The audit's errata for LoCoMo's file, checked against its questions: an erratum whose
-    question text differs from the dataset's is a :class:`DatasetError`, as is one naming a
-    question the dataset lacks (positions count the whole file's conversations)."""
+    """The audit's errata, checked against LoCoMo's questions: a mismatched or missing question is a
+    :class:`DatasetError`."""
     everything = load_locomo(data_dir)
     order = [conversation.conversation_id for conversation in everything]
     questions = {q.question_id: q for c in everything for q in c.questions}

@@ -104,9 +104,8 @@ class QuestionDiff:
 
     @property
     def weight(self) -> float:
-        """How much the question changed, to rank questions: a verdict flip counts 1, evidence
-        recall and F1 their absolute change, the context the share of its turns replaced
-        (turns in one context only, over turns in either)."""
+        """How much the question changed: a verdict flip counts 1, recall and F1 their absolute
+        change, the context the share of its turns replaced."""
         either = len(self.added) + len(self.removed)
         moved = either / (either + self.kept) if either else 0.0
         return float(self.flipped) + abs(self.recall_change) + abs(self.f1_change) + moved

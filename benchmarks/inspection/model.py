@@ -49,9 +49,7 @@ class Dataset:
 
 
 def read_run(directory: Path, *, with_records: bool = True) -> Run:
-    """One run folder as the report reads it (its own records, unless ``with_records`` is
-    False); an unfinished run (no ``metrics.json``) is read too, with a warning: the inspector
-    shows what it logged."""
+    """One run folder as the report reads it; an unfinished one is read too, with a warning."""
     if not (directory / "config.yaml").is_file() or not predictions_file(directory).is_file():
         raise InspectError(f"{directory}: not a run folder (needs config.yaml, predictions.jsonl)")
     config = yaml.safe_load((directory / "config.yaml").read_text())
@@ -160,9 +158,8 @@ def judge_entries(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def result_summary(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What the question list and a run's page show of one run's record (its cell) and the
-    flags the filters read: the part of :func:`run_result` a served list carries for every
-    question of every run, so nothing more."""
+    """What the question list shows of one run's record, and the flags its filters read: no more, as
+    a served list carries it for every question of every run."""
     scores = record.get("scores") or {}
     recall = record.get("evidence_recall")
     judged = verdict(scores.get("judge_acc"))

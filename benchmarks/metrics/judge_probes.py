@@ -90,9 +90,8 @@ def candidate_sentences(conversation: Conversation) -> list[Sentence]:
 def distractor(
     question: Question, sentences: Sequence[Sentence], names: frozenset[str]
 ) -> str | None:
-    """The topical, wrong sentence for ``question`` (see the module docstring), or None; the
-    speakers' ``names`` do not make a sentence topical, and a question whose evidence sessions
-    are unknown gets none (no sentence is known to lie outside its evidence)."""
+    """The topical, wrong sentence for ``question``, or None (also where its evidence sessions are
+    unknown)."""
     if not question.evidence_sessions:
         return None
     evidence_sessions = set(question.evidence_sessions)
@@ -109,9 +108,8 @@ def distractor(
 
 
 class ProbeSet:
-    """The probe set, built a conversation at a time as a run streams them (so the dataset is
-    read once): the distractors need each conversation's turns, the unrelated answers only the
-    questions of the whole subset."""
+    """The probe set, built a conversation at a time as a run streams them, so the dataset is read
+    once."""
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
@@ -172,9 +170,8 @@ def other_answer(
 
 
 def grade_probes(judge: Judge, probes: Sequence[Probe]) -> list[dict[str, Any]]:
-    """Each probe with its verdict under every protocol of ``judge`` (None: no verdict), the
-    protocols whose failure is final (every rung of the judge's ladder tried) and, where any,
-    those whose request failed for good (``call_failures``: the run is incomplete)."""
+    """Each probe with its verdict under every protocol (None: none), the protocols whose failure is
+    final, and those whose request failed for good (``call_failures``)."""
     graded = judge.grade_many(
         [(probe.question, probe.prediction) for probe in probes], stage="judge_probes"
     )

@@ -46,9 +46,8 @@ class MemoriesAhead(Generic[Memory]):
 
     @classmethod
     def of_run(cls, harness: Harness) -> MemoriesAhead[Built]:
-        """The run's memories (cache or construction), ``memories_at_once`` at a time where
-        :func:`builds_ahead`, else one at a time. Where it builds ahead, spaCy parses on its own
-        process, off the core and the GIL that send the requests (:class:`ParseProcess`)."""
+        """The run's memories, ``memories_at_once`` at a time where :func:`builds_ahead` (spaCy
+        parsing in a process of its own), else one at a time."""
         ahead = builds_ahead(harness)
         nlp = harness.services.nlp
         if ahead and nlp.process is None:

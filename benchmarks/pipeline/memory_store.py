@@ -35,9 +35,8 @@ COST_KEYS = {LLM: "llm_requests", EMBEDDER: "texts_embedded", PARSER: "texts_par
 
 @dataclass(frozen=True)
 class Got:
-    """A conversation's memory as the store hands it over: whether it came from disk, its
-    serialized size (the canonical JSON of its payload, UTF-8 bytes) and what building it cost
-    (:data:`COST_KEYS`; None for a file written before costs were recorded)."""
+    """A conversation's memory as the store hands it over: whether from disk, its serialized size
+    and its cost (:data:`COST_KEYS`; None for older files)."""
 
     memory: Any
     loaded: bool
@@ -108,9 +107,8 @@ class MemoryStore:
         return self._folder(system) / f"{conversation.conversation_id}-{key}.json"
 
     def load_or_build(self, system: MemorySystem[Any], conversation: Conversation) -> Got:
-        """The memory, from disk or built now. A memory built here whose construction used a
-        service the method does not declare is an :class:`~memsys.base.UndeclaredServiceError`,
-        before it is stored."""
+        """The memory, from disk or built now (an undeclared service used in building it raises
+        before it is stored)."""
         path = self.path(system, conversation)
         envelope = self._read(path, conversation.conversation_id)
         if envelope is None and (older := self._older_path(system, conversation)) is not None:

@@ -122,9 +122,8 @@ def make_plan(
 
 
 def warm_caches(shared: Path, cache_dir: Path) -> None:
-    """Copy the shared caches of facts about texts (:data:`WARM_CACHES`) into the plan's cache
-    directory, each as one consistent snapshot (SQLite's backup), the shared file opened read
-    only; the response cache and memories are never copied."""
+    """Copy snapshots of the shared caches of facts about texts (:data:`WARM_CACHES`) into the
+    plan's cache directory, the shared files opened read only."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     if shared.resolve() == cache_dir.resolve():
         raise ValueError(f"the plan must not work in the shared cache {shared}")

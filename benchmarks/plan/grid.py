@@ -98,9 +98,8 @@ def compose_overrides(overrides: Sequence[str], *, hydra: bool = False) -> DictC
 def planned_config(
     point: Sequence[str], work_dir: Path, stand_ins: bool
 ) -> tuple[DictConfig, list[str]]:
-    """The config of one sweep point as the plan runs it: its stand-ins applied, every backbone
-    scripted, caches in ``work_dir`` (response cache off). Returns the config and the stand-ins
-    used."""
+    """The config of one sweep point as the plan runs it (stand-ins applied, backbones scripted,
+    caches in ``work_dir``), and the stand-ins used."""
     cfg = compose_overrides(point)
     used = [s for s in STAND_INS if stand_ins and OmegaConf.select(cfg, s.key) == s.value]
     if used:

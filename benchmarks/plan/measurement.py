@@ -133,9 +133,8 @@ FALLBACK_WORDS = ("fallback", "retried", "after_retry", "request_errors", "reque
 
 
 def fallback_counts(report: Any, path: str) -> dict[str, int]:
-    """The non-zero fallback counters in a method's JSON (a memory dump: its construction
-    report), by dotted path; a ``source`` naming a fallback counts 1. Lists (memory items) are
-    not searched."""
+    """The non-zero fallback counters in a method's memory dump, by dotted path (a ``source`` naming
+    a fallback counts 1; lists are not searched)."""
     found: dict[str, int] = {}
     if isinstance(report, Mapping):
         for key, value in report.items():

@@ -125,9 +125,8 @@ def trace_summary(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]
 
 
 def measured(run: Run, base: Run | None) -> dict[str, Any]:
-    """A run's row: its means, unrounded (the table rounds each once), and against its method's
-    own run (``base``; None for that run itself) the shares of changed contexts (left out where
-    they share no question)."""
+    """A run's row: its unrounded means and, against its method's own run (``base``), the shares of
+    changed contexts."""
     records = run.records
     changes = None if base is None else context_changes(contexts(run), contexts(base))
     row = {

@@ -66,9 +66,8 @@ def differing_keys(a: Any, b: Any, prefix: str = "") -> list[str]:
 
 
 def with_variants(runs: Sequence[Run]) -> list[Run]:
-    """Runs of one method that differ only in method settings (a paper's ablations) get their
-    differing settings as a variant label, so each keeps its own row; other clashes are left to
-    :func:`check_one_run_per_row`."""
+    """Runs of one method that differ only in method settings get those settings as a variant label,
+    so each keeps its own row."""
     groups: dict[RowKey, list[Run]] = defaultdict(list)
     for run in runs:
         groups[row_key(run.config)].append(run)

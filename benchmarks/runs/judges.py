@@ -103,9 +103,8 @@ def judge_protocols(runs: Sequence[Any], scores: Sequence[str]) -> list[str]:
 def probe_figures(
     runs: Sequence[Any], scores: Sequence[str]
 ) -> dict[str, dict[str, ProbeFigures | None]]:
-    """Per judge model and protocol of the table's judge columns, its figures on the probes,
-    pooled over the table's runs (``runs``: objects with ``config`` and ``directory``); None
-    where no probe set was graded under that protocol."""
+    """Per judge model and protocol of the table's judge columns, its probe figures pooled over
+    ``runs``; None where no probe set was graded."""
     pooled: dict[str, list[dict[str, Any]]] = {}
     for run in judged_runs(runs):
         pooled.setdefault(judge_model(run.config), []).extend(
@@ -127,9 +126,8 @@ def hidden_judge_scores(
     scores: Sequence[str],
     figures: Mapping[str, Mapping[str, ProbeFigures | None]],
 ) -> frozenset[str]:
-    """The judge scores of one run (``config``) a table must not show as accuracy: those whose
-    judge model and protocol the probes show not to discriminate (``figures``:
-    :func:`probe_figures`). A judge without probes is not hidden: nothing shows it fails."""
+    """The judge scores of one run a table must not show as accuracy: their judge fails to
+    discriminate on its probes (none without probes)."""
     if not (config.get("judge") or {}).get("enabled"):
         return frozenset()
     own = own_protocol(config)

@@ -179,9 +179,8 @@ def configured_segmenter(name: str) -> dict[str, Any]:
 
 
 def published_counterpart(cell: MeasuredCell, quoted: Sequence[QuotedRow]) -> QuotedRow | None:
-    """The quoted row measuring what ``cell`` measures, on its dataset, or None: the row's config
-    is the run's segmenter config unchanged, on the whole test set and, for an LLM row, on the
-    row's backbone."""
+    """The quoted row measuring what ``cell`` measures (same config unchanged, whole test set, and
+    an LLM row's backbone), or None."""
     if cell.n != cell.n_split:  # a subset's mean is not the published full-set number
         return None
     for row in quoted:

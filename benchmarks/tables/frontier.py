@@ -117,8 +117,7 @@ def frontier_table(frontier: Frontier) -> Table:
 
 def write_plot(frontier: Frontier, path: Path) -> None:
     """Two panels against mean context tokens (log axis), one line per method with its 95%
-    intervals as error bars, one legend under both; a point with an empty context has no place
-    on a log axis: the figure names it, the csv keeps it."""
+    intervals; a point with an empty context is named in the figure, kept in the csv."""
     budgets = sorted({budget for budget, _ in frontier.points})
     drawn = [tokens(row) for _, row in frontier.points if tokens(row) > 0]
     low = int(math.log2(min(drawn, default=budgets[0])))

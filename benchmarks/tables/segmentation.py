@@ -82,9 +82,8 @@ def footnotes(seed: int) -> Footnotes:
 def measured_table(
     dataset: str, rows: Sequence[MeasuredCell], notes: Footnotes, quoted: Sequence[QuotedRow] = ()
 ) -> Table:
-    """One dataset's measured rows (``notes``: the footnotes its headers mark), each paired one
-    followed by its ``↳ published`` line (:func:`published_counterpart` among ``quoted``): the
-    published value of each metric, Δ = measured − published beside it."""
+    """One dataset's measured rows, each paired one followed by its ``↳ published`` line (Δ =
+    measured − published)."""
     mark = notes.mark
     header = [f"Segmenter{mark('fallback')}", f"Mode{mark('mode')}", "Backbone", "n"]
     header += [f"Pk ↓{mark('metrics')}", "WD ↓", "F1 ↑", "Score ↑"]
@@ -270,9 +269,8 @@ def csv_rows(cells: Sequence[MeasuredCell], quoted: Sequence[QuotedRow]) -> list
 def write_tables(
     cells: Sequence[MeasuredCell], out: Path, seed: int, title: str, quoted: Sequence[QuotedRow]
 ) -> tuple[Path, Path]:
-    """Write ``<out>.md`` (measured sections per dataset, reflection details, the quoted Table 4,
-    the notes) and ``<out>.csv`` (its lines end in ``\\r\\n``, as :mod:`csv`'s default dialect
-    writes them); return their paths."""
+    """Write ``<out>.md`` and ``<out>.csv`` (lines ending in ``\r\n``, :mod:`csv`'s default); return
+    their paths."""
     notes = footnotes(seed)
     blocks: list[Table | Sequence[str]] = [[note("segmentation.measured_heading")]]
     for dataset in DATASETS:

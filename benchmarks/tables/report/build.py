@@ -106,9 +106,8 @@ def build_report(
     interval_unit: str = "conversation",
     partial: bool = False,
 ) -> Report:
-    """Select, check and recompute: the whole table, ready to write; its intervals and p-values
-    resample ``interval_unit`` (conversations, or questions); ``partial`` shows unfinished runs
-    as far as they got, each row marked with its questions done (a backlog's table)."""
+    """Select, check and recompute: the whole table, ready to write; ``partial`` shows unfinished
+    runs as far as they got (a backlog's table)."""
     if metric not in PRIMARY_METRICS:
         raise ReportError(f"--metric must be one of {list(PRIMARY_METRICS)}, got {metric!r}")
     if interval_unit not in INTERVAL_UNITS:

@@ -123,9 +123,8 @@ def build_main_job(
 
 
 def asked_cell(row: Row) -> str:
-    """``asked / all``: the LLM requests the run sent to the model, of every request it made
-    (answers, verdicts, probes; the rest came from the recorded replies or the response cache),
-    from its call ledger's summary in ``metrics.json``."""
+    """``asked / all``: the LLM requests the run sent to the model, of every request it made (the
+    rest came from recorded replies or the cache)."""
     total = row.run.metrics.get("accounting", {}).get("total")
     if not total:
         return DASH
@@ -133,9 +132,7 @@ def asked_cell(row: Row) -> str:
 
 
 def retrieval_overall(job: MainJob) -> Table:
-    """What the reader is shown, on the retrieval subset: evidence recall and answer coverage
-    under the published key (mean and interval) and the audited one, all-evidence share and
-    context tokens."""
+    """What the reader is shown on the retrieval subset, under the published and audited keys."""
     report = job.retrieval
     columns = [
         Column("Ev. recall pub", lambda row: fmt_cell(row.evidence_recall), "evidence"),
@@ -209,9 +206,8 @@ def document(job: MainJob) -> Document:
 
 
 def write_main_job(job: MainJob, out: Path) -> list[Path]:
-    """``out`` + ``.md``, ``.csv`` (every row of both selections, ``subset`` telling them
-    apart), ``.tex``, ``.png`` (the figure: the retrieval rows' evidence recall, what the table
-    leads with); returns the paths written."""
+    """``out`` + ``.md``, ``.csv`` (both selections' rows, ``subset`` telling them apart), ``.tex``,
+    ``.png``; returns the paths written."""
     records = [
         {"subset": report.rows[0].run.config["subset"]["name"], **csv_record(row, report)}
         for report in (job.retrieval, job.qa)

@@ -49,9 +49,8 @@ def comparison_columns(prefix: str, found: Comparison | None) -> dict[str, Any]:
 
 
 def longmemeval_columns(row: Row) -> dict[str, Any]:
-    """Table 2's numbers that the per-category columns lack: task-averaged and abstention
-    accuracy, the judge p-value, and the ranking metrics (per-type and overall accuracy are the
-    ``*_judge_acc_*`` columns)."""
+    """Table 2's numbers the per-category columns lack: task-averaged and abstention accuracy, the
+    judge p-value, the ranking metrics."""
     assert row.longmemeval is not None  # built for every row of a LongMemEval report
     record = {
         "task_averaged_judge_acc": rounded(row.longmemeval.task_averaged),

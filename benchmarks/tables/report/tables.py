@@ -126,9 +126,8 @@ def identity_columns(report: Report, rows: Sequence[Row]) -> list[str]:
 
 
 def identity_cells(report: Report, row: Row, columns: Sequence[str]) -> list[str]:
-    """A row's identifying cells under ``columns``: its method name (shortened where long, with
-    the marker of the note that gives it whole); an invalid row says so in its first cell, with
-    its count of failed questions, an incomplete one (questions a rerun would ask again) too."""
+    """A row's identifying cells under ``columns``: its (maybe shortened) method name, with an
+    invalid or incomplete row saying so in its first cell."""
     method = short_label(row.key.method)
     if method != row.key.method:
         method += report.notes.mark("labels")
@@ -261,9 +260,8 @@ def overall_table(report: Report) -> Table:
 def per_category_table(
     report: Report, label: str, cell: Callable[[Row, str], str], all_evidence: bool
 ) -> Table | None:
-    """Answered rows: one number per category (``cell(row, scope)``), and where
-    ``all_evidence``, on the overall questions whose evidence was all shown; None where every
-    cell is a dash."""
+    """Answered rows: one number per category (``cell(row, scope)``) and, with ``all_evidence``, the
+    all-evidence questions; None where every cell is a dash."""
     counts = questions_per_category(report.rows, report.categories)
     scopes = [*report.categories, *(["all_evidence"] if all_evidence else [])]
     if all(cell(row, scope) == DASH for row in report.answered for scope in scopes):
@@ -344,9 +342,8 @@ AUDITED_LABELS = {
 
 
 def audited(name: str, part: str, label: str, note: str = "") -> Column:
-    """One of a row's means of ``name`` (an :data:`AUDITED_SCORES` score) over the questions both
-    LoCoMo keys score: ``part`` ``published``, ``audited`` or their ``delta``; without an audit,
-    the published key's overall mean and dashes."""
+    """A row's ``part`` (``published``, ``audited`` or ``delta``) of ``name`` over the questions
+    both keys score; without an audit, the published overall mean and dashes."""
 
     def cell(row: Row) -> str:
         if row.audited is None:
