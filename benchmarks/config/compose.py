@@ -26,9 +26,8 @@ OmegaConf.register_new_resolver("registry", lambda grid: ",".join(sweep(grid)), 
 
 
 def register_paper_grid(store: ConfigStore) -> None:
-    """Each option of the ``paper`` config group (:func:`benchmarks.registry.paper_grid`) as the
-    overlay a ``conf/paper/<name>.yaml`` would be: the method config and group choices by
-    defaults-list overrides, the paper's run-level keys at the top level."""
+    """Each option of the ``paper`` config group as the overlay a ``conf/paper/<name>.yaml`` would
+    be."""
     for option in paper_grid().values():
         choices = {"method": option.method, **option.groups}
         defaults = [{f"override /{group}": choice} for group, choice in choices.items()]
@@ -54,9 +53,8 @@ def without_registry(cfg: DictConfig) -> DictConfig:
 def compose_config(
     overrides: Sequence[str], *, config_name: str = "config", with_hydra: bool = False
 ) -> DictConfig:
-    """A runner's config for ``overrides`` as its command line would build it (with Hydra's own
-    node, for the group choices and sweep params, when ``with_hydra``), the method's registry
-    block taken out (:func:`without_registry`)."""
+    """A runner's config for ``overrides`` as its command line would build it (with Hydra's own node
+    when ``with_hydra``), the registry block taken out."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(
             config_name=config_name, overrides=list(overrides), return_hydra_config=with_hydra

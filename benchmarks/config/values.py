@@ -115,10 +115,8 @@ def check_options(node: DictConfig, key: str, constructor: Callable[..., Any] | 
 def _parameters(
     constructor: Callable[..., Any] | None,
 ) -> tuple[Mapping[str, inspect.Parameter] | None, dict[str, Any]]:
-    """A constructor's parameters and type hints; ``(None, {})`` when it is unknown or its
-    annotations do not resolve (instantiation will say what is wrong). A class's are its
-    ``__init__``'s, followed up its bases while an ``__init__`` forwards ``**options``
-    (:func:`_class_parameters`)."""
+    """A constructor's parameters and type hints (a class's up its bases while ``__init__`` forwards
+    ``**options``); ``(None, {})`` when unknown or unresolvable."""
     if constructor is None:
         return None, {}
     if isinstance(constructor, type):

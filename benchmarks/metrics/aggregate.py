@@ -166,9 +166,8 @@ def all_evidence_share(recalls: Scores) -> float | None:
 
 
 def failure_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """Questions whose answer failed, answered ones whose verdict under the dataset's own judge
-    protocol failed, and (where other protocols graded) those with a failed verdict under another
-    one: left out of the means they would have fed, never scored as wrong."""
+    """Failed answers, failed verdicts under the dataset's own protocol and (where graded) under
+    others: left out of their means, never scored as wrong."""
     counts = {
         "answer": sum(1 for r in records if (r.get("failure") or "").startswith("answer")),
         "judge": sum(1 for r in records if (r.get("judging") or {}).get("error")),
@@ -213,9 +212,8 @@ def summarize_run(
     corpora: Mapping[str, Corpus] | None = None,
 ) -> dict[str, Any]:
     """Overall and per-category means of every score, evidence recall and context size, with
-    intervals resampling ``unit`` (``interval`` says which unit the run's questions allowed);
-    on LongMemEval, the stored rankings scored against ``corpora`` (the questions' official
-    corpora, :func:`benchmarks.metrics.ranking.load_corpora`)."""
+    intervals resampling ``unit``; on LongMemEval, the stored rankings scored against
+    ``corpora``."""
     categories = sorted({record["category"] for record in records})
     cells = cells_by_scope(
         records,

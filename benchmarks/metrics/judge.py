@@ -208,10 +208,8 @@ def _longmemeval_json_prompt(question: Question, prediction: str) -> JudgePrompt
 
 @dataclass(frozen=True)
 class Protocol:
-    """A judge protocol: its prompt builder, the words a table header uses for it, what its
-    messages are made of (``texts``: its templates, or its evaluator file's pinned sha256) and
-    how its replies are read, and the official text it reads (called when a :class:`~benchmarks.metrics.judging.Judge`
-    takes it up, so a missing or altered evaluator file stops the run before any work)."""
+    """A judge protocol: its prompt builder, header words, what its messages are made of (``texts``)
+    and how its replies are read, and the official text it reads when a judge takes it up."""
 
     build: Callable[[Question, str], JudgePrompt]
     description: str

@@ -251,10 +251,9 @@ class Judge:
     def grade_many(
         self, items: Sequence[tuple[Question, str]], *, stage: str = "judging"
     ) -> list[dict[str, Verdict]]:
-        """One verdict per protocol per (question, prediction), in order; failures are verdicts
-        too. Protocols that give the same prompt (abstention questions) share one grading;
-        ``stage`` names the calls in the accounting. One repeat, whatever ``repeats`` says (the
-        probe set is graded so)."""
+        """One verdict per protocol per (question, prediction), in order, failures included;
+        protocols that give the same prompt share one grading, and there is one repeat (the probe
+        set is graded so)."""
         graded = self._grade(items, stage, 1)
         return [{protocol: found[0] for protocol, found in item.items()} for item in graded]
 

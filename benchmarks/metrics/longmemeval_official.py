@@ -80,12 +80,10 @@ class Index:
         return cls(tuple(ids), {k: tuple(v) for k, v in slots.items()}, frozenset(outside))
 
     def positions(self, ranked_ids: Sequence[str]) -> list[int]:
-        """The corpus entries a ranking names, in its order; the n-th mention of a repeated
-        session's id is its n-th copy. Ids outside the corpus (assistant turns) are dropped.
+        """The corpus entries a ranking names, in its order (the n-th mention of a repeated
+        session's id is its n-th copy; assistant turns dropped).
 
-        Raises:
-            RankingError: an id not in the haystack, or named more often than it has copies.
-        """
+        Raises: RankingError: an id not in the haystack, or named more often than it has copies."""
         used: dict[str, int] = {}
         found = []
         for name in ranked_ids:

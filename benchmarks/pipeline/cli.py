@@ -81,11 +81,9 @@ class Terminated(SystemExit):
 
 
 def run_or_exit(run: Callable[[DictConfig], T], cfg: DictConfig) -> T | None:
-    """``run(cfg)``; on a clear error, print ``error: <message>`` to stderr and exit 2 (in a
-    multirun that goes on past failed jobs, note the job and return None).
-
-    SIGTERM, and SIGINT to a background run, exit like Ctrl-C, through the run's cleanup; a crash in
-    native code prints every thread's Python stack, so a segfault names where it happened."""
+    """``run(cfg)``; on a clear error, print ``error: <message>`` and exit 2 (or, in a multirun
+    going past failed jobs, note the job and return None). SIGTERM exits like Ctrl-C, and a native
+    crash prints every thread's stack."""
     faulthandler.enable()
     os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # the same in spawned worker processes
     signal.signal(signal.SIGTERM, _terminate)
@@ -159,10 +157,9 @@ def _note_failed_job(path: Path, message: str) -> None:
 
 
 class RunnerCallback(Callback):
-    """Hydra callback of the runners: Hydra's own folder (under the results folder) is made
-    before Hydra would, so an unwritable one is one ``error:`` line, not Hydra's error; a
-    multirun clears its failed-job notes when it starts, and when it ends prints one line per
-    failed job and exits with status 2."""
+    """Hydra callback of the runners: makes Hydra's folder first (an unwritable one is one
+    ``error:`` line), and in a multirun clears failed-job notes at the start and reports them at the
+    end, exit 2."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _make_folder(Path(config.hydra.run.dir))
@@ -202,9 +199,8 @@ def _sweep_file(config: DictConfig) -> Path:
 
 
 def hydra_saved_files() -> list[Path]:
-    """The files Hydra wrote for this job before the task function ran: the composed config,
-    its own config and the overrides (``.hydra/*.yaml``), and a multirun's ``multirun.yaml``.
-    Empty outside a Hydra app (a test, or a runner composing configs itself)."""
+    """The files Hydra wrote for this job before the task ran (``.hydra/*.yaml``, a multirun's
+    ``multirun.yaml``); empty outside a Hydra app."""
     if not HydraConfig.initialized():
         return []
     hydra = HydraConfig.get()

@@ -318,10 +318,8 @@ def repeat_mean(verdicts: Sequence[bool | None]) -> float | None:
 
 
 def failed(record: dict[str, Any]) -> bool:
-    """Whether a question's answer or verdict failed (a dead server, garbage that survived the
-    retries): the next run of the config asks it again, so a flaky endpoint costs one rerun,
-    not a hole in the results. A verdict asks new rungs of the judge's ladder each time
-    (:mod:`benchmarks.metrics.judge`) until its failure is ``final``: then it stays failed."""
+    """Whether a question's answer or verdict failed: the next run asks it again (a verdict until
+    its failure is ``final``), so a flaky endpoint costs one rerun, not a hole in the results."""
     return bool(
         record.get("failure")
         or any(entry.get("error") and not entry.get("final") for entry in judgings(record))

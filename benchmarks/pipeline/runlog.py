@@ -38,9 +38,8 @@ class RunInProgressError(RuntimeError):
 
 
 class ResultsWriteError(RuntimeError):
-    """A run's file could not be written, mostly because its disk is full. The message names
-    the file and the remedy: what is logged stays whole (a cut line is removed), so a rerun
-    resumes."""
+    """A run's file could not be written (mostly a full disk); what is logged stays whole, so a
+    rerun resumes."""
 
     def __init__(self, path: Path, cause: OSError) -> None:
         self.path = path
@@ -252,9 +251,8 @@ def _append_line(fd: int, path: Path, line: bytes) -> None:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (:func:`memsys.files.replace_file`), so a full disk or
-    a kill leaves the old file rather than a cut one; a failure raises
-    :class:`ResultsWriteError` naming ``path``."""
+    """Replace ``path`` with ``text`` atomically, so a full disk or a kill leaves the old file; a
+    failure raises :class:`ResultsWriteError`."""
     try:
         replace_file(path, text.encode("utf-8"))
     except OSError as error:

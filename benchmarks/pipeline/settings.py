@@ -404,10 +404,8 @@ def record_context_order(identity: dict[str, Any], order: str) -> None:
 
 
 def add_judge_prompt_versions(identity: dict[str, Any]) -> None:
-    """A judged run's identity holds each of its judge protocols' prompt version
-    (:meth:`benchmarks.metrics.judge.Protocol.version`): a run graded under a protocol whose
-    prompt has since changed (``mem0`` and ``longmemeval`` were paraphrases before they became
-    their evaluators' own texts) is not resumed as if it were the same run."""
+    """A judged run's identity holds each of its protocols' prompt version, so a run graded under a
+    prompt that has since changed is not resumed as the same run."""
     judge = identity.get("judge")
     if not isinstance(judge, dict) or "protocols" not in judge:
         return
@@ -419,10 +417,9 @@ def add_judge_prompt_versions(identity: dict[str, Any]) -> None:
 
 
 def drop_unused_judge_settings(identity: dict[str, Any]) -> None:
-    """Judge settings that change no record leave the identity: ``judge.probes`` (the probe set
-    is a file beside the records; a run resumed without it keeps its id), ``judge.repeats=1``
-    and a null ``judge.repeat_temperature`` (the one verdict of every run before repeats), and
-    the protocols of a run nothing judges (no answer, or ``judge.enabled=false``)."""
+    """Judge settings that change no record leave the identity: ``judge.probes``,
+    ``judge.repeats=1``, a null ``judge.repeat_temperature``, and the protocols of a run nothing
+    judges."""
     judge = identity.get("judge")
     if isinstance(judge, dict):
         judge.pop("probes", None)
@@ -483,9 +480,8 @@ def run_id(identity: dict[str, Any]) -> str:
 
 
 def resolved_method(cfg: DictConfig) -> dict[str, Any]:
-    """The method's config node as plain data, each option resolved (an option that does not
-    resolve is a :class:`ConfigError` naming it). Its options' types are
-    :func:`check_method_options`' to check, and their ranges the method's."""
+    """The method's config node as plain data, each option resolved (else a :class:`ConfigError`
+    naming it)."""
     node = value_at(cfg, "method")
     if not isinstance(node, DictConfig):
         raise ConfigError("method", f"expected a mapping, got {node!r}")

@@ -161,10 +161,9 @@ def map_ordered(
     collect: Callable[[dict[Any, Pending]], list[tuple[Any, Outcome | WorkerError]]],
 ) -> Iterator[Outcome]:
     """Each task's outcome, in task order, from ``workers`` one task at a time each:
-    ``submit(worker, task)`` hands a task out and returns a handle, ``collect(busy)`` returns
-    finished handles with their outcome or :class:`WorkerError`. At most ``window`` tasks are out or
-    waiting their turn, so a streamed dataset stays streamed; a failed task raises in its turn,
-    after the outcomes before it."""
+    ``submit(worker, task)`` returns a handle, ``collect(busy)`` finished handles with their outcome
+    or :class:`WorkerError`. At most ``window`` tasks are out, so a stream stays streamed; a failed
+    task raises in its turn."""
     tasks = iter(tasks)
     idle = list(workers)
     busy: dict[Any, Pending] = {}

@@ -82,9 +82,8 @@ class Rates:
 
 @dataclass(frozen=True)
 class Extent:
-    """How much of a dataset a run covers: conversations, turns, questions, and distinct turn
-    texts (LongMemEval's haystacks share sessions: what the content caches hold grows with the
-    distinct texts, not with the turns)."""
+    """How much of a dataset a run covers: conversations, turns, questions and distinct turn texts
+    (what the content caches grow with)."""
 
     conversations: int = 0
     turns: int = 0
@@ -149,9 +148,9 @@ GPU_ENCODE_RATE = 2100.0
 
 @dataclass(frozen=True)
 class LocalWork:
-    """The work a run does on this machine's CPUs, not on an LLM server: texts embedded and
-    parsed (after the content caches) and the seconds one process spent building memories and
-    retrieving, of which ``encode_seconds`` the embedder and ``parse_seconds`` the parser took."""
+    """The work a run does on this machine's CPUs: texts embedded and parsed (after the content
+    caches) and the seconds spent building and retrieving, of which ``encode_seconds`` and
+    ``parse_seconds``."""
 
     encoded: float = 0
     parsed: float = 0

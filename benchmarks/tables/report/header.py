@@ -86,9 +86,8 @@ def dataset_description(dataset: dict[str, Any]) -> str:
 
 
 def one_value(values: Iterable[str]) -> str | None:
-    """The one non-empty value of ``values``, or None when they vary or are all empty: a
-    table shows a column of rows' values only where they vary, the setting line states the
-    rest."""
+    """The one non-empty value of ``values``, or None when they vary or are all empty (the setting
+    line states a shared value)."""
     found = {value for value in values if value}
     return found.pop() if len(found) == 1 else None
 
@@ -293,9 +292,8 @@ def context_order_line(rows: Sequence[Row]) -> str:
 
 
 def interval_description(cells: Sequence[Cell], unit: str, memory_name: str) -> str:
-    """The intervals in words: the unit their bootstrap resampled, how many conversations the
-    questions come from, and, where questions were resampled on LoCoMo, why and that the
-    intervals then understate uncertainty (questions of one conversation share its memory)."""
+    """The intervals in words: the unit resampled, the conversations behind the questions and, where
+    questions were resampled on LoCoMo, why and that they understate uncertainty."""
     resampled = "1000 resamples"
     if not cells:
         return note("report.intervals.none", unit=unit, resampled=resampled)
@@ -412,9 +410,7 @@ def no_context_line(rows: Sequence[Row]) -> str | None:
 
 
 def shallow_rows_line(rows: Sequence[Row]) -> str | None:
-    """The note naming the LongMemEval rows whose stored rankings are not full depth (a method
-    that ranks no deeper than its items): a metric deeper than such a ranking is not computable.
-    None when every stored ranking is full depth."""
+    """The note naming the LongMemEval rows whose stored rankings are not full depth, or None."""
     shallow = []
     for row in rows:
         if row.longmemeval is not None and (short := shallow_rankings(row.run)):
