@@ -38,9 +38,7 @@ class Paper:
     """A paper whose method the harness implements; its facts come from its published file's
     ``paper:`` header (:func:`published_header`) and its name from its method config's block."""
 
-    #: The header's ``id``, the registry blocks' ``paper:`` value; also the name of the paper's
-    #: method config (``conf/method/<id>.yaml``), its option of the ``paper`` group, package
-    #: (``memsys/methods/<id>/``) and card (``docs/methods/<id>.md``).
+    #: The header's ``id``: also its method config's, ``paper`` option's and package's name.
     id: str
     #: The method's name as the paper spells it: its ``role: method`` config's ``name``.
     name: str
@@ -51,9 +49,8 @@ class Paper:
 
 
 def published_header(path: Path) -> dict[str, Any]:
-    """The ``paper:`` node of a published file, parsed alone: the lines from ``paper:`` to the
-    next top-level key. The files hold thousands of cells (parsing all five takes seconds) and
-    every registry read needs only the headers."""
+    """The ``paper:`` node of a published file, parsed alone (the files hold thousands of cells; a
+    registry read needs only headers)."""
     lines: list[str] = []
     with path.open(encoding="utf-8") as text:
         for line in text:
@@ -182,9 +179,8 @@ def class_name(path: Path) -> str:
 @cache
 def stated_options(path: Path) -> dict[str, Any]:
     """What a method YAML states, ``_target_`` included, merged over the parent configs its
-    ``defaults`` name as Hydra merges them (a later one over an earlier, the file itself where
-    ``_self_`` stands, else last). What a config group contributes (``/segmenter@segmenter:
-    ...``) is not stated here and is left out, and so is the registry block (no option)."""
+    ``defaults`` name as Hydra merges them (config groups' contributions and the registry block left
+    out)."""
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     own = {key: value for key, value in config.items() if key not in ("defaults", KEY)}
     defaults = list(config.get("defaults", []))
@@ -247,9 +243,8 @@ def entry(path: Path) -> Entry:
 
 
 def entries(method_dir: Path | None = None) -> tuple[Entry, ...]:
-    """Every method config's entry (in ``method_dir``, by default :data:`METHOD_DIR`):
-    baselines, methods, oracles, ablations, variants; each role's in paper order
-    (:func:`paper_ids`), then by config name."""
+    """Every method config's entry in ``method_dir`` (default :data:`METHOD_DIR`): by role, each
+    role's in paper order, then by config name."""
     return _entries(method_dir or METHOD_DIR)
 
 
@@ -290,9 +285,8 @@ class PaperGridOption:
 
 
 def paper_grid(method_dir: Path | None = None) -> dict[str, PaperGridOption]:
-    """The ``paper`` grid's options by sweep value: the baselines, then the papers in their
-    order (:func:`paper_ids`, whatever role their config has); a paper may have one config in
-    the grid."""
+    """The ``paper`` grid's options by sweep value: the baselines, then the papers in their order
+    (one config each)."""
     options: dict[str, PaperGridOption] = {}
     order = paper_ids()
     in_grid = [e for e in entries(method_dir) if PAPER_GRID in e.grids]
@@ -382,9 +376,8 @@ def entry_of(method: Mapping[str, Any], method_dir: Path | None = None) -> Entry
 
 
 def _fit(stated: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[int, int]:
-    """How many of the ``stated`` leaf options ``node`` contradicts and agrees with; a leaf
-    the node lacks (a partial node) or that is an interpolation (``${...}``, resolved in the
-    run) counts as neither."""
+    """How many of the ``stated`` leaf options ``node`` contradicts and agrees with (a missing leaf
+    or an interpolation counts as neither)."""
     contradicted = agreed = 0
     for key, value in stated.items():
         if key not in node:

@@ -18,10 +18,9 @@ CONF = REPO_ROOT / "conf"
 
 # ``${repo_path:...}``: a path as the runners resolve it (Hydra's folders under ``results_dir``).
 OmegaConf.register_new_resolver("repo_path", lambda path: str(resolve_path(path)), replace=True)
-# ``${registry:GRID}``: the grid's sweep values, comma-separated (:func:`benchmarks.registry.sweep`),
-# so an experiment's sweep (``hydra.sweeper.params``) is derived from the registry blocks. Registered
-# on import, before ``@hydra.main`` composes; Hydra's sweeper resolves it when it reads its params,
-# and a command-line ``method=a,b`` replaces it as any sweep key.
+# ``${registry:GRID}``: the grid's sweep values, comma-separated
+# (:func:`benchmarks.registry.sweep`), so an experiment's sweep is derived from the registry blocks;
+# registered on import, before ``@hydra.main`` composes.
 OmegaConf.register_new_resolver("registry", lambda grid: ",".join(sweep(grid)), replace=True)
 
 

@@ -26,9 +26,8 @@ class ConfigError(ValueError):
 
 
 def value_at(cfg: DictConfig, key: str, default: Any = ABSENT, *, named: str | None = None) -> Any:
-    """The value at ``key`` below ``cfg``; ``default`` if the key is absent (an error without
-    one). Errors name ``named`` (the full key, when ``cfg`` is a node inside the config) or
-    ``key``."""
+    """The value at ``key`` below ``cfg``, ``default`` if absent (an error without one); errors name
+    ``named`` (the full key), else ``key``."""
     try:
         value = OmegaConf.select(cfg, key, throw_on_missing=True, default=ABSENT)
     except MissingMandatoryValue as error:
@@ -131,8 +130,7 @@ def _class_parameters(
     cls: type,
 ) -> tuple[Mapping[str, inspect.Parameter] | None, dict[str, Any]]:
     """The options a class takes: its ``__init__``'s named parameters and those of each base's
-    ``__init__`` its ``**options`` reach, so a subclass that adds one option and forwards the
-    rest keeps every inherited option checked by name and type."""
+    ``__init__`` its ``**options`` reach."""
     parameters: dict[str, inspect.Parameter] = {}
     hints: dict[str, Any] = {}
     for klass in cls.__mro__:

@@ -48,12 +48,8 @@ def checked_id(path: Path | str, record: str | int | None, field: str, value: An
 def text_field(
     path: Path | str, record: str, mapping: Any, key: str, *, numbers: bool = False
 ) -> str:
-    """``mapping[key]`` as text: a string (or, with ``numbers``, a number: answers include years
-    and counts), never ``null`` or a container read as ``"None"`` or ``"[...]"``.
-
-    Raises:
-        DatasetError: the field is missing or of another kind; it names file, record and field.
-    """
+    """``mapping[key]`` as text: a string (or, with ``numbers``, a number), never ``null`` or a
+    container read as ``"None"``; else a :class:`DatasetError` naming file, record and field."""
     if not isinstance(mapping, dict) or key not in mapping:
         raise DatasetError(path, record, f"missing field {key!r}")
     value = mapping[key]

@@ -81,9 +81,8 @@ class Cell:
 
 
 def interval_cell(scores: Scores, *, unit: str, seed: int) -> Cell | None:
-    """Mean and 95% bootstrap interval resampling ``unit`` (conversations, or questions; a
-    conversation bootstrap over too few conversations resamples questions), or ``None`` when no
-    question carries the score."""
+    """Mean and 95% bootstrap interval resampling ``unit`` (:func:`resampling_unit`), or ``None``
+    when no question carries the score."""
     if not scores.values:
         return None
     used = resampling_unit(scores.conversations, unit)

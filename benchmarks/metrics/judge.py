@@ -125,9 +125,8 @@ YES_NO_JSON_REPLY = ReplyFormat("yes_no_json", YES_NO_SCHEMA, None)
 
 @dataclass(frozen=True)
 class JudgePrompt:
-    """The one user message of a verdict; ``prefix`` is the length of its template's text
-    before the first field, the same for every answer graded with that template, declared as
-    the request's shared prefix (an in-process model evaluates it once)."""
+    """The one user message of a verdict; ``prefix``, the template's text before its first field, is
+    declared as the request's shared prefix."""
 
     text: str
     prefix: int
@@ -218,9 +217,8 @@ class Protocol:
     official_text: Callable[[], object] | None = None
 
     def version(self) -> str:
-        """A digest of everything that decides this protocol's verdicts (its texts, reply
-        format and the abstention prompt every protocol shares): a run's identity holds it, so
-        changing a protocol's prompt makes a new run instead of resuming one graded otherwise."""
+        """A digest of everything that decides this protocol's verdicts, held in a run's identity so
+        a changed prompt makes a new run."""
         reply = (self.reply.reader, dict(self.reply.schema or {}), self.reply.max_tokens)
         abstention = official_prompts.pinned_sha256(sources.LONGMEMEVAL_JUDGE)
         canonical = json.dumps([self.texts(), reply, abstention], sort_keys=True)

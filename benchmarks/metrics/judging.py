@@ -60,10 +60,9 @@ def ladder_request(
     repeat: int = 0,
     repeat_temperature: float | None = None,
 ) -> LLMRequest:
-    """Rung ``rung`` of the ladder (see the module docstring); ``last_reply`` is the reply of
-    the rung below (rung 2 quotes rung 1's); ``max_tokens`` caps a reply whose format sets no
-    cap of its own; ``repeat`` (0-based) > 0 shifts the seed and, with ``repeat_temperature``,
-    samples rungs 1-2 at that temperature."""
+    """Rung ``rung`` of the ladder: rung 2 quotes ``last_reply``, the reply of rung 1;
+    ``max_tokens`` caps a reply whose format sets none; a ``repeat`` > 0 shifts the seed and samples
+    rungs 1-2 at ``repeat_temperature``."""
     messages: list[Message] = [{"role": "user", "content": prompt.text}]
     reply = prompt.reply
     params = SamplingParams(max_tokens=reply.max_tokens or max_tokens, json_schema=reply.schema)
@@ -116,9 +115,8 @@ class YesNoReader(_CountedReader):
 
 
 class Mem0LabelReader(_CountedReader):
-    """mem0's reading: ``json.loads(extract_json(reply))["label"] == "CORRECT"``
-    (:data:`MEM0_FENCE`). A reply mem0's script would stop on (no JSON, or JSON without a
-    ``label``) has no verdict: the ladder asks again."""
+    """mem0's reading: ``json.loads(extract_json(reply))["label"] == "CORRECT"``; a reply mem0's
+    script would stop on has no verdict, and the ladder asks again."""
 
     OUTCOMES = ("clean", "unparseable", "invalid")
 

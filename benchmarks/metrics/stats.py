@@ -13,11 +13,9 @@ import numpy as np
 
 #: The units a bootstrap can resample: whole conversations (the default), or single questions.
 INTERVAL_UNITS = ("conversation", "question")
-#: Fewest conversations a cluster bootstrap resamples. With G clusters there are only
-#: C(2G − 1, G) distinct resamples (126 for G = 5, 10 for G = 3, 1 for G = 1), too few to
-#: estimate the spread between conversations: an interval over one conversation would have zero
-#: width. Below this the cell resamples questions instead, and says so (its interval then
-#: ignores that the questions share a memory and understates the uncertainty).
+#: Fewest conversations a cluster bootstrap resamples: with G clusters there are only C(2G − 1, G)
+#: distinct resamples (126 for G = 5), too few to estimate the spread. Below it a cell resamples
+#: questions, and says so.
 MIN_CLUSTERS = 5
 
 

@@ -327,9 +327,8 @@ def failed(record: dict[str, Any]) -> bool:
 
 
 def lost_to_a_failed_request(record: dict[str, Any]) -> bool:
-    """Whether a question's answer, or one of its verdicts, is missing because its request
-    failed for good (a server down, a rate limit past its patience): the run is incomplete. A
-    verdict the model's reply could not be read into is :func:`failed` but not this."""
+    """Whether an answer or verdict is missing because its request failed for good (the run is
+    incomplete); an unreadable reply is :func:`failed` but not this."""
     return bool(record.get("failure")) or any(
         lost_to_a_failed_call(entry) for entry in judgings(record)
     )

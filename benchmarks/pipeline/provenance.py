@@ -45,9 +45,8 @@ CODE_PATHS = ("benchmarks", "memsys", "conf", "scripts", "pyproject.toml")
 
 @functools.cache
 def code_version() -> str:
-    """The checkout's commit (``git describe --always``), ``-dirty`` when :data:`CODE_PATHS`
-    have uncommitted changes (rewritten result tables do not count); outside a checkout, this
-    package's version."""
+    """``git describe --always``, ``-dirty`` when :data:`CODE_PATHS` have uncommitted changes;
+    outside a checkout, this package's version."""
     described = _git("describe", "--always")
     if described:
         return (
@@ -87,9 +86,8 @@ def package_versions() -> dict[str, str]:
 
 
 def provenance(method: str | None = None) -> dict[str, Any]:
-    """This invocation's code version, Python, platform and package versions, and with the
-    run's ``method._target_`` the fingerprint of that method's source (``method_source``, left
-    out where the target is not a module of this checkout)."""
+    """This invocation's code version, Python, platform and package versions, and the fingerprint of
+    ``method``'s source where it is a module of this checkout."""
     found = {
         "code": code_version(),
         "python": platform.python_version(),
@@ -112,10 +110,8 @@ def code_versions(invocations: Iterable[Mapping[str, Any]]) -> list[str]:
 #: The package whose imports a fingerprint follows, and the folder of the methods.
 SHARED_PACKAGE = "memsys"
 METHODS_DIR = ("memsys", "methods")
-#: Hashed for every method: the module every method relies on, and the harness code that turns a
-#: retrieval into a record's numbers (the context packer, the answer prompts, the per-question
-#: scorers, the stored rankings): a change there moves every row's numbers as surely as a change
-#: to the method, so it makes every row stale until rebuilt or re-stamped.
+#: Hashed for every method: the module every method relies on and the harness code that turns a
+#: retrieval into a record's numbers, whose change moves every row's numbers as surely.
 ALWAYS_HASHED = (
     "memsys/base.py",
     "benchmarks/answering/context.py",

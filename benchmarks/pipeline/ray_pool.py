@@ -104,13 +104,8 @@ class RayPool:
             try:
                 return [(ready, ray.get(ready))]
             except Exception as error:  # the work raised, or the actor is gone for good
-                return [(ready, _worker_error(busy[ready][2], error))]
+                message = f"a Ray worker failed on conversation {busy[ready][2]}: {error}"
+                message += "\nWhat was logged stays: run again to resume"
+                return [(ready, WorkerError(message))]
 
         return map_ordered(self.workers, tasks, window, submit, collect)
-
-
-def _worker_error(conversation_id: str, error: Exception) -> WorkerError:
-    return WorkerError(
-        f"a Ray worker failed on conversation {conversation_id}: {error}\nWhat was logged "
-        "stays: run again to resume"
-    )

@@ -159,9 +159,8 @@ class RecordLog:
         self._lines[item_id] = line
 
     def check_ids(self, ids: Iterable[str], owner: str) -> None:
-        """Refuse the log unless its records are for ``ids`` only (``owner`` names them, for
-        the message), one settled record each: a :class:`ForeignRowsError` naming every line
-        that is not."""
+        """Refuse the log unless its records are for ``ids`` only, one settled record each: a
+        :class:`ForeignRowsError` naming every line that is not."""
         known = set(ids)
         foreign = [
             (line, f"{self.key} {item_id!r} is not in {owner}")
@@ -224,9 +223,8 @@ class RecordLog:
 
 
 def log_invocation(invocations: RecordLog, invocation: dict[str, Any], unwinding: bool) -> None:
-    """Append an invocation's cost line. When its disk refuses the line, print it on stderr so
-    the cost is still seen, and raise only if no other error is ``unwinding`` the run: a second
-    error would bury the first under chained tracebacks."""
+    """Append an invocation's cost line; a refused line is printed on stderr, and raised only if no
+    other error is ``unwinding`` the run (which it would bury)."""
     try:
         invocations.append([invocation])
     except ResultsWriteError:

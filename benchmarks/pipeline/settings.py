@@ -96,9 +96,9 @@ class Executor:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """Everything the runner reads, validated and typed: after :func:`validate`, the harness,
-    the workers and the run read these, never the config node. The run's identity is the
-    resolved config's (:func:`run_identity`), so typing the settings moves no run id."""
+    """Everything the runner reads, validated and typed: after :func:`validate` nothing reads the
+    config node. The identity is the resolved config's (:func:`run_identity`), so typing moves no
+    run id."""
 
     dataset: str
     variant: str | None
@@ -344,9 +344,8 @@ def construction_backbone_key(cfg: DictConfig) -> str | None:
 
 
 def context_order(cfg: DictConfig) -> str:
-    """The order a run shows its items in: ``answer.order``, where ``method`` (the default)
-    means the order the method's class declares, so a method whose paper hands the reader its
-    ranking (CAST) is run as its paper does unless a run says otherwise."""
+    """``answer.order``, where ``method`` (the default) means the order the method's class declares,
+    so a method whose paper hands over its ranking (CAST) runs as its paper does."""
     order = choice_at(cfg, "answer.order", ANSWER_ORDERS)
     if order != "method":
         return order

@@ -159,9 +159,8 @@ class LocalWork:
     parse_seconds: float = 0
 
     def scaled(self, by_turns: float, by_encoded: float, by_parsed: float) -> LocalWork:
-        """The work of a larger subset: texts embedded (and their seconds) by ``by_encoded``,
-        texts parsed by ``by_parsed`` (what the content caches absorb, :func:`content_factor`),
-        the rest by ``by_turns``."""
+        """The work of a larger subset: embedding by ``by_encoded``, parsing by ``by_parsed``
+        (:func:`content_factor`), the rest by ``by_turns``."""
         cached_seconds = self.encode_seconds + self.parse_seconds
         return LocalWork(
             self.encoded * by_encoded,
@@ -219,9 +218,8 @@ def content_factor(
 
 
 def scale_factors(sample: Extent, full: Extent, growth: Growth = Growth()) -> dict[str, float]:
-    """Per stage, the factor from the sample to the whole subset: construction by turns, the
-    other stages (one request or a few per question) by questions; and ``encoded`` and
-    ``parsed``, by :func:`content_factor`, for what the content caches absorb."""
+    """Per stage, the factor from the sample to the whole subset: construction by turns, the rest by
+    questions, ``encoded`` and ``parsed`` by :func:`content_factor`."""
     by_turns = full.turns / sample.turns if sample.turns else 1.0
     by_questions = full.questions / sample.questions if sample.questions else 1.0
     factors = {stage: by_turns if stage == "construction" else by_questions for stage in STAGES}

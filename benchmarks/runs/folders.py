@@ -73,9 +73,8 @@ def dataset_name(config: dict[str, Any]) -> str:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """The lines of a JSONL file (plain or packed) in order: a run's per-question records (a
-    retried question's lines too: :func:`benchmarks.pipeline.runlog.latest_records` keeps its
-    last), or its invocation ledger."""
+    """The lines of a JSONL file (plain or packed) in order: a run's records (retried ones too) or
+    its invocation ledger."""
     with open_log(path) as handle:
         return [json.loads(line) for line in handle if line.strip()]
 

@@ -56,9 +56,8 @@ LONGMEMEVAL_TYPES = {
     "single_session_assistant": "Single-assistant",
     "single_session_preference": "Single-preference",
 }
-#: The ranking metrics a table shows at both levels (official definition): those LongMemEval's
-#: paper reports (recall_all and ndcg_any at 5 and 10), then recall_any@1 and MRR, which still
-#: separate methods where recall@10 is saturated.
+#: The ranking metrics a table shows at both levels: those LongMemEval's paper reports, then
+#: recall_any@1 and MRR, which still separate methods where recall@10 is saturated.
 LONGMEMEVAL_RANKING = (
     "recall_all@5",
     "ndcg_any@5",
@@ -75,9 +74,8 @@ AUDITED_SCORES = ("evidence_recall", "answer_coverage", "f1_locomo")
 
 @dataclass(frozen=True)
 class KeyComparison:
-    """One score of a row under the published and under the audited key, both averaged over the
-    same questions: those both keys score (an ``AMBIGUOUS`` erratum has no audited answer, so
-    its question leaves the answer scores)."""
+    """One score of a row under the published and the audited key, both over the questions both keys
+    score."""
 
     published: float | None
     audited: float | None
@@ -231,10 +229,8 @@ def build_row(
     names: Sequence[str],
     errata: Mapping[str, Erratum] | None = None,
 ) -> Row:
-    """Every number of one row, recomputed from the run's files: the scores ``names``, the
-    intervals resampling ``unit``; LongMemEval's aggregates where ``corpora`` (its questions'
-    official retrieval corpora) is given; the scores under LoCoMo's audited key beside the
-    published one where ``errata`` (:func:`benchmarks.data.locomo_audit.load_errata`) is."""
+    """Every number of one row, recomputed from the run's files; LongMemEval's aggregates where
+    ``corpora`` is given, the audited key's scores where ``errata`` is."""
     recalls = evidence_recalls(run.records)
     seed = run_seed(run)
     answers = [r["answering"] for r in run.records if r.get("answering")]
@@ -314,8 +310,7 @@ def overall_mean(row: Row, metric: str) -> float:
 
 def add_p_values(rows: Sequence[Row], metric: str, unit: str = "conversation") -> None:
     """Paired bootstrap p-value of each non-baseline row against its backbone's best baseline,
-    paired by question and resampling ``unit`` (conversations: the questions' shared memories),
-    as the intervals do."""
+    resampling ``unit`` as the intervals do."""
     answered = [row for row in rows if not row.key.retrieval_only]
     for row in answered:
         if row.key.baseline:
@@ -422,9 +417,8 @@ def published_only(row: Row, name: str) -> float | None:
 
 
 def context_orders(run: Run) -> tuple[str, str, str | None]:
-    """The order a run's contexts reached the reader in (``answer.order`` as the run resolved
-    it), its method's ``_target_``, and the order that class declares
-    (:attr:`memsys.base.MemorySystem.context_order`; None where it cannot be read)."""
+    """The order a run's contexts reached the reader in, its method's ``_target_``, and the order
+    that class declares (None where unreadable)."""
     used = str(lookup(run.config, "answer.order", "time"))
     target = str(lookup(run.config, "method._target_", ""))
     try:

@@ -49,10 +49,8 @@ BUDGET = "answer.context_budget"
 
 @dataclass(frozen=True)
 class Audit:
-    """LoCoMo's audited key as a report uses it: the errata (None when the audit's files are
-    missing, ``missing`` saying so), and per category of the table's questions how many keep
-    their published answer under the audit, and how many there are
-    (:func:`benchmarks.data.locomo_audit.published_key_ceiling`)."""
+    """LoCoMo's audited key as a report uses it: the errata (None when missing, ``missing`` saying
+    so) and per category how many questions keep their published answer, of how many."""
 
     errata: dict[str, Erratum] | None
     missing: str | None
@@ -154,9 +152,8 @@ def table_rows(
 def rows_by_budget(
     runs_dir: Path, *, dataset: str, subset: str, where: dict[str, Any] | None = None
 ) -> dict[int, TableRows]:
-    """The retrieval-only runs that pass the filters, one table's rows per context budget (in
-    budget order); the budgets' runs must share their setting but for the budget (one figure
-    compares one setting)."""
+    """The retrieval-only runs that pass the filters, one table's rows per context budget, in budget
+    order (sharing their setting but for the budget)."""
     where = {"answer.template": None, **(where or {})}
     configs = matching_runs(run_configs(runs_dir), dataset, subset, where)
     budgets = sorted({int(lookup(config, BUDGET)) for _, config in configs})

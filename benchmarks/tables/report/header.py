@@ -130,9 +130,8 @@ def judge_setting(runs: Sequence[Run]) -> str:
 
 
 def setting_line(shared: dict[str, Any], runs: Sequence[Run], rows: Sequence[Row]) -> str:
-    """The one line under a report's title: dataset, subset and question count, the reader, the
-    extraction mode and the judge where every row shares them (else their columns say), the
-    context budget, the embedder and the code version."""
+    """The one line under a report's title: dataset, subset, questions, and each setting every row
+    shares (else its column says), the embedder and the code version."""
     spec = spec_of(shared)
     subset = subset_description(shared["subset"], spec)
     questions = max((len(row.run.records) for row in rows), default=0)
@@ -199,9 +198,8 @@ def f1_note(shared: dict[str, Any], metric: str) -> str:
 
 
 def judge_note(runs: Sequence[Run], scores: Sequence[str], rows: Sequence[Row]) -> str | None:
-    """The J columns' note (None without a judge): the protocols, and per judge its probe figures
-    pooled over the table's runs and whether its column reads as accuracy
-    (:mod:`benchmarks.runs.judges`)."""
+    """The J columns' note (None without a judge): the protocols, and per judge its pooled probe
+    figures and whether it reads as accuracy."""
     judged = judged_runs(runs)
     if not judged:
         return None

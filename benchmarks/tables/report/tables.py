@@ -311,11 +311,6 @@ def costs_table(report: Report) -> Table:
     return layout(report, "Costs", report.answered, columns)
 
 
-def retrieval_table(report: Report) -> Table:
-    """Retrieval-only rows: what the reader would have been shown."""
-    return layout(report, "Retrieval only (answer=none)", report.retrieval_only, RETRIEVAL_COLUMNS)
-
-
 def retrieval_costs_table(report: Report) -> Table:
     """Retrieval-only rows: what building and searching their memories cost, and the run."""
     columns = [
@@ -496,7 +491,8 @@ def sections(report: Report) -> list[Table]:
     if report.dataset.longmemeval_scores and any(ranked(row) for row in report.rows):
         found.append(longmemeval_retrieval_table(report))
     if report.retrieval_only:
-        found.append(retrieval_table(report))
+        rows = report.retrieval_only  # what the reader would have been shown
+        found.append(layout(report, "Retrieval only (answer=none)", rows, RETRIEVAL_COLUMNS))
     if report.audit is not None:
         found.append(audited_table(report))
     if report.answered:
