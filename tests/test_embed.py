@@ -269,8 +269,9 @@ def test_backend_torch_and_any_device_keep_run_ids_and_a_bad_backend_names_its_k
     assert default.embedder.backend == "torch"
     # The device is where the model runs, not what it computes: no key of the run id, so a run
     # resumes on a GPU (the id below is the one TurnRAG dense had before the key existed).
-    # Re-pinned when the identity began to hold each judge protocol's prompt version.
-    assert run_id(run_identity(on_gpu)) == run_id(run_identity(default)) == "b7d88cfe5b92"
+    # Re-pinned when the identity began to hold each judge protocol's prompt version, and when
+    # TurnRAG's depth became every item (top_k: null).
+    assert run_id(run_identity(on_gpu)) == run_id(run_identity(default)) == "724a6d715b73"
     assert "backend" not in run_identity(default)["embedder"]
     assert run_id(run_identity(default)) == run_id(run_identity(without_key))
     assert run_identity(int8)["embedder"]["backend"] == "onnx-int8"

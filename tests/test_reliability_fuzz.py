@@ -423,7 +423,7 @@ def test_the_segmenter_backbone_is_checked_when_it_is_used() -> None:
 #: Options of two methods (one a baseline, one with many numeric knobs) and wrong values.
 WRONG_METHOD_VALUES: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "turn_rag_bm25": {
-        "top_k": NOT_AN_INT | st.none() | st.integers(max_value=0),
+        "top_k": NOT_AN_INT | st.integers(max_value=0),  # null: every item (its config's value)
         "retriever": NOT_A_CHOICE.filter(lambda value: value not in ("bm25", "dense")),
     },
     "cast": {
