@@ -30,8 +30,8 @@ CLAIMS = {
 CURRENT_TABLES = [
     "results/table1.md",
     "results/table2.md",
-    "results/retrieval_longmemeval.md",
     "results/retrieval_longmemeval_lme30.md",
+    "results/retrieval_locomo.md",
 ]
 SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 
