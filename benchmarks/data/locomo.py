@@ -135,6 +135,7 @@ def _read_question(
     else:
         answer, original = text_field(path, question_id, qa, "answer", numbers=True), None
     evidence = _parse_evidence(question_id, qa["evidence"], known_turns, notes)
+    # an evidence turn id reads "D<session>:<turn>": "D3:7" is in session_3
     sessions = tuple(dict.fromkeys(f"session_{t[1:].split(':', 1)[0]}" for t in evidence))
     return Question(
         question_id=question_id,

@@ -97,20 +97,19 @@ def select(
     if spec.max_questions is None:
         yield from _take(conversations(), spec)
         return
-    memo = None if data_key is None else (data_key, spec)
-    sample = _SAMPLES.get(memo) if memo is not None else None
+    memo = (data_key, spec)
+    sample = _SAMPLES.get(memo) if data_key is not None else None
     if sample is None:
         sample = _sample(conversations, spec)
-        if memo is not None:
+        if data_key is not None:
             _SAMPLES[memo] = sample
     keep, holders = sample
-    for conversation in conversations(holders):
-        if conversation.conversation_id not in holders:  # a loader that ignores ``wanted``
-            continue
+    for conversation in conversations(holders):  # a loader ignoring ``wanted``: kept is empty
         if spec.max_sessions is not None:
             conversation = first_sessions(conversation, spec.max_sessions)
         kept = tuple(q for q in conversation.questions if q.question_id in keep)
-        yield dataclasses.replace(conversation, questions=kept)
+        if kept:
+            yield dataclasses.replace(conversation, questions=kept)
 
 
 def _sample(
