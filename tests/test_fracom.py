@@ -248,6 +248,26 @@ def test_the_theta_set_its_trace_and_its_two_orders(nlp: NLP) -> None:
     assert system.retrieve(memory, only_a_name).trace["speaker_only"] == 2  # type: ignore[index]
 
 
+def test_a_tie_holds_when_vectors_are_a_last_bit_off_as_on_another_cpu(nlp: NLP) -> None:
+    # "beagle" reaches proposition 0 (D1:1) and "park" proposition 3 (D1:3), each with idf
+    # log 8 and its phrase's cosine with itself: a tie, the earlier first. Another CPU computes
+    # the vectors a last bit apart, so a self-cosine comes out 1 ± 2e-7; either way it must tie.
+    asked = question("Was the beagle in the park?")
+    orders = set()
+    for jitter in (-1e-7, 1e-7):
+        fake = PhraseEmbedder({})
+        fake.fixed = {
+            "beagle": (1 + jitter) * np.eye(512)[7],
+            "park": (1 - jitter) * np.eye(512)[8],
+        }
+        services = Services(embedder=fake, tokens=None, nlp=nlp)  # type: ignore[arg-type]
+        system = FraCom(services)
+        retrieval = system.retrieve(system.construct(conversation()), asked)
+        orders.add(tuple(item.turn_ids[0] for item in retrieval.items))
+        assert retrieval.items[0].score == retrieval.items[1].score == math.log(8)
+    assert orders == {("D1:1", "D1:3")}
+
+
 def test_the_budget_keeps_the_best_or_the_newest_end_of_the_theta_set(nlp: NLP) -> None:
     # "Ana" reaches propositions 0 (D1:1) and 6 (D2:2) with the same score; a budget that fits
     # one of them keeps the earlier under idf (its tie rule) and the newer under time order.

@@ -43,6 +43,11 @@ LIGHT_PREDICATES = frozenset({
 RANKINGS = ("idf", "time")
 #: Whether an argument node that is a speaker's name may retrieve its propositions.
 SPEAKER_ARGUMENTS = ("keep", "exclude")
+#: Decimals a cosine is taken at. float32 vectors give the same cosine on two CPUs only to about
+#: 1e-7, and a phrase's cosine with itself is 1 give or take that: two members reached through
+#: two query arguments each equal to its node then scored a hair apart, and their order flipped
+#: from one machine to the next. At six decimals they tie, as their scores do on paper.
+SIMILARITY_DECIMALS = 6
 
 
 def is_light(predicate: str) -> bool:
@@ -134,6 +139,16 @@ def order(memory: FraComMemory, scores: dict[int, float], ranking: str) -> list[
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
+def cosines(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """Each query's cosine with each unit vector, at :data:`SIMILARITY_DECIMALS` (in float64,
+    so that one rounded to θ passes θ).
+
+    >>> cosines(np.array([[1.0, 0.0]], np.float32), np.array([[0.99999994, 0.0]], np.float32))
+    array([[1.]])
+    """
+    return np.round((queries @ vectors.T).astype(np.float64), SIMILARITY_DECIMALS)
+
+
 def match_arguments(
     memory: FraComMemory,
     arguments: Sequence[str],
@@ -150,7 +165,7 @@ def match_arguments(
         return ThetaSet({}, frozenset())
     nodes, vectors = memory.node_vectors("argument", embedder)
     if options.plausible:
-        similarity = embedder.encode(list(arguments)) @ vectors.T
+        similarity = cosines(embedder.encode(list(arguments)), vectors)
         threshold = options.theta
     else:
         keys = [f"arg:{phrase_key(a)}" for a in arguments]
@@ -198,7 +213,7 @@ def filter_by_predicate(
     """§5: keep the propositions whose predicate has cosine ≥ ``threshold`` with one of the
     query's ``predicates``."""
     nodes, vectors = memory.node_vectors("predicate", embedder)
-    similarity = (embedder.encode(list(predicates)) @ vectors.T).max(axis=0)
+    similarity = cosines(embedder.encode(list(predicates)), vectors).max(axis=0)
     passing = {nodes[i] for i in np.flatnonzero(similarity >= threshold)}
     return {
         index: score for index, score in scores.items() if memory.predicate_node(index) in passing
