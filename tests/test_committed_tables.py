@@ -14,15 +14,20 @@ from benchmarks.checks.ledger import LEDGER
 from benchmarks.console import main
 from benchmarks.data.paths import REPO_ROOT
 
-#: The ledger's tables with a render command whose runs are committed (the frontier's are not:
-#: the ledger says why).
+#: The ledger's tables with a render command whose runs are here: committed, or built in this
+#: checkout where the ledger says why they are not committed (the frontier, full LoCoMo).
 RENDERED = {
     table: entry["render"]
     for table, entry in yaml.safe_load(LEDGER.read_text())["tables"].items()
     if "render" in entry and (REPO_ROOT / entry["runs"]).is_dir()
 }
-#: The files a table's render command writes besides its markdown (the figure apart).
-COMPARED = {"ablations": (".md", ".json"), "segmentation-table": (".md", ".csv")}
+#: The files each render command writes that are compared (figures apart): by default the
+#: markdown, csv and LaTeX of a report.
+COMPARED = {
+    "ablations": (".md", ".json"),
+    "segmentation-table": (".md", ".csv"),
+    "frontier": (".csv",),
+}
 
 
 def test_the_ledger_names_a_render_command_for_every_table_with_committed_runs() -> None:
