@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.checks.reproduced import differences, main, slice_differences
+from benchmarks.checks.reproduced import compared, differences, main, slice_differences
 from benchmarks.data.paths import REPO_ROOT
+from benchmarks.runs.folders import own_records
 
 HEADER = "subset,method,backbone,run,evidence_recall_mean,f1_set_mean,wall_s,answering_calls\n"
 
@@ -50,11 +51,13 @@ def test_the_command_exits_1_on_a_difference_and_names_a_file_that_is_no_report(
         main([str(committed), str(other)])
 
 
-def write_run(runs: Path, run: str, subset: str, records: list[dict], probes: list[dict]) -> None:
+def write_run(
+    runs: Path, run: str, subset: str, records: list[dict], probes: list[dict], **config: object
+) -> None:
     """A run folder as the runner writes it: its config, its records and its graded probes."""
     folder = runs / run
     folder.mkdir(parents=True)
-    config = {"method": {"_target_": "TurnRAG"}, "subset": {"name": subset}, "seed": 0}
+    config |= {"method": {"_target_": "TurnRAG"}, "subset": {"name": subset}, "seed": 0}
     (folder / "config.yaml").write_text(yaml.safe_dump(config))
     (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (folder / "judge_probes.json").write_text(json.dumps(probes))
@@ -98,3 +101,26 @@ def test_a_slice_is_compared_record_by_record_with_the_committed_runs(
         f"no row of {committed_csv} has the setting of lme6 · TurnRAG ·  · bbb",
         "not reproduced: lme30 · TurnRAG ·  · aaa",
     ]
+
+
+def test_a_ranking_is_compared_by_the_scores_it_decides_not_item_by_item(tmp_path: Path) -> None:
+    """Two non-gold turns a hair apart deep in a full-depth ranking may swap on another CPU: no
+    metric reads their order, so the record still reproduces; a gold turn moved down does not."""
+    committed = next(
+        r for r in own_records(REPO_ROOT / "results" / "table2_runs" / "05f6a2aae291")
+        if r["question_id"] == "1d4e3b97"
+    )  # fmt: skip
+    turns = committed["ranking"]["turn"]
+    gold = [t for t in turns if t.startswith("answer_")]
+    swapped = list(turns)
+    swapped[-1], swapped[-2] = swapped[-2], swapped[-1]
+    assert not {swapped[-1], swapped[-2]} & set(gold)
+    demoted = [t for t in turns if t != gold[0]] + [gold[0]]
+    longmemeval = {"dataset": {"name": "longmemeval", "variant": "s"}}
+    write_run(tmp_path / "a", "run", "lme30", [committed], [], **longmemeval)
+    for name, ranking in (("swapped", swapped), ("demoted", demoted)):
+        moved = committed | {"ranking": committed["ranking"] | {"turn": ranking}}
+        write_run(tmp_path / name, "run", "lme6", [moved], [], **longmemeval)
+    assert compared(tmp_path / "a" / "run", tmp_path / "swapped" / "run") == []
+    found = compared(tmp_path / "a" / "run", tmp_path / "demoted" / "run")
+    assert found and all(line.startswith("ranking.scores.") for _, line in found)

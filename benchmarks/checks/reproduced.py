@@ -2,7 +2,10 @@
 
 What the runs measured must come out the same on any machine from the shipped replies (costs
 need not): compared cell by cell, or record by record for a slice (``--runs``); exit 1 names
-each difference. ``make check-table1`` and ``make check-table2``: docs/tables.md.
+each difference. A record's LongMemEval ranking is compared by the official scores it decides
+(:func:`benchmarks.metrics.ranking.record_scores`), not item by item: two items a hair apart
+deep in a full-depth ranking may swap on another CPU, and no metric reads that order.
+``make check-table1`` and ``make check-table2``: docs/tables.md.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import yaml
 
 from benchmarks.checks.restamp import differences as record_differences
 from benchmarks.metrics.judge_probes import read_probes
+from benchmarks.metrics.longmemeval_official import Corpus
+from benchmarks.metrics.ranking import load_corpora, record_scores
 from benchmarks.runs.folders import in_repo, own_records
 
 #: Columns that say what a run cost here, not what it measured (left out of the comparison).
@@ -93,16 +98,45 @@ def logged_items(run: Path) -> dict[str, dict[str, Any]]:
     return items | {f"probe {p['probe_id']}": p for p in read_probes(run) or []}
 
 
+def ranking_corpora(run: Path, records: list[dict[str, Any]]) -> dict[str, Corpus]:
+    """The official corpora of a LongMemEval run's questions that stored a ranking (none for
+    another dataset's run)."""
+    config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    dataset = config.get("dataset") or {}
+    ranked = [r["question_id"] for r in records if isinstance(r.get("ranking"), dict)]
+    if dataset.get("name") != "longmemeval" or not ranked:
+        return {}
+    return load_corpora(dataset.get("variant") or "s", ranked)
+
+
+def measured(record: dict[str, Any], corpora: dict[str, Corpus]) -> dict[str, Any]:
+    """A record as compared: its stored ranking replaced by the official scores it decides
+    (with whether it is complete and how deep the method ranked)."""
+    ranking, corpus = record.get("ranking"), corpora.get(record.get("question_id", ""))
+    if not isinstance(ranking, dict) or corpus is None:
+        return record
+    scored = {
+        "scores": record_scores(record, corpus),
+        "complete": ranking.get("complete"),
+        "method_turns": ranking.get("method_turns"),
+    }
+    return record | {"ranking": scored}
+
+
 def compared(committed_run: Path, reproduced_run: Path) -> list[tuple[str, str]]:
     """``(question or probe id, difference)`` for every question the reproduced run logged and
-    every probe it graded, against the committed run's of the same id."""
+    every probe it graded, against the committed run's of the same id (:func:`measured`)."""
     committed = logged_items(committed_run)
+    logged = logged_items(reproduced_run)
+    records = [item for where, item in logged.items() if where.startswith("question ")]
+    corpora = ranking_corpora(reproduced_run, records)
     found: list[tuple[str, str]] = []
-    for where, item in logged_items(reproduced_run).items():
+    for where, item in logged.items():
         if where not in committed:
             found.append((where, "not in the committed run"))
             continue
-        found += [(where, line) for line in record_differences(committed[where], item)]
+        before, now = measured(committed[where], corpora), measured(item, corpora)
+        found += [(where, line) for line in record_differences(before, now)]
     return found
 
 
