@@ -43,10 +43,11 @@ LIGHT_PREDICATES = frozenset({
 RANKINGS = ("idf", "time")
 #: Whether an argument node that is a speaker's name may retrieve its propositions.
 SPEAKER_ARGUMENTS = ("keep", "exclude")
-#: Decimals a cosine is taken at. float32 vectors give the same cosine on two CPUs only to about
-#: 1e-7, and a phrase's cosine with itself is 1 give or take that: two members reached through
-#: two query arguments each equal to its node then scored a hair apart, and their order flipped
-#: from one machine to the next. At six decimals they tie, as their scores do on paper.
+#: Decimals a cosine is taken at. Two CPUs compute a text's float32 vector a few last bits apart,
+#: so a phrase's cosine with itself is 1 give or take about 1e-7 (more where the dot product is
+#: summed in float32, as BLAS does): two members reached through two query arguments each equal
+#: to its node then scored a hair apart, and their order flipped from one machine to the next.
+#: Summed in float64 and taken at six decimals, they tie, as their scores do on paper.
 SIMILARITY_DECIMALS = 6
 
 
@@ -140,13 +141,14 @@ def order(memory: FraComMemory, scores: dict[int, float], ranking: str) -> list[
 
 
 def cosines(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """Each query's cosine with each unit vector, at :data:`SIMILARITY_DECIMALS` (in float64,
-    so that one rounded to θ passes θ).
+    """Each query's cosine with each unit vector, summed in float64 and taken at
+    :data:`SIMILARITY_DECIMALS` (so that one rounded to θ passes θ).
 
     >>> cosines(np.array([[1.0, 0.0]], np.float32), np.array([[0.99999994, 0.0]], np.float32))
     array([[1.]])
     """
-    return np.round((queries @ vectors.T).astype(np.float64), SIMILARITY_DECIMALS)
+    products = queries.astype(np.float64) @ vectors.T.astype(np.float64)
+    return np.round(products, SIMILARITY_DECIMALS)
 
 
 def match_arguments(
