@@ -65,13 +65,22 @@ class RowState:
     detail: str = ""
 
 
-def table_run_ids(markdown: str) -> list[str]:
-    """The run ids a rendered table shows: 12-hex tokens in its table rows (not its notes).
+def table_run_ids(text: str, csv: bool = False) -> list[str]:
+    """The run ids a rendered table shows: 12-hex tokens in its table rows (not its notes), or
+    in a csv table's rows (not its ``#`` setting lines, as the frontier's).
 
     >>> table_run_ids("| A | 0.5 | 0a1b2c3d4e5f |\\n2. run 0a1b2c3d4e5f: recorded ffffffffffff")
     ['0a1b2c3d4e5f']
+    >>> table_run_ids("# code 0a1b2c3d4e5f\\nmethod,run\\nA,ffffffffffff", csv=True)
+    ['ffffffffffff']
     """
-    ids = (RUN_ID.findall(line) for line in markdown.splitlines() if line.startswith("|"))
+    lines = text.splitlines()
+    rows = (
+        [line for line in lines if not line.startswith("#")]
+        if csv
+        else [line for line in lines if line.startswith("|")]
+    )
+    ids = (RUN_ID.findall(line) for line in rows)
     return list(dict.fromkeys(found for line in ids for found in line))
 
 
@@ -220,9 +229,9 @@ def table_states(table: str, entry: dict[str, Any], root: Path) -> list[RowState
     runs = root / entry["runs"]
     if not runs.is_dir():
         return f"runs not in this checkout ({entry['runs']}): {entry.get('absent', 'rebuild to check')}"
-    markdown = (root / table).read_text()
+    shown = table_run_ids((root / table).read_text(), csv=table.endswith(".csv"))
     grid = entry.get("grid")
-    return [run_state(table, runs / run, grid) for run in table_run_ids(markdown)]
+    return [run_state(table, runs / run, grid) for run in shown]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
