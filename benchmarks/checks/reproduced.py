@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from benchmarks.checks.restamp import differences as record_differences
+from benchmarks.data.specs import spec_of
 from benchmarks.metrics.judge_probes import read_probes
 from benchmarks.metrics.longmemeval_official import Corpus
 from benchmarks.metrics.ranking import load_corpora, record_scores
@@ -102,11 +103,10 @@ def ranking_corpora(run: Path, records: list[dict[str, Any]]) -> dict[str, Corpu
     """The official corpora of a LongMemEval run's questions that stored a ranking (none for
     another dataset's run)."""
     config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
-    dataset = config.get("dataset") or {}
     ranked = [r["question_id"] for r in records if isinstance(r.get("ranking"), dict)]
-    if dataset.get("name") != "longmemeval" or not ranked:
+    if not spec_of(config).longmemeval_scores or not ranked:
         return {}
-    return load_corpora(dataset.get("variant") or "s", ranked)
+    return load_corpora(config["dataset"].get("variant") or "s", ranked)
 
 
 def measured(record: dict[str, Any], corpora: dict[str, Corpus]) -> dict[str, Any]:
