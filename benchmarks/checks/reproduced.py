@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import re
 import sys
 from collections.abc import Sequence
@@ -106,7 +107,14 @@ def ranking_corpora(run: Path, records: list[dict[str, Any]]) -> dict[str, Corpu
     ranked = [r["question_id"] for r in records if isinstance(r.get("ranking"), dict)]
     if not spec_of(config).longmemeval_scores or not ranked:
         return {}
-    return load_corpora(config["dataset"].get("variant") or "s", ranked)
+    return corpora_of(config["dataset"].get("variant") or "s", tuple(sorted(ranked)))
+
+
+@functools.cache
+def corpora_of(variant: str, question_ids: tuple[str, ...]) -> dict[str, Corpus]:
+    """The corpora of these questions, read once per comparison process: a slice's 14 rows ask
+    for the same six haystacks."""
+    return load_corpora(variant, question_ids)
 
 
 def measured(record: dict[str, Any], corpora: dict[str, Corpus]) -> dict[str, Any]:
